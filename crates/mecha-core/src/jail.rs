@@ -1,0 +1,186 @@
+//! The path jail: every path a model supplies is judged here before anything
+//! touches the filesystem, and the handle it yields opens beneath the root.
+//!
+//! Two layers. [`Jail::judge`] canonicalizes and proves containment, which
+//! gives the model a clear refusal. The [`cap_std::fs::Dir`] it hands out
+//! then opens with `openat2(RESOLVE_BENEATH)`, so a directory swapped for a
+//! symlink between the check and the open still cannot lead outside.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+
+/// Why a model-supplied path was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum JailError {
+    #[error("empty path; pass a path relative to the workspace")]
+    Empty,
+    #[error(
+        "`{requested}` resolves to {resolved}, which is outside the workspace {root}; \
+         use a path inside the workspace"
+    )]
+    Outside {
+        requested: String,
+        resolved: PathBuf,
+        root: PathBuf,
+    },
+    #[error(
+        "`{requested}` uses `..` after a directory that does not exist; \
+         write the path without `..`"
+    )]
+    ClimbsFromMissing { requested: String },
+    #[error(
+        "`{requested}` goes through the symlink {link}, whose target does not exist; \
+         refusing to follow it"
+    )]
+    DanglingSymlink { requested: String, link: PathBuf },
+    #[error("cannot resolve `{requested}`: {source}")]
+    Io {
+        requested: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// A directory tree that paths are confined to.
+#[derive(Debug, Clone)]
+pub struct Jail {
+    root: PathBuf,
+    dir: Arc<Dir>,
+}
+
+impl Jail {
+    /// Opens `root` as a jail. The root is canonicalized once, here.
+    pub fn open(root: &Path) -> io::Result<Self> {
+        let root = std::fs::canonicalize(root)?;
+        let dir = Dir::open_ambient_dir(&root, ambient_authority())?;
+        Ok(Self {
+            root,
+            dir: Arc::new(dir),
+        })
+    }
+
+    /// The canonical root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where `canonical` sits inside this jail, if it does.
+    fn confine(&self, canonical: &Path) -> Option<ResolvedPath> {
+        let rel = canonical.strip_prefix(&self.root).ok()?;
+        Some(ResolvedPath {
+            absolute: canonical.to_path_buf(),
+            relative: if rel.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                rel.to_path_buf()
+            },
+            dir: Arc::clone(&self.dir),
+        })
+    }
+}
+
+/// A path proven to lie inside a jail, with the handle to open it through.
+#[derive(Debug, Clone)]
+pub struct ResolvedPath {
+    absolute: PathBuf,
+    relative: PathBuf,
+    dir: Arc<Dir>,
+}
+
+impl ResolvedPath {
+    /// The canonical absolute path, for messages to the model.
+    pub fn absolute(&self) -> &Path {
+        &self.absolute
+    }
+
+    /// The path relative to the jail root (`.` for the root itself).
+    pub fn relative(&self) -> &Path {
+        &self.relative
+    }
+
+    /// The jail's root directory; open `relative()` through it, never
+    /// `absolute()` through `std::fs`.
+    pub fn dir(&self) -> &Dir {
+        &self.dir
+    }
+}
+
+/// Canonicalizes `requested` against `base` the way the spec describes:
+/// join, canonicalize the nearest existing ancestor, re-append the rest.
+pub(crate) fn canonicalize_lenient(base: &Path, requested: &str) -> Result<PathBuf, JailError> {
+    if requested.is_empty() {
+        return Err(JailError::Empty);
+    }
+    let joined = base.join(requested);
+    let mut existing = joined.as_path();
+    let mut tail: Vec<&std::ffi::OsStr> = Vec::new();
+    loop {
+        match std::fs::canonicalize(existing) {
+            Ok(canonical) => {
+                let mut out = canonical;
+                out.extend(tail.iter().rev());
+                return Ok(out);
+            }
+            Err(e) if is_missing(&e) => {
+                if existing.symlink_metadata().is_ok_and(|m| m.is_symlink()) {
+                    return Err(JailError::DanglingSymlink {
+                        requested: requested.to_owned(),
+                        link: existing.to_path_buf(),
+                    });
+                }
+                match existing.components().next_back() {
+                    Some(Component::Normal(name)) => tail.push(name),
+                    Some(Component::CurDir) => {}
+                    _ => {
+                        return Err(JailError::ClimbsFromMissing {
+                            requested: requested.to_owned(),
+                        });
+                    }
+                }
+                existing = match existing.parent() {
+                    Some(parent) => parent,
+                    None => {
+                        return Err(JailError::Io {
+                            requested: requested.to_owned(),
+                            source: e,
+                        });
+                    }
+                };
+            }
+            Err(source) => {
+                return Err(JailError::Io {
+                    requested: requested.to_owned(),
+                    source,
+                });
+            }
+        }
+    }
+}
+
+fn is_missing(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
+}
+
+/// Resolves `requested` into the first of `jails` that contains it; the
+/// first jail is the one relative paths are joined to.
+pub(crate) fn resolve_in(jails: &[&Jail], requested: &str) -> Result<ResolvedPath, JailError> {
+    let Some(primary) = jails.first() else {
+        return Err(JailError::Empty);
+    };
+    let canonical = canonicalize_lenient(primary.root(), requested)?;
+    jails
+        .iter()
+        .find_map(|jail| jail.confine(&canonical))
+        .ok_or_else(|| JailError::Outside {
+            requested: requested.to_owned(),
+            resolved: canonical,
+            root: primary.root().to_path_buf(),
+        })
+}

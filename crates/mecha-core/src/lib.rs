@@ -1,0 +1,32 @@
+//! mecha's vocabulary, shared by every other crate: the [`Tool`] trait and
+//! its [`ToolOutput`], [`Capabilities`], the [`ToolCtx`] a call runs in (with
+//! the path jail, the spill directory and the output budget), the sorted
+//! [`Registry`], and running one turn's calls as a batch.
+//!
+//! It deliberately knows nothing of models, networks or MCP, and nothing of
+//! which concrete tools exist.
+
+mod batch;
+mod capabilities;
+mod ctx;
+mod jail;
+mod output;
+mod registry;
+mod spill;
+mod tool;
+
+pub use batch::{Call, run_batch};
+pub use capabilities::{Capabilities, Egress};
+pub use ctx::ToolCtx;
+pub use jail::{Jail, JailError, ResolvedPath};
+pub use output::ToolOutput;
+pub use registry::{DuplicateTool, Registry, ToolDefinition};
+pub use spill::{
+    FALLBACK_TURN_BUDGET, MIN_CALL_SHARE, SpillDir, SpillingSink, budget_for_context_window,
+    share_of,
+};
+pub use tool::Tool;
+
+// Tools return `anyhow::Result` (the trait's signature in the spec); re-export
+// so tool crates name one version.
+pub use anyhow;

@@ -1,0 +1,103 @@
+//! The tool registry: every tool of a run, always in sorted order.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::Tool;
+
+/// Two tools claimed one name.
+#[derive(Debug, thiserror::Error)]
+#[error("two tools are named `{name}`; tool names must be unique")]
+pub struct DuplicateTool {
+    pub name: String,
+}
+
+/// A tool as the model is told about it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDefinition {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+}
+
+/// The tools of a run, keyed and iterated by name.
+///
+/// Sorted because the tool list is the front of the cached prompt prefix:
+/// any reordering would re-pay for the whole prefix on every request.
+#[derive(Clone, Default)]
+pub struct Registry {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.tools.keys()).finish()
+    }
+}
+
+impl Registry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool; a name already taken is refused, never shadowed.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) -> Result<(), DuplicateTool> {
+        let name = tool.name().to_owned();
+        if self.tools.contains_key(&name) {
+            return Err(DuplicateTool { name });
+        }
+        self.tools.insert(name, tool);
+        Ok(())
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.tools.contains_key(name)
+    }
+
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// The tools in name order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools.values()
+    }
+
+    /// The names in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.keys().map(String::as_str)
+    }
+
+    /// Keeps only the tools `keep` says yes to. Narrowing is the only edit a
+    /// registry takes after it is built.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.tools.retain(|name, _| keep(name));
+    }
+
+    /// What the model is sent, in order.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.iter()
+            .map(|t| ToolDefinition {
+                name: t.name().to_owned(),
+                description: t.description().to_owned(),
+                input_schema: t.input_schema(),
+            })
+            .collect()
+    }
+
+    /// The echoes every result of the run ends with, in tool order.
+    pub fn echoes(&self) -> Vec<String> {
+        self.iter().filter_map(|t| t.echo()).collect()
+    }
+}

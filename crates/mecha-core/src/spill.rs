@@ -1,0 +1,206 @@
+//! Output budgets and the spill directory.
+//!
+//! A result bigger than its share of the turn's budget is saved whole to the
+//! context's spill directory and its transcript copy is cut, with a marker
+//! that tells the model exactly where the rest is and how to read it.
+//! [`SpillingSink`] does this while the bytes stream in, so a gigabyte of
+//! shell output costs one budget's worth of memory.
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::hash::{BuildHasher, Hasher};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::jail::Jail;
+
+/// Room kept for the truncation marker inside a result's budget.
+const MARKER_RESERVE: usize = 600;
+
+/// The smallest share one call of a batch gets, however many calls it has.
+pub const MIN_CALL_SHARE: usize = 2 * 1024;
+
+/// The turn budget when neither `[tools] output_budget_bytes` nor a context
+/// window says otherwise (what a 128k-token window derives).
+pub const FALLBACK_TURN_BUDGET: usize = budget_for_context_window(128_000);
+
+/// One eighth of the context window in tokens, at about three bytes a token:
+/// one turn's results must fit between the compaction threshold and the
+/// window.
+pub const fn budget_for_context_window(tokens: u64) -> usize {
+    (tokens / 8 * 3) as usize
+}
+
+/// One call's share of a turn budget split over `calls` concurrent calls.
+pub fn share_of(turn_budget: usize, calls: usize) -> usize {
+    (turn_budget / calls.max(1)).max(MIN_CALL_SHARE)
+}
+
+/// A fresh, private directory for one context's oversized outputs.
+///
+/// Removed when the context is dropped. Each context gets its own, so two
+/// contexts (two eval cases, say) cannot read each other's output.
+#[derive(Debug)]
+pub struct SpillDir {
+    _temp: tempfile::TempDir,
+    jail: Jail,
+    counter: AtomicU64,
+}
+
+impl SpillDir {
+    /// Creates a new spill directory under the system temp dir.
+    pub fn create() -> io::Result<Self> {
+        let temp = tempfile::Builder::new().prefix("mecha-spill-").tempdir()?;
+        let jail = Jail::open(temp.path())?;
+        Ok(Self {
+            _temp: temp,
+            jail,
+            counter: AtomicU64::new(0),
+        })
+    }
+
+    /// The canonical path of the directory.
+    pub fn path(&self) -> &Path {
+        self.jail.root()
+    }
+
+    pub(crate) fn jail(&self) -> &Jail {
+        &self.jail
+    }
+
+    /// Creates a new file named after the tool and turn, e.g.
+    /// `shell-t1-9f2c1a04.txt`.
+    pub fn create_file(&self, tool: &str, turn: u32) -> io::Result<(PathBuf, File)> {
+        let seq = self.counter.fetch_add(1, Ordering::Relaxed);
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u64(seq);
+        let tag = hasher.finish() as u32;
+        let safe_tool: String = tool
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+            .collect();
+        let path = self.path().join(format!("{safe_tool}-t{turn}-{tag:08x}.txt"));
+        let file = File::options().write(true).create_new(true).open(&path)?;
+        Ok((path, file))
+    }
+}
+
+/// Collects a result as it streams in, keeping at most `budget` bytes in
+/// memory and spilling the whole of it to disk once it outgrows that.
+pub struct SpillingSink<'a> {
+    spill: &'a SpillDir,
+    tool: &'a str,
+    turn: u32,
+    budget: usize,
+    head: Vec<u8>,
+    total: u64,
+    file: Option<Result<(PathBuf, File), io::Error>>,
+}
+
+impl<'a> SpillingSink<'a> {
+    pub fn new(spill: &'a SpillDir, tool: &'a str, turn: u32, budget: usize) -> Self {
+        Self {
+            spill,
+            tool,
+            turn,
+            budget,
+            head: Vec::new(),
+            total: 0,
+            file: None,
+        }
+    }
+
+    /// Appends bytes. Never fails: a spill that cannot be written is
+    /// remembered and admitted in the marker instead.
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        let room = self.budget.saturating_sub(self.head.len());
+        let overflowing = self.total > self.budget as u64;
+        if overflowing && self.file.is_none() {
+            let opened = self.spill.create_file(self.tool, self.turn).and_then(|(path, mut file)| {
+                file.write_all(&self.head)?;
+                Ok((path, file))
+            });
+            if let Err(e) = &opened {
+                tracing::warn!(tool = self.tool, error = %e, "could not create spill file");
+            }
+            self.file = Some(opened);
+        }
+        self.head.extend_from_slice(&bytes[..room.min(bytes.len())]);
+        if let Some(Ok((_, file))) = &mut self.file {
+            if let Err(e) = file.write_all(bytes) {
+                tracing::warn!(tool = self.tool, error = %e, "spill write failed");
+                self.file = Some(Err(e));
+            }
+        }
+    }
+
+    /// The text the transcript gets: everything, or a cut with a marker.
+    pub fn finish(self) -> String {
+        if self.total <= self.budget as u64 {
+            return String::from_utf8_lossy(&self.head).into_owned();
+        }
+        let limit = self.budget.saturating_sub(MARKER_RESERVE).min(self.head.len());
+        let cut = cut_point(&self.head[..limit]);
+        let shown = &self.head[..cut];
+        let mut text = String::from_utf8_lossy(shown).into_owned();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        let shown_bytes = cut;
+        match self.file.and_then(|f| f.and_then(|(path, mut file)| file.flush().map(|()| path)).ok()) {
+            Some(path) => {
+                let next_line = shown.iter().filter(|&&b| b == b'\n').count() + 1;
+                let partway = if shown.last().is_some_and(|&b| b != b'\n') {
+                    "partway through "
+                } else {
+                    ""
+                };
+                let quoted = serde_json::to_string(&path.display().to_string())
+                    .unwrap_or_else(|_| format!("\"{}\"", path.display()));
+                let _ = write!(
+                    text,
+                    "[truncated by the harness: showing the first {shown_bytes} of {total} bytes; \
+                     the rest begins {partway}on line {next_line}. The full output is saved at {path} \
+                     — continue with fs_read {{\"path\": {quoted}, \"offset\": {next_line}}}, \
+                     or search it with grep.]",
+                    total = self.total,
+                    path = path.display(),
+                );
+            }
+            None => {
+                let _ = write!(
+                    text,
+                    "[truncated by the harness: showing the first {shown_bytes} of {total} bytes; \
+                     the rest could not be saved and is lost. Re-run the tool with a narrower \
+                     request (fewer lines, a filter) to see it.]",
+                    total = self.total,
+                );
+            }
+        }
+        text
+    }
+}
+
+/// Where to cut `head` so the shown part ends on a whole line, or failing
+/// that, on a whole UTF-8 character.
+fn cut_point(head: &[u8]) -> usize {
+    if let Some(pos) = head.iter().rposition(|&b| b == b'\n') {
+        return pos + 1;
+    }
+    match std::str::from_utf8(head) {
+        Ok(_) => head.len(),
+        Err(e) => e.valid_up_to(),
+    }
+}
+
+/// Fits an in-memory result into `budget`, spilling it if needed.
+pub fn fit_text(text: &str, spill: &SpillDir, tool: &str, turn: u32, budget: usize) -> String {
+    if text.len() <= budget {
+        return text.to_owned();
+    }
+    let mut sink = SpillingSink::new(spill, tool, turn, budget);
+    sink.push(text.as_bytes());
+    sink.finish()
+}

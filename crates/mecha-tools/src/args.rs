@@ -1,0 +1,64 @@
+//! Reading a tool's JSON input, with refusals the model can act on.
+
+use mecha_core::ToolOutput;
+use serde_json::Value;
+
+/// A required string argument.
+pub(crate) fn required_str<'a>(input: &'a Value, key: &str) -> Result<&'a str, ToolOutput> {
+    match input.get(key) {
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(ToolOutput::err(format!(
+            "`{key}` must be a string, got {}",
+            type_name(other)
+        ))),
+        None => Err(ToolOutput::err(format!("missing required argument `{key}`"))),
+    }
+}
+
+/// An optional non-negative integer argument.
+pub(crate) fn optional_u64(input: &Value, key: &str) -> Result<Option<u64>, ToolOutput> {
+    match input.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+            ToolOutput::err(format!(
+                "`{key}` must be a non-negative integer, got {}",
+                type_name(v)
+            ))
+        }),
+    }
+}
+
+/// An optional string argument.
+pub(crate) fn optional_str<'a>(input: &'a Value, key: &str) -> Result<Option<&'a str>, ToolOutput> {
+    match input.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(ToolOutput::err(format!(
+            "`{key}` must be a string, got {}",
+            type_name(other)
+        ))),
+    }
+}
+
+/// An optional boolean argument.
+pub(crate) fn optional_bool(input: &Value, key: &str) -> Result<Option<bool>, ToolOutput> {
+    match input.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(other) => Err(ToolOutput::err(format!(
+            "`{key}` must be true or false, got {}",
+            type_name(other)
+        ))),
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -1,0 +1,1 @@
+//! The egress guard: which addresses `http_fetch` may connect to.

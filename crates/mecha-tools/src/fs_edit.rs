@@ -1,0 +1,26 @@
+//! `fs_edit` (being written).
+
+use async_trait::async_trait;
+use mecha_core::{Tool, ToolCtx, ToolOutput};
+use serde_json::{Value, json};
+
+pub struct FsEdit;
+
+#[async_trait]
+impl Tool for FsEdit {
+    fn name(&self) -> &str {
+        "fs_edit"
+    }
+
+    fn description(&self) -> &str {
+        "fs_edit"
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+
+    async fn call(&self, _input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
+        Ok(ToolOutput::err("not implemented yet"))
+    }
+}
