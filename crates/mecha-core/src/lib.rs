@@ -26,7 +26,3 @@ pub use spill::{
     share_of,
 };
 pub use tool::Tool;
-
-// Tools return `anyhow::Result` (the trait's signature in the spec); re-export
-// so tool crates name one version.
-pub use anyhow;
