@@ -1,8 +1,12 @@
-//! `fs_edit` (being written).
+//! `fs_edit`: replaces one exact occurrence of a string in a file.
 
 use async_trait::async_trait;
-use mecha_core::{Tool, ToolCtx, ToolOutput};
+use mecha_core::{Capabilities, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
+
+use crate::args::required_str;
+use crate::atomic::replace_file;
+use crate::fs_read::read_to_string_beneath;
 
 pub struct FsEdit;
 
@@ -13,14 +17,114 @@ impl Tool for FsEdit {
     }
 
     fn description(&self) -> &str {
-        "fs_edit"
+        "Replace one exact occurrence of `old` with `new` in a file. `old` must appear exactly \
+         once, matching whitespace and indentation; include surrounding lines to make it unique. \
+         Read the file first."
     }
 
     fn input_schema(&self) -> Value {
-        json!({"type": "object"})
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace"},
+                "old": {"type": "string", "description": "The exact text to replace; must occur once"},
+                "new": {"type": "string", "description": "The replacement text"}
+            },
+            "required": ["path", "old", "new"],
+            "additionalProperties": false
+        })
     }
 
-    async fn call(&self, _input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
-        Ok(ToolOutput::err("not implemented yet"))
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            destructive: true,
+            ..Capabilities::NONE
+        }
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
+        Ok(edit(&input, ctx).unwrap_or_else(|refusal| refusal))
+    }
+}
+
+fn edit(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
+    let requested = required_str(input, "path")?;
+    let old = required_str(input, "old")?;
+    let new = required_str(input, "new")?;
+    if old.is_empty() {
+        return Err(ToolOutput::err(
+            "`old` is empty; give the exact text to replace, or use fs_write for a new file",
+        ));
+    }
+    if old == new {
+        return Err(ToolOutput::err("`old` and `new` are identical; nothing would change"));
+    }
+    let target = ctx
+        .resolve_in_workspace(requested)
+        .map_err(|e| ToolOutput::err(e.to_string()))?;
+    let text = read_to_string_beneath(&target)
+        .map_err(|e| ToolOutput::err(format!("cannot read {requested}: {e}")))?;
+    let updated = replace_unique(&text, old, new).map_err(ToolOutput::err)?;
+    replace_file(&target, updated.as_bytes())
+        .map_err(|e| ToolOutput::err(format!("cannot write {requested}: {e}")))?;
+    let line = text[..text.find(old).unwrap_or(0)].matches('\n').count() + 1;
+    Ok(ToolOutput::ok(format!("edited {requested} at line {line}")))
+}
+
+/// `text` with its single occurrence of `old` replaced; zero or several
+/// occurrences are refused rather than guessed at.
+pub(crate) fn replace_unique(text: &str, old: &str, new: &str) -> Result<String, String> {
+    match occurrences(text, old) {
+        1 => Ok(text.replacen(old, new, 1)),
+        0 => Err("`old` does not appear in the file; read it again and copy the exact text, \
+                  including whitespace and indentation"
+            .to_owned()),
+        n => Err(format!(
+            "`old` appears {n} times; include more surrounding context to make it unique"
+        )),
+    }
+}
+
+/// How many places `old` starts at, overlapping ones included: in `aaa`,
+/// `aa` is ambiguous, not unique.
+fn occurrences(text: &str, old: &str) -> usize {
+    let mut count = 0;
+    let mut from = 0;
+    while let Some(pos) = text[from..].find(old) {
+        count += 1;
+        let start = from + pos;
+        from = start + text[start..].chars().next().map_or(1, char::len_utf8);
+    }
+    count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replace_unique;
+
+    #[test]
+    fn overlapping_matches_are_ambiguous() {
+        let err = replace_unique("aaa", "aa", "x").unwrap_err();
+        assert!(err.contains("appears 2 times"), "{err}");
+    }
+
+    #[test]
+    fn one_match_is_replaced() {
+        assert_eq!(replace_unique("a b c", "b", "x").unwrap(), "a x c");
+    }
+
+    #[test]
+    fn zero_matches_are_refused() {
+        let err = replace_unique("a b c", "z", "x").unwrap_err();
+        assert!(err.contains("does not appear"), "{err}");
+    }
+
+    #[test]
+    fn several_matches_are_refused_with_the_count() {
+        let err = replace_unique("b b b", "b", "x").unwrap_err();
+        assert_eq!(
+            err,
+            "`old` appears 3 times; include more surrounding context to make it unique"
+        );
     }
 }

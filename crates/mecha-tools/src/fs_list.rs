@@ -1,8 +1,26 @@
-//! `fs_list` (being written).
+//! `fs_list`: what a directory holds, with kinds and sizes, optionally
+//! recursive and filtered by a glob.
+
+use std::io;
+use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
-use mecha_core::{Tool, ToolCtx, ToolOutput};
+use cap_std::fs::Dir;
+use globset::{Glob, GlobMatcher};
+use mecha_core::{Capabilities, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
+
+use crate::args::{optional_str, optional_u64};
+
+/// How deep a glob search descends when the call names no depth.
+const GLOB_DEFAULT_DEPTH: u64 = 8;
+const MAX_DEPTH: u64 = 16;
+/// Entries listed at most; a listing is for finding things, not for dumping
+/// a tree.
+const MAX_ENTRIES: usize = 1000;
+/// Directories listed but never descended into: large, and never what the
+/// model is looking for.
+const NOT_DESCENDED: [&str; 3] = [".git", "node_modules", "target"];
 
 pub struct FsList;
 
@@ -13,14 +31,132 @@ impl Tool for FsList {
     }
 
     fn description(&self) -> &str {
-        "fs_list"
+        "List a directory: one entry a line as kind (file, dir, link), size in bytes, and path. \
+         `depth` descends into subdirectories (default 1: just this directory). `glob` keeps only \
+         paths matching it, e.g. \"**/*.rs\" (then depth defaults to 8). .git, node_modules and \
+         target are listed but not descended into."
     }
 
     fn input_schema(&self) -> Value {
-        json!({"type": "object"})
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Directory, relative to the workspace (default: the workspace)"},
+                "depth": {"type": "integer", "minimum": 1, "maximum": MAX_DEPTH, "description": "Levels to descend (default 1)"},
+                "glob": {"type": "string", "description": "Only paths matching this glob, relative to `path`"}
+            },
+            "additionalProperties": false
+        })
     }
 
-    async fn call(&self, _input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
-        Ok(ToolOutput::err("not implemented yet"))
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            private_data: true,
+            ..Capabilities::NONE
+        }
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
+        Ok(list(&input, ctx).unwrap_or_else(|refusal| refusal))
+    }
+}
+
+fn list(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
+    let requested = optional_str(input, "path")?.unwrap_or(".");
+    let glob = optional_str(input, "glob")?
+        .map(|g| {
+            Glob::new(g)
+                .map(|g| g.compile_matcher())
+                .map_err(|e| ToolOutput::err(format!("`glob` is not a valid glob: {e}")))
+        })
+        .transpose()?;
+    let default_depth = if glob.is_some() { GLOB_DEFAULT_DEPTH } else { 1 };
+    let depth = optional_u64(input, "depth")?
+        .unwrap_or(default_depth)
+        .clamp(1, MAX_DEPTH);
+    let target = ctx.resolve(requested).map_err(|e| ToolOutput::err(e.to_string()))?;
+    let cannot = |e: io::Error| ToolOutput::err(format!("cannot list {requested}: {e}"));
+    let dir = target.dir().open_dir(target.relative()).map_err(cannot)?;
+    let mut listing = Listing {
+        glob,
+        lines: Vec::new(),
+        truncated: false,
+    };
+    listing.walk(&dir, Path::new(""), depth).map_err(cannot)?;
+    Ok(ToolOutput::ok(listing.render(requested)))
+}
+
+struct Listing {
+    glob: Option<GlobMatcher>,
+    lines: Vec<String>,
+    truncated: bool,
+}
+
+impl Listing {
+    fn walk(&mut self, dir: &Dir, prefix: &Path, depth: u64) -> io::Result<()> {
+        let mut entries: Vec<_> = dir.entries()?.collect::<Result<_, _>>()?;
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            if self.lines.len() >= MAX_ENTRIES {
+                self.truncated = true;
+                return Ok(());
+            }
+            let name = entry.file_name();
+            let path: PathBuf = prefix.join(&name);
+            let kind = entry.file_type()?;
+            let matches = self.glob.as_ref().is_none_or(|g| g.is_match(&path));
+            if kind.is_dir() {
+                if matches {
+                    self.lines.push(format!("dir\t-\t{}/", path.display()));
+                }
+                let skipped = NOT_DESCENDED.iter().any(|n| name == *n);
+                if depth > 1 && !skipped {
+                    // A directory that vanished or is unreadable mid-walk is
+                    // left out rather than failing the whole listing.
+                    if let Ok(sub) = entry.open_dir() {
+                        self.walk(&sub, &path, depth - 1)?;
+                    }
+                }
+            } else if matches {
+                if kind.is_symlink() {
+                    let target = dir
+                        .read_link(&name)
+                        .map(|t| t.display().to_string())
+                        .unwrap_or_else(|_| "?".to_owned());
+                    self.lines.push(format!("link\t-\t{} -> {target}", path.display()));
+                } else {
+                    let size = entry.metadata().map(|m| m.len().to_string());
+                    let kind = if kind.is_file() { "file" } else { "other" };
+                    self.lines.push(format!(
+                        "{kind}\t{}\t{}",
+                        size.unwrap_or_else(|_| "?".to_owned()),
+                        path.display()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn render(self, requested: &str) -> String {
+        if self.lines.is_empty() {
+            return if self.glob.is_some() {
+                format!("nothing in {requested} matches the glob")
+            } else {
+                format!("{requested} is empty")
+            };
+        }
+        let mut out = self.lines.join("\n");
+        out.push('\n');
+        if self.truncated {
+            out.push_str(&format!(
+                "[stopped at {MAX_ENTRIES} entries; list a subdirectory or narrow with `glob`]\n"
+            ));
+        }
+        out
     }
 }

@@ -1,8 +1,22 @@
-//! `fs_read` (being written).
+//! `fs_read`: a text file's lines, numbered, from an offset.
+//!
+//! It also reads the context's spill files, which is how the model follows a
+//! truncation marker to the rest of an oversized result.
+
+use std::io::{self, BufRead, BufReader, Read};
 
 use async_trait::async_trait;
-use mecha_core::{Tool, ToolCtx, ToolOutput};
+use mecha_core::{Capabilities, ResolvedPath, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
+
+use crate::args::{optional_u64, required_str};
+
+/// Lines returned when the call names no limit.
+const DEFAULT_LIMIT: u64 = 2000;
+/// How much of the start of a file is sniffed for NUL bytes.
+const SNIFF_BYTES: usize = 8192;
+/// Room kept for the closing note within the call's budget.
+const NOTE_RESERVE: usize = 200;
 
 pub struct FsRead;
 
@@ -13,14 +27,194 @@ impl Tool for FsRead {
     }
 
     fn description(&self) -> &str {
-        "fs_read"
+        "Read a text file. Lines come back numbered (line number, tab, text). `offset` is the \
+         first line to show (1-based), `limit` how many lines (default 2000). Also reads the \
+         files a truncation notice points at."
     }
 
     fn input_schema(&self) -> Value {
-        json!({"type": "object"})
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace"},
+                "offset": {"type": "integer", "minimum": 1, "description": "First line to show, 1-based"},
+                "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to show"}
+            },
+            "required": ["path"],
+            "additionalProperties": false
+        })
     }
 
-    async fn call(&self, _input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
-        Ok(ToolOutput::err("not implemented yet"))
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            private_data: true,
+            ..Capabilities::NONE
+        }
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
+        Ok(read(&input, ctx).unwrap_or_else(|refusal| refusal))
+    }
+}
+
+fn read(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
+    let requested = required_str(input, "path")?;
+    let offset = optional_u64(input, "offset")?.unwrap_or(1).max(1);
+    let limit = optional_u64(input, "limit")?.unwrap_or(DEFAULT_LIMIT).max(1);
+    let target = ctx.resolve(requested).map_err(|e| ToolOutput::err(e.to_string()))?;
+    let cannot = |e: io::Error| ToolOutput::err(format!("cannot read {requested}: {e}"));
+    let mut reader = BufReader::new(open_regular(&target).map_err(cannot)?);
+    if looks_binary(&mut reader).map_err(cannot)? {
+        let size = target.dir().metadata(target.relative()).map(|m| m.len()).unwrap_or(0);
+        return Err(ToolOutput::err(format!(
+            "{requested} is a binary file ({size} bytes); fs_read shows text only"
+        )));
+    }
+    let window = Window {
+        offset,
+        limit,
+        byte_budget: ctx.output_budget_bytes.saturating_sub(NOTE_RESERVE),
+    };
+    let text = window.render(&mut reader).map_err(cannot)?;
+    Ok(ToolOutput::ok(text))
+}
+
+/// Opens a regular file beneath the jail; directories and devices are
+/// refused with a pointer to what to use instead.
+pub(crate) fn open_regular(target: &ResolvedPath) -> io::Result<std::fs::File> {
+    let meta = target.dir().metadata(target.relative())?;
+    if meta.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            "it is a directory; use fs_list to see what is in it",
+        ));
+    }
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "it is not a regular file (a device, socket or pipe)",
+        ));
+    }
+    Ok(target.dir().open(target.relative())?.into_std())
+}
+
+/// Reads a whole text file through the jail (for fs_edit).
+pub(crate) fn read_to_string_beneath(target: &ResolvedPath) -> io::Result<String> {
+    let mut text = String::new();
+    open_regular(target)?.read_to_string(&mut text)?;
+    Ok(text)
+}
+
+fn looks_binary(reader: &mut BufReader<std::fs::File>) -> io::Result<bool> {
+    let head = reader.fill_buf()?;
+    Ok(head[..head.len().min(SNIFF_BYTES)].contains(&0))
+}
+
+/// Which lines to show, and how many bytes they may take.
+struct Window {
+    offset: u64,
+    limit: u64,
+    byte_budget: usize,
+}
+
+impl Window {
+    /// Streams the file line by line, keeping only the lines shown, so a
+    /// huge file costs one budget of memory.
+    fn render(&self, reader: &mut impl BufRead) -> io::Result<String> {
+        let mut out = String::new();
+        let mut line = Vec::new();
+        let mut number = 0u64;
+        let last = self.offset.saturating_add(self.limit - 1);
+        loop {
+            line.clear();
+            if reader.read_until(b'\n', &mut line)? == 0 {
+                break;
+            }
+            number += 1;
+            if number < self.offset {
+                continue;
+            }
+            if number > last {
+                out.push_str(&format!(
+                    "[showing lines {}-{last}; more follow: continue with offset {}]\n",
+                    self.offset,
+                    last + 1
+                ));
+                return Ok(out);
+            }
+            let text = String::from_utf8_lossy(&line);
+            let entry = format!("{number:>6}\t{}\n", text.trim_end_matches(['\n', '\r']));
+            if out.len() + entry.len() > self.byte_budget {
+                if number == self.offset {
+                    // One line bigger than the whole budget: show its start
+                    // rather than nothing.
+                    let cut = floor_char_boundary(&entry, self.byte_budget);
+                    out.push_str(&entry[..cut]);
+                    out.push_str(&format!(
+                        "\n[line {number} is longer than this call's output budget and was cut; \
+                         search it with grep or shell instead]\n"
+                    ));
+                } else {
+                    out.push_str(&format!(
+                        "[stopped before line {number} to stay within the output budget; \
+                         continue with offset {number}]\n"
+                    ));
+                }
+                return Ok(out);
+            }
+            out.push_str(&entry);
+        }
+        if number == 0 {
+            out.push_str("[empty file]\n");
+        } else if number < self.offset {
+            out.push_str(&format!(
+                "[the file has {number} lines; offset {} is past its end]\n",
+                self.offset
+            ));
+        }
+        Ok(out)
+    }
+}
+
+fn floor_char_boundary(s: &str, at: usize) -> usize {
+    (0..=at.min(s.len())).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Window;
+
+    fn render(text: &str, offset: u64, limit: u64, byte_budget: usize) -> String {
+        let w = Window { offset, limit, byte_budget };
+        w.render(&mut text.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn numbers_lines_from_the_offset() {
+        let out = render("a\nb\nc\n", 2, 10, 1000);
+        assert_eq!(out, "     2\tb\n     3\tc\n");
+    }
+
+    #[test]
+    fn limit_says_where_to_continue() {
+        let out = render("a\nb\nc\n", 1, 2, 1000);
+        assert!(out.ends_with("continue with offset 3]\n"), "{out}");
+    }
+
+    #[test]
+    fn budget_stops_at_a_whole_line_and_names_the_next() {
+        let text: String = (1..=100).map(|i| format!("line {i}\n")).collect();
+        let out = render(&text, 1, 2000, 100);
+        assert!(out.len() < 200);
+        assert!(out.contains("continue with offset"), "{out}");
+    }
+
+    #[test]
+    fn offset_past_the_end_says_so() {
+        assert!(render("a\n", 5, 10, 1000).contains("past its end"));
     }
 }

@@ -1,8 +1,11 @@
-//! `fs_write` (being written).
+//! `fs_write`: creates or replaces a whole file, atomically.
 
 use async_trait::async_trait;
-use mecha_core::{Tool, ToolCtx, ToolOutput};
+use mecha_core::{Capabilities, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
+
+use crate::args::required_str;
+use crate::atomic::{Written, replace_file};
 
 pub struct FsWrite;
 
@@ -13,14 +16,48 @@ impl Tool for FsWrite {
     }
 
     fn description(&self) -> &str {
-        "fs_write"
+        "Create a file or replace its whole contents. Parent directories are created. \
+         The path is relative to the workspace. To change part of a file, use fs_edit."
     }
 
     fn input_schema(&self) -> Value {
-        json!({"type": "object"})
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace"},
+                "content": {"type": "string", "description": "The complete new contents"}
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
+        })
     }
 
-    async fn call(&self, _input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
-        Ok(ToolOutput::err("not implemented yet"))
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            destructive: true,
+            ..Capabilities::NONE
+        }
     }
+
+    async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
+        Ok(write(&input, ctx).unwrap_or_else(|refusal| refusal))
+    }
+}
+
+fn write(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
+    let requested = required_str(input, "path")?;
+    let content = required_str(input, "content")?;
+    let target = ctx
+        .resolve_in_workspace(requested)
+        .map_err(|e| ToolOutput::err(e.to_string()))?;
+    let written = replace_file(&target, content.as_bytes())
+        .map_err(|e| ToolOutput::err(format!("cannot write {requested}: {e}")))?;
+    let verb = match written {
+        Written::Created => "created",
+        Written::Replaced => "replaced",
+    };
+    Ok(ToolOutput::ok(format!(
+        "{verb} {requested} ({} bytes)",
+        content.len()
+    )))
 }

@@ -1,11 +1,57 @@
-//! `todo` (being written).
+//! `todo`: the model's own plan, as a list it rewrites as it goes.
+//!
+//! The current list is echoed at the end of every tool result of the run
+//! (through [`Tool::echo`]), so the model re-reads its plan without anyone
+//! re-prompting it.
+
+use std::sync::Mutex;
 
 use async_trait::async_trait;
-use mecha_core::{Tool, ToolCtx, ToolOutput};
+use mecha_core::{Capabilities, Tool, ToolCtx, ToolOutput};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Status {
+    Pending,
+    InProgress,
+    Done,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Item {
+    content: String,
+    status: Status,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    items: Vec<Item>,
+}
+
+/// The list lives in the instance, so every run gets a fresh one.
 #[derive(Default)]
-pub struct Todo;
+pub struct Todo {
+    items: Mutex<Vec<Item>>,
+}
+
+impl Todo {
+    fn render(items: &[Item]) -> String {
+        let mut out = String::from("Current todo list:");
+        for item in items {
+            let mark = match item.status {
+                Status::Pending => "[ ]",
+                Status::InProgress => "[>]",
+                Status::Done => "[x]",
+            };
+            out.push_str(&format!("\n{mark} {}", item.content));
+        }
+        out
+    }
+}
 
 #[async_trait]
 impl Tool for Todo {
@@ -14,14 +60,61 @@ impl Tool for Todo {
     }
 
     fn description(&self) -> &str {
-        "todo"
+        "Keep a plan as a todo list. Each call replaces the whole list, so send every item with \
+         its status (pending, in_progress, done). The current list is shown after every tool \
+         result. Use it for work with several steps; keep one item in_progress at a time."
     }
 
     fn input_schema(&self) -> Value {
-        json!({"type": "object"})
+        json!({
+            "type": "object",
+            "properties": {
+                "items": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "content": {"type": "string"},
+                            "status": {"type": "string", "enum": ["pending", "in_progress", "done"]}
+                        },
+                        "required": ["content", "status"],
+                        "additionalProperties": false
+                    }
+                }
+            },
+            "required": ["items"],
+            "additionalProperties": false
+        })
     }
 
-    async fn call(&self, _input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
-        Ok(ToolOutput::err("not implemented yet"))
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::NONE
+    }
+
+    fn echo(&self) -> Option<String> {
+        let items = self.items.lock().ok()?;
+        (!items.is_empty()).then(|| Self::render(&items))
+    }
+
+    async fn call(&self, input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
+        let parsed: Input = match serde_json::from_value(input) {
+            Ok(p) => p,
+            Err(e) => {
+                return Ok(ToolOutput::err(format!(
+                    "invalid todo list: {e}; send {{\"items\": [{{\"content\": \"...\", \"status\": \"pending\"}}]}}"
+                )));
+            }
+        };
+        let done = parsed.items.iter().filter(|i| i.status == Status::Done).count();
+        let total = parsed.items.len();
+        match self.items.lock() {
+            Ok(mut items) => *items = parsed.items,
+            Err(_) => anyhow::bail!("the todo list's lock was poisoned by a panic"),
+        }
+        Ok(ToolOutput::ok(format!("todo list saved: {done} of {total} done")))
     }
 }
