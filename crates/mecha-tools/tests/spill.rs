@@ -1,0 +1,195 @@
+//! Output budgets and spilling, end to end through a batch: the marker's
+//! numbers are right, fs_read follows it to exactly the rest, and a batch
+//! shares one budget.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use mecha_core::{Call, Registry, Tool, ToolCtx, ToolOutput, run_batch, share_of};
+use mecha_tools::{FsRead, Todo};
+use serde_json::{Value, json};
+
+/// A tool that prints `lines` numbered lines.
+struct Numbers;
+
+#[async_trait]
+impl Tool for Numbers {
+    fn name(&self) -> &str {
+        "numbers"
+    }
+    fn description(&self) -> &str {
+        "test tool"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    async fn call(&self, input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
+        let n = input["lines"].as_u64().unwrap();
+        Ok(ToolOutput::ok(
+            (1..=n).map(|i| format!("row number {i}\n")).collect::<String>(),
+        ))
+    }
+}
+
+fn registry() -> Registry {
+    let mut r = Registry::new();
+    r.register(Arc::new(Numbers)).unwrap();
+    r.register(Arc::new(FsRead)).unwrap();
+    r.register(Arc::new(Todo::default())).unwrap();
+    r
+}
+
+fn call(id: &str, name: &str, input: Value) -> Call {
+    Call {
+        id: id.into(),
+        name: name.into(),
+        input,
+    }
+}
+
+/// Pulls `(path, offset)` out of the marker's fs_read suggestion.
+fn marker_recovery(text: &str) -> (String, u64) {
+    let start = text.find("continue with fs_read ").unwrap() + "continue with fs_read ".len();
+    let end = start + text[start..].find('}').unwrap() + 1;
+    let args: Value = serde_json::from_str(&text[start..end]).unwrap();
+    (
+        args["path"].as_str().unwrap().to_owned(),
+        args["offset"].as_u64().unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn marker_names_the_right_line_and_fs_read_returns_exactly_the_rest() {
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = ToolCtx::new(ws.path(), 4096).unwrap();
+    let reg = registry();
+    let out = run_batch(&reg, &ctx, 1, 4096, &[call("c1", "numbers", json!({"lines": 5000}))])
+        .await
+        .remove(0)
+        .unwrap();
+    let full: String = (1..=5000).map(|i| format!("row number {i}\n")).collect();
+    assert!(out.content.len() <= 4096, "result is {} bytes", out.content.len());
+    assert!(
+        out.content.contains(&format!("of {} bytes", full.len())),
+        "{}",
+        out.content
+    );
+    let (path, offset) = marker_recovery(&out.content);
+    assert!(out.content.contains(&format!("the rest begins on line {offset}.")));
+    assert!(path.contains("numbers-t1-"), "{path}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), full, "the spill holds everything");
+
+    let shown_lines = out.content.lines().take_while(|l| l.starts_with("row")).count() as u64;
+    assert_eq!(offset, shown_lines + 1, "the rest begins right after the last line shown");
+
+    // The model follows the marker, with a budget big enough for the rest.
+    let read = run_batch(
+        &reg,
+        &ctx,
+        2,
+        1 << 20,
+        &[call("c2", "fs_read", json!({"path": path, "offset": offset, "limit": 100000}))],
+    )
+    .await
+    .remove(0)
+    .unwrap();
+    assert!(!read.is_error, "{}", read.content);
+    let rest: String = read
+        .content
+        .lines()
+        .map(|l| format!("{}\n", l.split_once('\t').unwrap().1))
+        .collect();
+    let shown: String = out.content.lines().take(shown_lines as usize).map(|l| format!("{l}\n")).collect();
+    assert_eq!(format!("{shown}{rest}"), full, "shown + rest is the whole output");
+}
+
+#[tokio::test]
+async fn a_batch_divides_the_turn_budget_between_its_calls() {
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = ToolCtx::new(ws.path(), 1 << 20).unwrap();
+    let reg = registry();
+    let turn_budget = 40_000;
+    let calls: Vec<Call> = (0..4)
+        .map(|i| call(&format!("c{i}"), "numbers", json!({"lines": 10_000})))
+        .collect();
+    let results = run_batch(&reg, &ctx, 1, turn_budget, &calls).await;
+    let share = share_of(turn_budget, 4);
+    assert_eq!(share, 10_000);
+    let mut paths = Vec::new();
+    for r in results {
+        let out = r.unwrap();
+        assert!(out.content.len() <= share, "{} > {share}", out.content.len());
+        paths.push(marker_recovery(&out.content).0);
+    }
+    paths.dedup();
+    assert_eq!(paths.len(), 4, "each call spills to its own file");
+    // A small result in a big batch is untouched.
+    let small = run_batch(&reg, &ctx, 2, turn_budget, &[call("s", "numbers", json!({"lines": 3}))])
+        .await
+        .remove(0)
+        .unwrap();
+    assert_eq!(small.content, "row number 1\nrow number 2\nrow number 3\n");
+}
+
+#[tokio::test]
+async fn a_failed_spill_admits_the_loss_and_names_no_path() {
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = ToolCtx::new(ws.path(), 4096).unwrap();
+    // Make the spill directory unwritable.
+    let spill = ctx.spill().path().to_path_buf();
+    std::fs::remove_dir(&spill).unwrap();
+    std::fs::write(&spill, "not a directory").unwrap();
+    let out = run_batch(&registry(), &ctx, 1, 4096, &[call("c", "numbers", json!({"lines": 5000}))])
+        .await
+        .remove(0)
+        .unwrap();
+    std::fs::remove_file(&spill).unwrap();
+    std::fs::create_dir(&spill).unwrap();
+    assert!(out.content.contains("could not be saved"), "{}", out.content);
+    assert!(out.content.contains("Re-run the tool"), "{}", out.content);
+    assert!(!out.content.contains("mecha-spill"), "promised a path: {}", out.content);
+    assert!(!out.content.contains("fs_read"), "{}", out.content);
+}
+
+#[tokio::test]
+async fn the_todo_list_is_echoed_at_the_end_of_every_result() {
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = ToolCtx::new(ws.path(), 1 << 20).unwrap();
+    let reg = registry();
+    let items = json!({"items": [
+        {"content": "read the code", "status": "done"},
+        {"content": "fix the bug", "status": "in_progress"},
+        {"content": "run the tests", "status": "pending"}
+    ]});
+    let first = run_batch(&reg, &ctx, 1, 1 << 20, &[call("t", "todo", items)]).await;
+    let first = first[0].as_ref().unwrap();
+    assert!(first.content.contains("1 of 3 done"), "{}", first.content);
+    let expected = "Current todo list:\n[x] read the code\n[>] fix the bug\n[ ] run the tests";
+    assert!(first.content.ends_with(expected), "{}", first.content);
+    let later = run_batch(
+        &reg,
+        &ctx,
+        2,
+        1 << 20,
+        &[call("a", "numbers", json!({"lines": 1})), call("b", "nope", json!({}))],
+    )
+    .await;
+    for r in later {
+        let out = r.unwrap();
+        assert!(out.content.ends_with(expected), "{}", out.content);
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_a_result_naming_the_real_ones() {
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = ToolCtx::new(ws.path(), 4096).unwrap();
+    let out = run_batch(&registry(), &ctx, 1, 4096, &[call("c", "fs_raed", json!({}))])
+        .await
+        .remove(0)
+        .unwrap();
+    assert!(out.is_error);
+    assert!(out.content.contains("no tool named `fs_raed`"));
+    assert!(out.content.contains("fs_read, numbers, todo"), "{}", out.content);
+}
