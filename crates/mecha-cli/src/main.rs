@@ -1,1 +1,99 @@
-fn main() {}
+//! The `mecha` command: parses arguments, loads config, wires concrete tools
+//! into a registry and runs a command.
+//!
+//! Exit codes: 0 success, 1 a run failed, 2 bad usage or configuration.
+
+mod commands;
+mod config;
+mod wiring;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "mecha",
+    version,
+    about = "An LLM agent harness whose security holds when the model does not"
+)]
+struct Cli {
+    /// The workspace: the directory tools may touch (default: the current directory).
+    #[arg(short = 'C', long, global = true, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List the tools a run would get, with the active sandbox.
+    Tools(commands::tools::ToolsArgs),
+}
+
+/// A failure, and which exit code it earns.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// The user's configuration or arguments cannot be used.
+    #[error("{0}")]
+    Usage(String),
+    /// Something went wrong while running.
+    #[error(transparent)]
+    Run(#[from] anyhow::Error),
+}
+
+impl From<config::ConfigError> for Failure {
+    fn from(e: config::ConfigError) -> Self {
+        Self::Usage(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    init_logging();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Usage(message)) => {
+            eprintln!("mecha: {message}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Run(e)) => {
+            eprintln!("mecha: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    let workspace = match cli.workspace {
+        Some(dir) => dir,
+        None => std::env::current_dir()
+            .map_err(|e| Failure::Usage(format!("cannot read the current directory: {e}")))?,
+    };
+    let workspace = std::fs::canonicalize(&workspace).map_err(|e| {
+        Failure::Usage(format!(
+            "workspace {} cannot be used: {e}; pass an existing directory with -C",
+            workspace.display()
+        ))
+    })?;
+    let home = config::mecha_home()?;
+    let settings = config::Settings::load(&home, &workspace)?;
+    match cli.command {
+        Command::Tools(args) => commands::tools::run(args, settings),
+    }
+}
+
+/// Logs go to stderr, filtered by `MECHA_LOG` (e.g. `MECHA_LOG=debug`);
+/// nothing is logged unless it is set.
+fn init_logging() {
+    let Some(filter) = std::env::var_os("MECHA_LOG") else {
+        return;
+    };
+    let filter = tracing_subscriber::EnvFilter::new(filter.to_string_lossy());
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}

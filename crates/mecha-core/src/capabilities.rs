@@ -62,7 +62,11 @@ mod tests {
     use proptest::prelude::*;
 
     fn any_egress() -> impl Strategy<Value = Egress> {
-        prop_oneof![Just(Egress::None), Just(Egress::Blind), Just(Egress::Chosen)]
+        prop_oneof![
+            Just(Egress::None),
+            Just(Egress::Blind),
+            Just(Egress::Chosen)
+        ]
     }
 
     fn any_caps() -> impl Strategy<Value = Capabilities> {

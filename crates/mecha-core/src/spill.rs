@@ -78,9 +78,17 @@ impl SpillDir {
         let tag = hasher.finish() as u32;
         let safe_tool: String = tool
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .collect();
-        let path = self.path().join(format!("{safe_tool}-t{turn}-{tag:08x}.txt"));
+        let path = self
+            .path()
+            .join(format!("{safe_tool}-t{turn}-{tag:08x}.txt"));
         let file = File::options().write(true).create_new(true).open(&path)?;
         Ok((path, file))
     }
@@ -118,10 +126,13 @@ impl<'a> SpillingSink<'a> {
         let room = self.budget.saturating_sub(self.head.len());
         let overflowing = self.total > self.budget as u64;
         if overflowing && self.file.is_none() {
-            let opened = self.spill.create_file(self.tool, self.turn).and_then(|(path, mut file)| {
-                file.write_all(&self.head)?;
-                Ok((path, file))
-            });
+            let opened =
+                self.spill
+                    .create_file(self.tool, self.turn)
+                    .and_then(|(path, mut file)| {
+                        file.write_all(&self.head)?;
+                        Ok((path, file))
+                    });
             if let Err(e) = &opened {
                 tracing::warn!(tool = self.tool, error = %e, "could not create spill file");
             }
@@ -141,7 +152,10 @@ impl<'a> SpillingSink<'a> {
         if self.total <= self.budget as u64 {
             return String::from_utf8_lossy(&self.head).into_owned();
         }
-        let limit = self.budget.saturating_sub(MARKER_RESERVE).min(self.head.len());
+        let limit = self
+            .budget
+            .saturating_sub(MARKER_RESERVE)
+            .min(self.head.len());
         let cut = cut_point(&self.head[..limit]);
         let shown = &self.head[..cut];
         let mut text = String::from_utf8_lossy(shown).into_owned();
@@ -149,7 +163,10 @@ impl<'a> SpillingSink<'a> {
             text.push('\n');
         }
         let shown_bytes = cut;
-        match self.file.and_then(|f| f.and_then(|(path, mut file)| file.flush().map(|()| path)).ok()) {
+        match self.file.and_then(|f| {
+            f.and_then(|(path, mut file)| file.flush().map(|()| path))
+                .ok()
+        }) {
             Some(path) => {
                 let next_line = shown.iter().filter(|&&b| b == b'\n').count() + 1;
                 let partway = if shown.last().is_some_and(|&b| b != b'\n') {

@@ -1,0 +1,254 @@
+//! Configuration: `$MECHA_HOME/config.toml`, narrowed by the workspace's
+//! `mecha.toml`, narrowed again by flags. Each layer can only take away.
+
+mod model;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mecha_core::{FALLBACK_TURN_BUDGET, MIN_CALL_SHARE, budget_for_context_window};
+use mecha_tools::{BuiltinConfig, FetchConfig, ShellConfig};
+use serde::de::DeserializeOwned;
+
+use model::{GlobalConfig, ProjectConfig};
+
+/// A configuration file that could not be used; the text names the file, the
+/// line and the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}:{column}: {message}\n  {line} | {text}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+        text: String,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error(
+        "cannot find the mecha home directory: set MECHA_HOME, or HOME so that ~/.mecha can be used"
+    )]
+    NoHome,
+}
+
+/// Where mecha keeps its files: `MECHA_HOME`, else `~/.mecha`.
+pub fn mecha_home() -> Result<PathBuf, ConfigError> {
+    if let Some(home) = std::env::var_os("MECHA_HOME").filter(|h| !h.is_empty()) {
+        return Ok(PathBuf::from(home));
+    }
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| PathBuf::from(h).join(".mecha"))
+        .ok_or(ConfigError::NoHome)
+}
+
+/// The settings a run uses, after every layer.
+#[derive(Debug)]
+pub struct Settings {
+    pub global_file: PathBuf,
+    pub project_file: Option<PathBuf>,
+    /// `None` means every tool; otherwise only these.
+    pub tools_enabled: Option<BTreeSet<String>>,
+    pub tools_disabled: BTreeSet<String>,
+    pub turn_budget: usize,
+    pub builtins: BuiltinConfig,
+}
+
+impl Settings {
+    /// Reads the global file (absent is fine) and the workspace's project
+    /// file (absent is fine), and layers them.
+    pub fn load(home: &Path, workspace: &Path) -> Result<Self, ConfigError> {
+        let global_file = home.join("config.toml");
+        let global: GlobalConfig = read_optional(&global_file)?.unwrap_or_default();
+        let project_path = workspace.join("mecha.toml");
+        let project: Option<ProjectConfig> = read_optional(&project_path)?;
+        let mut settings = Self::from_global(global_file, global)?;
+        if let Some(project) = project {
+            settings.narrow_by_project(&project_path, project)?;
+            settings.project_file = Some(project_path);
+        }
+        Ok(settings)
+    }
+
+    fn from_global(path: PathBuf, global: GlobalConfig) -> Result<Self, ConfigError> {
+        let tools = &global.tools;
+        let shell = ShellConfig {
+            default_timeout: secs_or(
+                tools.shell.default_timeout_s,
+                ShellConfig::default().default_timeout,
+            ),
+            max_timeout: secs_or(
+                tools.shell.max_timeout_s,
+                ShellConfig::default().max_timeout,
+            ),
+        };
+        let fetch_default = FetchConfig::default();
+        let fetch = FetchConfig {
+            timeout: secs_or(tools.http_fetch.timeout_s, fetch_default.timeout),
+            max_body_bytes: tools
+                .http_fetch
+                .max_body_bytes
+                .unwrap_or(fetch_default.max_body_bytes),
+        };
+        let turn_budget = tools
+            .output_budget_bytes
+            .or_else(|| {
+                global
+                    .provider
+                    .context_window
+                    .map(budget_for_context_window)
+            })
+            .unwrap_or(FALLBACK_TURN_BUDGET);
+        let settings = Self {
+            tools_enabled: non_empty_set(&tools.enabled),
+            tools_disabled: tools.disabled.iter().cloned().collect(),
+            turn_budget,
+            builtins: BuiltinConfig { shell, fetch },
+            global_file: path.clone(),
+            project_file: None,
+        };
+        settings.validate(&path)?;
+        Ok(settings)
+    }
+
+    /// Applies a project file: `enabled` intersects, `disabled` unions, and
+    /// limits may only come down.
+    fn narrow_by_project(
+        &mut self,
+        path: &Path,
+        project: ProjectConfig,
+    ) -> Result<(), ConfigError> {
+        if project.provider.is_some() {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                message: "a project's mecha.toml cannot set [provider]: it may only narrow what \
+                          ~/.mecha/config.toml allows, and choosing the model endpoint would let \
+                          a cloned repository decide where your conversation goes. Move it to \
+                          $MECHA_HOME/config.toml"
+                    .to_owned(),
+            });
+        }
+        let tools = project.tools;
+        self.narrow_enabled(non_empty_set(&tools.enabled));
+        self.tools_disabled.extend(tools.disabled);
+        if let Some(budget) = tools.output_budget_bytes {
+            self.turn_budget = self.turn_budget.min(budget);
+        }
+        let shell = &mut self.builtins.shell;
+        if let Some(s) = tools.shell.default_timeout_s {
+            shell.default_timeout = shell.default_timeout.min(Duration::from_secs(s));
+        }
+        if let Some(s) = tools.shell.max_timeout_s {
+            shell.max_timeout = shell.max_timeout.min(Duration::from_secs(s));
+        }
+        shell.default_timeout = shell.default_timeout.min(shell.max_timeout);
+        let fetch = &mut self.builtins.fetch;
+        if let Some(s) = tools.http_fetch.timeout_s {
+            fetch.timeout = fetch.timeout.min(Duration::from_secs(s));
+        }
+        if let Some(b) = tools.http_fetch.max_body_bytes {
+            fetch.max_body_bytes = fetch.max_body_bytes.min(b);
+        }
+        self.validate(path)
+    }
+
+    /// Narrows the enabled set to `only` (`None` leaves it as it is).
+    pub fn narrow_enabled(&mut self, only: Option<BTreeSet<String>>) {
+        let Some(only) = only else { return };
+        self.tools_enabled = Some(match self.tools_enabled.take() {
+            None => only,
+            Some(current) => current.intersection(&only).cloned().collect(),
+        });
+    }
+
+    /// Whether a tool of this name survives every layer.
+    pub fn tool_allowed(&self, name: &str) -> bool {
+        self.tools_enabled.as_ref().is_none_or(|e| e.contains(name))
+            && !self.tools_disabled.contains(name)
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        };
+        if self.turn_budget < MIN_CALL_SHARE {
+            return Err(invalid(format!(
+                "[tools] output_budget_bytes = {} is too small; use at least {MIN_CALL_SHARE}",
+                self.turn_budget
+            )));
+        }
+        let shell = &self.builtins.shell;
+        if shell.default_timeout.is_zero() || shell.max_timeout.is_zero() {
+            return Err(invalid(
+                "[tools.shell] timeouts must be at least 1 second".to_owned(),
+            ));
+        }
+        if shell.default_timeout > shell.max_timeout {
+            return Err(invalid(format!(
+                "[tools.shell] default_timeout_s ({}) is larger than max_timeout_s ({}); raise \
+                 max_timeout_s or lower default_timeout_s",
+                shell.default_timeout.as_secs(),
+                shell.max_timeout.as_secs()
+            )));
+        }
+        if self.builtins.fetch.timeout.is_zero() {
+            return Err(invalid(
+                "[tools.http_fetch] timeout_s must be at least 1".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn secs_or(secs: Option<u64>, default: Duration) -> Duration {
+    secs.map_or(default, Duration::from_secs)
+}
+
+fn non_empty_set(names: &[String]) -> Option<BTreeSet<String>> {
+    (!names.is_empty()).then(|| names.iter().cloned().collect())
+}
+
+/// Parses a TOML file if it exists.
+fn read_optional<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, ConfigError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    toml::from_str(&text)
+        .map(Some)
+        .map_err(|e| parse_error(path, &text, &e))
+}
+
+fn parse_error(path: &Path, text: &str, e: &toml::de::Error) -> ConfigError {
+    let offset = e.span().map_or(0, |s| s.start).min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = text[line_start..offset].chars().count() + 1;
+    let line_text = text[line_start..].lines().next().unwrap_or("").to_owned();
+    ConfigError::Parse {
+        path: path.to_path_buf(),
+        line,
+        column,
+        message: e.message().trim().to_owned(),
+        text: line_text,
+    }
+}
+
+#[cfg(test)]
+mod tests;

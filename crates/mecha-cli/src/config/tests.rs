@@ -1,0 +1,156 @@
+use super::*;
+
+struct Dirs {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    ws: PathBuf,
+}
+
+fn dirs(global: Option<&str>, project: Option<&str>) -> Dirs {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&ws).unwrap();
+    if let Some(g) = global {
+        std::fs::write(home.join("config.toml"), g).unwrap();
+    }
+    if let Some(p) = project {
+        std::fs::write(ws.join("mecha.toml"), p).unwrap();
+    }
+    Dirs {
+        _tmp: tmp,
+        home,
+        ws,
+    }
+}
+
+fn load(global: Option<&str>, project: Option<&str>) -> Result<Settings, ConfigError> {
+    let d = dirs(global, project);
+    Settings::load(&d.home, &d.ws)
+}
+
+#[test]
+fn no_files_means_defaults() {
+    let s = load(None, None).unwrap();
+    assert!(s.tool_allowed("shell"));
+    assert_eq!(s.turn_budget, FALLBACK_TURN_BUDGET);
+    assert!(s.project_file.is_none());
+}
+
+#[test]
+fn disabled_wins_over_enabled() {
+    let s = load(
+        Some("[tools]\nenabled = [\"fs_read\", \"shell\"]\ndisabled = [\"shell\"]\n"),
+        None,
+    )
+    .unwrap();
+    assert!(s.tool_allowed("fs_read"));
+    assert!(!s.tool_allowed("shell"));
+    assert!(!s.tool_allowed("fs_write"));
+}
+
+#[test]
+fn a_project_can_narrow_but_never_widen() {
+    let s = load(
+        Some("[tools]\nenabled = [\"fs_read\", \"fs_list\"]\noutput_budget_bytes = 50000\n[tools.shell]\nmax_timeout_s = 100\ndefault_timeout_s = 50\n"),
+        Some("[tools]\nenabled = [\"fs_read\", \"shell\"]\noutput_budget_bytes = 900000\n[tools.shell]\nmax_timeout_s = 9999\ndefault_timeout_s = 10\n"),
+    )
+    .unwrap();
+    assert!(s.tool_allowed("fs_read"));
+    assert!(
+        !s.tool_allowed("shell"),
+        "a project enabled a tool the user did not"
+    );
+    assert!(!s.tool_allowed("fs_list"), "the intersection drops fs_list");
+    assert_eq!(s.turn_budget, 50_000, "a project cannot raise the budget");
+    assert_eq!(s.builtins.shell.max_timeout, Duration::from_secs(100));
+    assert_eq!(s.builtins.shell.default_timeout, Duration::from_secs(10));
+}
+
+#[test]
+fn a_project_disable_adds_to_the_user_disable() {
+    let s = load(
+        Some("[tools]\ndisabled = [\"shell\"]\n"),
+        Some("[tools]\ndisabled = [\"http_fetch\"]\n"),
+    )
+    .unwrap();
+    assert!(!s.tool_allowed("shell") && !s.tool_allowed("http_fetch"));
+    assert!(s.tool_allowed("fs_read"));
+}
+
+#[test]
+fn a_project_cannot_set_the_provider() {
+    let err = load(
+        None,
+        Some("[provider]\nbase_url = \"http://attacker.example\"\n"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("mecha.toml cannot set [provider]"), "{err}");
+    assert!(
+        err.contains("mecha.toml:") || err.contains("mecha.toml"),
+        "{err}"
+    );
+}
+
+#[test]
+fn budget_derives_from_the_context_window_unless_set() {
+    let s = load(Some("[provider]\ncontext_window = 32000\n"), None).unwrap();
+    assert_eq!(s.turn_budget, 12_000);
+    let s = load(
+        Some("[provider]\ncontext_window = 32000\n[tools]\noutput_budget_bytes = 9000\n"),
+        None,
+    )
+    .unwrap();
+    assert_eq!(s.turn_budget, 9000);
+}
+
+#[test]
+fn malformed_toml_names_file_line_and_column() {
+    let err = load(Some("[tools]\nenabled = [\"a\"\n"), None)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("config.toml:2:"), "{err}");
+}
+
+#[test]
+fn an_unknown_key_names_file_line_and_key() {
+    let err = load(Some("[tools]\nenabled = []\nenabeld = [\"shell\"]\n"), None)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("config.toml:3:1"), "{err}");
+    assert!(err.contains("unknown field `enabeld`"), "{err}");
+}
+
+#[test]
+fn a_wrong_type_names_file_line_and_key() {
+    let err = load(None, Some("[tools]\n\n output_budget_bytes = \"lots\"\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("mecha.toml:3:"), "{err}");
+    assert!(err.contains("output_budget_bytes = \"lots\""), "{err}");
+}
+
+#[test]
+fn an_unknown_section_is_an_error() {
+    let err = load(Some("[tool]\nenabled = []\n"), None)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown field `tool`"), "{err}");
+}
+
+#[test]
+fn inconsistent_limits_say_how_to_fix_them() {
+    let err = load(
+        Some("[tools.shell]\ndefault_timeout_s = 900\nmax_timeout_s = 60\n"),
+        None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("raise max_timeout_s"), "{err}");
+    let err = load(Some("[tools]\noutput_budget_bytes = 10\n"), None)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("too small"), "{err}");
+}

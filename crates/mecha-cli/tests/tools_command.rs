@@ -1,0 +1,205 @@
+//! `mecha tools`, run as a user runs it: the real binary, a temp MECHA_HOME
+//! and workspace, no provider.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
+struct Env {
+    _tmp: tempfile::TempDir,
+    home: std::path::PathBuf,
+    ws: std::path::PathBuf,
+}
+
+fn env() -> Env {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&ws).unwrap();
+    Env {
+        _tmp: tmp,
+        home,
+        ws,
+    }
+}
+
+impl Env {
+    fn mecha(&self, args: &[&str]) -> assert_cmd::assert::Assert {
+        Command::cargo_bin("mecha")
+            .unwrap()
+            .env("MECHA_HOME", &self.home)
+            .env_remove("MECHA_LOG")
+            .current_dir(&self.ws)
+            .args(args)
+            .assert()
+    }
+
+    fn stdout(&self, args: &[&str]) -> String {
+        let out = self.mecha(args).success();
+        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+    }
+}
+
+/// The spec's table of built-ins: read_only and declared capabilities.
+#[test]
+fn json_matches_the_spec_capability_table() {
+    let e = env();
+    let tools: Value = serde_json::from_str(&e.stdout(&["tools", "--json"])).unwrap();
+    let caps = |private: bool, untrusted: bool, egress: &str, destructive: bool| json!({"private_data": private, "untrusted_input": untrusted, "egress": egress, "destructive": destructive});
+    let expected = [
+        ("fs_edit", false, caps(false, false, "none", true)),
+        ("fs_list", true, caps(true, false, "none", false)),
+        ("fs_read", true, caps(true, false, "none", false)),
+        ("fs_write", false, caps(false, false, "none", true)),
+        ("http_fetch", true, caps(false, true, "chosen", false)),
+        ("shell", false, caps(true, false, "chosen", true)),
+        ("todo", true, caps(false, false, "none", false)),
+    ];
+    let tools = tools.as_array().unwrap();
+    assert_eq!(tools.len(), expected.len(), "{tools:#?}");
+    for (tool, (name, read_only, capabilities)) in tools.iter().zip(expected) {
+        assert_eq!(tool["name"], name);
+        assert_eq!(tool["read_only"], read_only, "{name}");
+        assert_eq!(tool["capabilities"], capabilities, "{name}");
+    }
+}
+
+#[test]
+fn schema_is_sorted_and_byte_identical_across_runs() {
+    let e = env();
+    let first = e.stdout(&["tools", "--schema"]);
+    let second = e.stdout(&["tools", "--schema"]);
+    assert_eq!(first, second);
+    let defs: Value = serde_json::from_str(&first).unwrap();
+    let names: Vec<&str> = defs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted);
+    for def in defs.as_array().unwrap() {
+        assert_eq!(def["input_schema"]["type"], "object", "{def}");
+        assert!(def["description"].as_str().unwrap().len() > 20, "{def}");
+    }
+    assert!(
+        first.len() < 12 * 1024,
+        "the built-in tool list is {} bytes",
+        first.len()
+    );
+}
+
+#[test]
+fn human_listing_names_the_sandbox_and_every_tool() {
+    let e = env();
+    let text = e.stdout(&["tools"]);
+    assert!(text.starts_with("sandbox: none"), "{text}");
+    for name in [
+        "fs_read",
+        "fs_list",
+        "fs_write",
+        "fs_edit",
+        "shell",
+        "http_fetch",
+        "todo",
+    ] {
+        assert!(
+            text.contains(&format!("  {name} ")),
+            "{name} missing: {text}"
+        );
+    }
+}
+
+#[test]
+fn config_then_project_then_flag_each_narrow() {
+    let e = env();
+    std::fs::write(
+        e.home.join("config.toml"),
+        "[tools]\ndisabled = [\"shell\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        e.ws.join("mecha.toml"),
+        "[tools]\nenabled = [\"fs_read\", \"fs_list\", \"shell\"]\n",
+    )
+    .unwrap();
+    let names = |args: &[&str]| -> Vec<String> {
+        let v: Value = serde_json::from_str(&e.stdout(args)).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names(&["tools", "--json"]), ["fs_list", "fs_read"]);
+    assert_eq!(
+        names(&["tools", "--json", "--tool", "fs_read"]),
+        ["fs_read"]
+    );
+    // --tool cannot bring back what config took away.
+    assert!(names(&["tools", "--json", "--tool", "shell"]).is_empty());
+}
+
+#[test]
+fn an_unknown_tool_flag_is_a_usage_error() {
+    let e = env();
+    e.mecha(&["tools", "--tool", "fs_raed"])
+        .code(2)
+        .stderr(predicates::str::contains(
+            "--tool names no such tool: fs_raed",
+        ));
+}
+
+#[test]
+fn config_errors_name_file_line_and_key_and_exit_2() {
+    let e = env();
+    std::fs::write(
+        e.home.join("config.toml"),
+        "[tools]\nenabled = []\nshel = 1\n",
+    )
+    .unwrap();
+    e.mecha(&["tools"])
+        .code(2)
+        .stderr(predicates::str::contains(
+            "config.toml:3:1: unknown field `shel`",
+        ));
+    std::fs::write(e.home.join("config.toml"), "[tools]\n").unwrap();
+    std::fs::write(
+        e.ws.join("mecha.toml"),
+        "[tools]\noutput_budget_bytes = \"big\"\n",
+    )
+    .unwrap();
+    e.mecha(&["tools"])
+        .code(2)
+        .stderr(predicates::str::contains("mecha.toml:2:"))
+        .stderr(predicates::str::contains("output_budget_bytes"));
+    std::fs::write(e.ws.join("mecha.toml"), "[tools\n").unwrap();
+    e.mecha(&["tools"])
+        .code(2)
+        .stderr(predicates::str::contains("mecha.toml:1:"));
+}
+
+#[test]
+fn a_project_that_sets_the_provider_is_refused() {
+    let e = env();
+    std::fs::write(e.ws.join("mecha.toml"), "[provider]\ncontext_window = 1\n").unwrap();
+    e.mecha(&["tools"])
+        .code(2)
+        .stderr(predicates::str::contains("cannot set [provider]"));
+}
+
+#[test]
+fn a_config_typo_in_tool_names_is_warned_about() {
+    let e = env();
+    std::fs::write(
+        e.home.join("config.toml"),
+        "[tools]\ndisabled = [\"shel\"]\n",
+    )
+    .unwrap();
+    e.mecha(&["tools"])
+        .success()
+        .stderr(predicates::str::contains("`shel`, which is no tool"));
+}
