@@ -8,6 +8,9 @@ use crate::args::required_str;
 use crate::atomic::replace_file;
 use crate::fs_read::read_to_string_beneath;
 
+/// Files larger than this are edited with shell tools, not held in memory.
+const MAX_EDIT_BYTES: u64 = 16 * 1024 * 1024;
+
 pub struct FsEdit;
 
 #[async_trait]
@@ -62,6 +65,13 @@ fn edit(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
     let target = ctx
         .resolve_in_workspace(requested)
         .map_err(|e| ToolOutput::err(e.to_string()))?;
+    let size = target.dir().metadata(target.relative()).map_or(0, |m| m.len());
+    if size > MAX_EDIT_BYTES {
+        return Err(ToolOutput::err(format!(
+            "{requested} is {size} bytes, more than fs_edit handles ({MAX_EDIT_BYTES}); \
+             edit it with shell tools such as sed"
+        )));
+    }
     let text = read_to_string_beneath(&target)
         .map_err(|e| ToolOutput::err(format!("cannot read {requested}: {e}")))?;
     let updated = replace_unique(&text, old, new).map_err(ToolOutput::err)?;

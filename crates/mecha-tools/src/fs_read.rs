@@ -122,8 +122,9 @@ struct Window {
 }
 
 impl Window {
-    /// Streams the file line by line, keeping only the lines shown, so a
-    /// huge file costs one budget of memory.
+    /// Streams the file line by line, keeping only the lines shown and at
+    /// most one budget of any single line, so a huge file (or one enormous
+    /// line) costs one budget of memory.
     fn render(&self, reader: &mut impl BufRead) -> io::Result<String> {
         let mut out = String::new();
         let mut line = Vec::new();
@@ -131,7 +132,8 @@ impl Window {
         let last = self.offset.saturating_add(self.limit - 1);
         loop {
             line.clear();
-            if reader.read_until(b'\n', &mut line)? == 0 {
+            let keep = if number + 1 < self.offset { 0 } else { self.byte_budget + 1 };
+            if !read_capped_line(reader, &mut line, keep)? {
                 break;
             }
             number += 1;
@@ -180,6 +182,29 @@ impl Window {
     }
 }
 
+/// Reads one line (through its newline), appending at most `keep` bytes of
+/// it to `buf` and skipping the rest. Returns false at end of file.
+fn read_capped_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, keep: usize) -> io::Result<bool> {
+    let mut read_any = false;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(read_any);
+        }
+        read_any = true;
+        let (used, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = keep.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..used.min(room)]);
+        reader.consume(used);
+        if done {
+            return Ok(true);
+        }
+    }
+}
+
 fn floor_char_boundary(s: &str, at: usize) -> usize {
     (0..=at.min(s.len())).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0)
 }
@@ -211,6 +236,15 @@ mod tests {
         let out = render(&text, 1, 2000, 100);
         assert!(out.len() < 200);
         assert!(out.contains("continue with offset"), "{out}");
+    }
+
+    #[test]
+    fn one_enormous_line_is_cut_without_being_held() {
+        let text = format!("{}\nnext\n", "x".repeat(1_000_000));
+        let out = render(&text, 1, 10, 500);
+        assert!(out.len() < 700, "{}", out.len());
+        assert!(out.contains("longer than this call's output budget"));
+        assert!(render(&text, 2, 10, 500).contains("     2\tnext"));
     }
 
     #[test]
