@@ -1,13 +1,15 @@
 //! mecha's vocabulary, shared by every other crate: the [`Tool`] trait and
 //! its [`ToolOutput`], [`Capabilities`], the [`ToolCtx`] a call runs in (with
 //! the path jail, the spill directory and the output budget), the sorted
-//! [`Registry`], and running one turn's calls as a batch.
+//! [`Registry`], the provider-neutral conversation types, and running one
+//! turn's calls as a batch.
 //!
 //! It deliberately knows nothing of models, networks or MCP, and nothing of
 //! which concrete tools exist.
 
 mod batch;
 mod capabilities;
+mod conversation;
 mod ctx;
 mod jail;
 mod output;
@@ -17,6 +19,7 @@ mod tool;
 
 pub use batch::{Call, run_batch};
 pub use capabilities::{Capabilities, Egress};
+pub use conversation::{Block, Message, Role, StopReason, ToolCall, Usage};
 pub use ctx::ToolCtx;
 pub use jail::{Jail, JailError, ResolvedPath};
 pub use output::ToolOutput;

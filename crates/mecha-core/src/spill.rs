@@ -156,9 +156,8 @@ impl<'a> SpillingSink<'a> {
             .budget
             .saturating_sub(MARKER_RESERVE)
             .min(self.head.len());
-        let cut = cut_point(&self.head[..limit]);
+        let (cut, mut text) = shown_text(&self.head, limit);
         let shown = &self.head[..cut];
-        let mut text = String::from_utf8_lossy(shown).into_owned();
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
@@ -200,6 +199,22 @@ impl<'a> SpillingSink<'a> {
     }
 }
 
+/// The part of `head` to show: at most `limit` bytes once invalid UTF-8 is
+/// replaced (each bad byte becomes a three-byte U+FFFD, so binary output
+/// grows in the conversion and the cut has to move back), ending on a whole
+/// line where there is one. Returns how many bytes of `head` it shows too.
+fn shown_text(head: &[u8], limit: usize) -> (usize, String) {
+    let mut window = limit;
+    loop {
+        let cut = cut_point(&head[..window]);
+        let text = String::from_utf8_lossy(&head[..cut]).into_owned();
+        if text.len() <= limit || cut == 0 {
+            return (cut, text);
+        }
+        window = window.saturating_sub(text.len() - limit).min(cut - 1);
+    }
+}
+
 /// Where to cut `head` so the shown part ends on a whole line, or failing
 /// that, on a whole UTF-8 character.
 fn cut_point(head: &[u8]) -> usize {
@@ -220,4 +235,36 @@ pub fn fit_text(text: &str, spill: &SpillDir, tool: &str, turn: u32, budget: usi
     let mut sink = SpillingSink::new(spill, tool, turn, budget);
     sink.push(text.as_bytes());
     sink.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binary_output_stays_within_the_budget() {
+        let spill = SpillDir::create().unwrap();
+        let mut sink = SpillingSink::new(&spill, "shell", 1, 4096);
+        let line: Vec<u8> = [vec![0xffu8; 99], vec![b'\n']].concat();
+        sink.push(&line.repeat(500));
+        let text = sink.finish();
+        assert!(text.len() <= 4096, "{} bytes", text.len());
+        assert!(text.contains("of 50000 bytes"), "{text}");
+    }
+
+    #[test]
+    fn small_output_passes_through_untouched() {
+        let spill = SpillDir::create().unwrap();
+        let mut sink = SpillingSink::new(&spill, "shell", 1, 4096);
+        sink.push(b"hello\n");
+        assert_eq!(sink.finish(), "hello\n");
+        assert_eq!(std::fs::read_dir(spill.path()).unwrap().count(), 0, "nothing spilled");
+    }
+
+    #[test]
+    fn budget_derives_from_the_window() {
+        assert_eq!(budget_for_context_window(200_000), 75_000);
+        assert_eq!(share_of(75_000, 3), 25_000);
+        assert_eq!(share_of(10_000, 100), MIN_CALL_SHARE);
+    }
 }

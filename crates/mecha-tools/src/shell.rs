@@ -1,10 +1,28 @@
 //! `shell`: runs a command with `bash -c` in the workspace.
+//!
+//! stdout and stderr share one pipe, so the model sees them interleaved
+//! exactly as a terminal would show `2>&1`, and the bytes stream into the
+//! call's spilling sink, so memory stays at one budget whatever the command
+//! prints. The command gets its own process group, and the whole group is
+//! killed when the call ends, times out or is dropped: nothing it started
+//! outlives the call unless it deliberately left the group.
 
+use std::io;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mecha_core::{Capabilities, Egress, Tool, ToolCtx, ToolOutput};
+use mecha_core::{Capabilities, Egress, SpillingSink, Tool, ToolCtx, ToolOutput};
+use rustix::process::{Pid, Signal, kill_process_group};
 use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+use tokio::process::{Child, Command};
+use tokio::time::{Instant, sleep_until};
+
+use crate::args::{optional_u64, required_str};
 
 /// Timeouts for `shell`.
 #[derive(Debug, Clone)]
@@ -24,14 +42,58 @@ impl Default for ShellConfig {
     }
 }
 
+/// Bytes read from the pipe at a time; with the sink's head, the whole of
+/// what a call holds in memory.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// How long to keep reading after bash exits or the group is killed. Output
+/// already in the pipe arrives at once; the wait only matters when a
+/// background process still holds the pipe open, and then it must not be
+/// waited for.
+const DRAIN_GRACE: Duration = Duration::from_millis(250);
+
+/// Room kept in the call's budget for the status line added after the
+/// output, so the loop's later `fit` never has to cut the result again.
+const TRAILER_RESERVE: usize = 320;
+
 pub struct Shell {
     config: ShellConfig,
+    description: String,
 }
 
 impl Shell {
     pub fn new(config: ShellConfig) -> Self {
-        Self { config }
+        let description = format!(
+            "Run a command with `bash -c` in the workspace directory and return its output. \
+             stdout and stderr are merged in the order they were written. stdin is empty, so \
+             avoid interactive commands (editors, pagers, prompts): pass flags such as `-y` or \
+             `--no-pager` instead. The command is killed after {default} unless you set \
+             `timeout_s` (at most {max}). A non-zero exit comes back as an error with its exit \
+             code. Long output is cut to fit, and the full output is saved to a file you can read \
+             with fs_read. Anything the command leaves running in the background is killed when \
+             it finishes; to keep a server running, start it with `setsid` and redirect its \
+             output to a file.",
+            default = seconds(default_timeout(&config)),
+            max = seconds(config.max_timeout),
+        );
+        Self {
+            config,
+            description,
+        }
     }
+
+    /// The timeout a call gets: its own ask within [1 s, max], or the default.
+    fn timeout_for(&self, requested: Option<u64>) -> Duration {
+        match requested {
+            Some(secs) => Duration::from_secs(secs.max(1)).min(self.config.max_timeout),
+            None => default_timeout(&self.config),
+        }
+    }
+}
+
+/// The default, never above the max, whatever the config says.
+fn default_timeout(config: &ShellConfig) -> Duration {
+    config.default_timeout.min(config.max_timeout)
 }
 
 #[async_trait]
@@ -41,11 +103,30 @@ impl Tool for Shell {
     }
 
     fn description(&self) -> &str {
-        "Run a bash command in the workspace."
+        &self.description
     }
 
     fn input_schema(&self) -> Value {
-        json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]})
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {
+                    "type": "string",
+                    "description": "The bash command line to run in the workspace"
+                },
+                "timeout_s": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": self.config.max_timeout.as_secs().max(1),
+                    "description": format!(
+                        "Seconds before the command is killed (default {}, at most {})",
+                        seconds(default_timeout(&self.config)),
+                        seconds(self.config.max_timeout),
+                    )
+                }
+            },
+            "required": ["command"]
+        })
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -60,8 +141,314 @@ impl Tool for Shell {
         }
     }
 
-    async fn call(&self, _input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
-        let _ = &self.config;
-        Ok(ToolOutput::err("shell is not implemented yet"))
+    async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
+        let command = match required_str(&input, "command") {
+            Ok(command) => command,
+            Err(refusal) => return Ok(refusal),
+        };
+        let timeout = match optional_u64(&input, "timeout_s") {
+            Ok(requested) => self.timeout_for(requested),
+            Err(refusal) => return Ok(refusal),
+        };
+
+        let (mut group, output) = match spawn(command, ctx.workspace()) {
+            Ok(spawned) => spawned,
+            Err(e) => {
+                return Ok(ToolOutput::err(format!(
+                    "could not start `bash -c` in {}: {e}",
+                    ctx.workspace().display()
+                )));
+            }
+        };
+        let mut sink = SpillingSink::new(
+            ctx.spill(),
+            "shell",
+            ctx.turn,
+            ctx.output_budget_bytes.saturating_sub(TRAILER_RESERVE),
+        );
+        let ending = pump(&mut group, output, &mut sink, timeout).await?;
+        // Kills whatever the command left behind before the result is handed
+        // back, so a later call never races a leftover.
+        drop(group);
+
+        let at_max = timeout >= self.config.max_timeout;
+        Ok(render(
+            sink.finish(),
+            &ending,
+            timeout,
+            self.config.max_timeout,
+            at_max,
+        ))
+    }
+}
+
+/// Starts `bash -c command` in its own process group, with stdout and stderr
+/// on one pipe.
+fn spawn(command: &str, cwd: &Path) -> io::Result<(Group, pipe::Receiver)> {
+    let (writer, reader) = pipe::pipe()?;
+    let writer = writer.into_blocking_fd()?;
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(writer.try_clone()?)
+        .stderr(writer)
+        // Git asks for credentials on the terminal, not stdin; without this a
+        // push to a private remote sits stopped until the timeout.
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .process_group(0)
+        .kill_on_drop(true);
+    let child = cmd.spawn()?;
+    // `cmd` still owns our copies of the write end; dropping it here is what
+    // lets the reader see end-of-file once the command's side closes.
+    drop(cmd);
+    Ok((Group::new(child), reader))
+}
+
+/// The command's process group, SIGKILLed whole when this is dropped: at the
+/// end of a call, or when the call's future is dropped mid-run.
+struct Group {
+    child: Child,
+    pgid: Option<Pid>,
+}
+
+impl Group {
+    fn new(child: Child) -> Self {
+        // `process_group(0)` makes bash the leader, so its pid is the pgid.
+        // Never 0 or 1: signalling those groups would hit the harness itself
+        // or every process it may signal.
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .filter(|&id| id > 1)
+            .and_then(Pid::from_raw);
+        Self { child, pgid }
+    }
+
+    fn kill(&self) {
+        if let Some(pgid) = self.pgid {
+            // ESRCH (the group is already gone) is the common, happy case.
+            let _ = kill_process_group(pgid, Signal::KILL);
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// How the command ended.
+enum Ending {
+    Exited(ExitStatus),
+    TimedOut,
+    /// The group was killed before bash's status could be collected; only
+    /// reachable if a killed bash is not reaped within the grace period.
+    Unknown,
+}
+
+#[derive(PartialEq)]
+enum Phase {
+    Running,
+    /// bash has exited; reading what is left in the pipe.
+    Draining,
+    /// The group is dead; reading what is left, however it got here.
+    Killed,
+}
+
+/// Streams the pipe into the sink until bash has exited and the pipe is
+/// closed, or the timeout and grace periods run out.
+async fn pump(
+    group: &mut Group,
+    mut output: pipe::Receiver,
+    sink: &mut SpillingSink<'_>,
+    timeout: Duration,
+) -> io::Result<Ending> {
+    let mut buf = vec![0u8; READ_CHUNK];
+    let mut open = true;
+    let mut status = None;
+    let mut timed_out = false;
+    let mut phase = Phase::Running;
+    let deadline = sleep_until(Instant::now() + timeout);
+    tokio::pin!(deadline);
+
+    while open || status.is_none() {
+        tokio::select! {
+            read = output.read(&mut buf), if open => match read {
+                Ok(0) => open = false,
+                Ok(n) => sink.push(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading shell output failed");
+                    open = false;
+                }
+            },
+            waited = group.child.wait(), if status.is_none() => {
+                status = Some(waited?);
+                if phase == Phase::Running {
+                    phase = Phase::Draining;
+                    deadline.as_mut().reset(Instant::now() + DRAIN_GRACE);
+                }
+            },
+            () = &mut deadline => {
+                if phase == Phase::Killed {
+                    break;
+                }
+                // Either the timeout, or bash exited and something it left in
+                // the background still holds the pipe open.
+                timed_out = phase == Phase::Running;
+                group.kill();
+                phase = Phase::Killed;
+                deadline.as_mut().reset(Instant::now() + DRAIN_GRACE);
+            },
+        }
+    }
+
+    Ok(match status {
+        _ if timed_out => Ending::TimedOut,
+        Some(status) => Ending::Exited(status),
+        None => Ending::Unknown,
+    })
+}
+
+/// The result the model sees: the output, then one line on how it ended.
+fn render(
+    mut text: String,
+    ending: &Ending,
+    timeout: Duration,
+    max: Duration,
+    at_max: bool,
+) -> ToolOutput {
+    let trailer = match ending {
+        Ending::Exited(status) if status.success() => None,
+        Ending::Exited(status) => Some(exit_line(*status)),
+        Ending::TimedOut => Some(timeout_line(timeout, max, at_max)),
+        Ending::Unknown => Some("[the command was killed; its exit status is unknown]".to_owned()),
+    };
+    if text.is_empty() {
+        text.push_str("[no output]");
+    }
+    match trailer {
+        None => ToolOutput::ok(text),
+        Some(trailer) => {
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&trailer);
+            ToolOutput::err(text)
+        }
+    }
+}
+
+fn exit_line(status: ExitStatus) -> String {
+    if let Some(code) = status.code() {
+        // bash reports a child killed by signal n as 128+n.
+        match signal_name(code - 128) {
+            Some(name) if code > 128 => {
+                format!("[exit code {code}, which usually means a process was killed by {name}]")
+            }
+            _ => format!("[exit code {code}]"),
+        }
+    } else if let Some(signal) = status.signal() {
+        match signal_name(signal) {
+            Some(name) => format!("[killed by signal {signal} ({name})]"),
+            None => format!("[killed by signal {signal}]"),
+        }
+    } else {
+        format!("[ended without an exit code: {status}]")
+    }
+}
+
+fn timeout_line(timeout: Duration, max: Duration, at_max: bool) -> String {
+    let retry = if at_max {
+        "the longest allowed. Make it do less per call".to_owned()
+    } else {
+        format!("Retry with a larger timeout_s (at most {})", seconds(max))
+    };
+    format!(
+        "[timed out after {}; the command and everything it started were killed. {retry}, or \
+         run a long job detached with its output in a file (setsid nohup CMD > job.log 2>&1 &) \
+         and check the file later.]",
+        seconds(timeout),
+    )
+}
+
+fn signal_name(signal: i32) -> Option<&'static str> {
+    Some(match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        10 => "SIGUSR1",
+        11 => "SIGSEGV",
+        12 => "SIGUSR2",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        24 => "SIGXCPU",
+        25 => "SIGXFSZ",
+        _ => return None,
+    })
+}
+
+fn seconds(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn every_trailer_fits_its_reserve() {
+        // The newline before the trailer, and "[no output]" when it stands in
+        // for the output.
+        const SLACK: usize = 1 + "[no output]".len();
+        let long = Duration::from_secs(u64::from(u32::MAX));
+        for at_max in [false, true] {
+            let line = timeout_line(long, long, at_max);
+            assert!(
+                line.len() + SLACK <= TRAILER_RESERVE,
+                "{} bytes: {line}",
+                line.len()
+            );
+        }
+        for code in [1, 137, 255] {
+            let line = exit_line(ExitStatus::from_raw(code << 8));
+            assert!(line.len() + SLACK <= TRAILER_RESERVE, "{line}");
+        }
+    }
+
+    #[test]
+    fn timeout_is_clamped_to_the_config() {
+        let shell = Shell::new(ShellConfig::default());
+        assert_eq!(shell.timeout_for(None), Duration::from_secs(120));
+        assert_eq!(shell.timeout_for(Some(0)), Duration::from_secs(1));
+        assert_eq!(shell.timeout_for(Some(5000)), Duration::from_secs(600));
+        assert!(shell.description().contains("120 s"));
+        assert!(shell.description().contains("600 s"));
+    }
+
+    #[test]
+    fn exit_lines_name_codes_and_signals() {
+        assert_eq!(exit_line(ExitStatus::from_raw(2 << 8)), "[exit code 2]");
+        assert!(exit_line(ExitStatus::from_raw(137 << 8)).contains("SIGKILL"));
+        assert_eq!(
+            exit_line(ExitStatus::from_raw(15)),
+            "[killed by signal 15 (SIGTERM)]"
+        );
     }
 }
