@@ -11,7 +11,9 @@ pub(crate) fn required_str<'a>(input: &'a Value, key: &str) -> Result<&'a str, T
             "`{key}` must be a string, got {}",
             type_name(other)
         ))),
-        None => Err(ToolOutput::err(format!("missing required argument `{key}`"))),
+        None => Err(ToolOutput::err(format!(
+            "missing required argument `{key}`"
+        ))),
     }
 }
 
@@ -35,18 +37,6 @@ pub(crate) fn optional_str<'a>(input: &'a Value, key: &str) -> Result<Option<&'a
         Some(Value::String(s)) => Ok(Some(s)),
         Some(other) => Err(ToolOutput::err(format!(
             "`{key}` must be a string, got {}",
-            type_name(other)
-        ))),
-    }
-}
-
-/// An optional boolean argument.
-pub(crate) fn optional_bool(input: &Value, key: &str) -> Result<Option<bool>, ToolOutput> {
-    match input.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(other) => Err(ToolOutput::err(format!(
-            "`{key}` must be true or false, got {}",
             type_name(other)
         ))),
     }

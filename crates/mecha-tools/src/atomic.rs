@@ -38,7 +38,10 @@ pub(crate) fn replace_file(target: &ResolvedPath, contents: &[u8]) -> io::Result
     };
     let existing = match parent.metadata(name) {
         Ok(meta) if meta.is_dir() => {
-            return Err(io::Error::new(io::ErrorKind::IsADirectory, "is a directory"));
+            return Err(io::Error::new(
+                io::ErrorKind::IsADirectory,
+                "is a directory",
+            ));
         }
         Ok(meta) => Some(meta.permissions()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -50,11 +53,23 @@ pub(crate) fn replace_file(target: &ResolvedPath, contents: &[u8]) -> io::Result
         std::process::id(),
         TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
     );
-    let result = write_then_rename(&parent, Path::new(&temp_name), name.as_ref(), contents, existing.clone());
+    let result = write_then_rename(
+        &parent,
+        Path::new(&temp_name),
+        name.as_ref(),
+        contents,
+        existing.clone(),
+    );
     if result.is_err() {
         let _ = parent.remove_file(&temp_name);
     }
-    result.map(|()| if existing.is_some() { Written::Replaced } else { Written::Created })
+    result.map(|()| {
+        if existing.is_some() {
+            Written::Replaced
+        } else {
+            Written::Created
+        }
+    })
 }
 
 fn write_then_rename(

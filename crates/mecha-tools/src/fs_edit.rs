@@ -60,12 +60,17 @@ fn edit(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
         ));
     }
     if old == new {
-        return Err(ToolOutput::err("`old` and `new` are identical; nothing would change"));
+        return Err(ToolOutput::err(
+            "`old` and `new` are identical; nothing would change",
+        ));
     }
     let target = ctx
         .resolve_in_workspace(requested)
         .map_err(|e| ToolOutput::err(e.to_string()))?;
-    let size = target.dir().metadata(target.relative()).map_or(0, |m| m.len());
+    let size = target
+        .dir()
+        .metadata(target.relative())
+        .map_or(0, |m| m.len());
     if size > MAX_EDIT_BYTES {
         return Err(ToolOutput::err(format!(
             "{requested} is {size} bytes, more than fs_edit handles ({MAX_EDIT_BYTES}); \
@@ -86,9 +91,11 @@ fn edit(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
 pub(crate) fn replace_unique(text: &str, old: &str, new: &str) -> Result<String, String> {
     match occurrences(text, old) {
         1 => Ok(text.replacen(old, new, 1)),
-        0 => Err("`old` does not appear in the file; read it again and copy the exact text, \
+        0 => Err(
+            "`old` does not appear in the file; read it again and copy the exact text, \
                   including whitespace and indentation"
-            .to_owned()),
+                .to_owned(),
+        ),
         n => Err(format!(
             "`old` appears {n} times; include more surrounding context to make it unique"
         )),

@@ -74,11 +74,17 @@ fn list(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
                 .map_err(|e| ToolOutput::err(format!("`glob` is not a valid glob: {e}")))
         })
         .transpose()?;
-    let default_depth = if glob.is_some() { GLOB_DEFAULT_DEPTH } else { 1 };
+    let default_depth = if glob.is_some() {
+        GLOB_DEFAULT_DEPTH
+    } else {
+        1
+    };
     let depth = optional_u64(input, "depth")?
         .unwrap_or(default_depth)
         .clamp(1, MAX_DEPTH);
-    let target = ctx.resolve(requested).map_err(|e| ToolOutput::err(e.to_string()))?;
+    let target = ctx
+        .resolve(requested)
+        .map_err(|e| ToolOutput::err(e.to_string()))?;
     let cannot = |e: io::Error| ToolOutput::err(format!("cannot list {requested}: {e}"));
     let dir = target.dir().open_dir(target.relative()).map_err(cannot)?;
     let mut listing = Listing {
@@ -127,7 +133,8 @@ impl Listing {
                         .read_link(&name)
                         .map(|t| t.display().to_string())
                         .unwrap_or_else(|_| "?".to_owned());
-                    self.lines.push(format!("link\t-\t{} -> {target}", path.display()));
+                    self.lines
+                        .push(format!("link\t-\t{} -> {target}", path.display()));
                 } else {
                     let size = entry.metadata().map(|m| m.len().to_string());
                     let kind = if kind.is_file() { "file" } else { "other" };

@@ -64,12 +64,20 @@ impl Tool for FsRead {
 fn read(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
     let requested = required_str(input, "path")?;
     let offset = optional_u64(input, "offset")?.unwrap_or(1).max(1);
-    let limit = optional_u64(input, "limit")?.unwrap_or(DEFAULT_LIMIT).max(1);
-    let target = ctx.resolve(requested).map_err(|e| ToolOutput::err(e.to_string()))?;
+    let limit = optional_u64(input, "limit")?
+        .unwrap_or(DEFAULT_LIMIT)
+        .max(1);
+    let target = ctx
+        .resolve(requested)
+        .map_err(|e| ToolOutput::err(e.to_string()))?;
     let cannot = |e: io::Error| ToolOutput::err(format!("cannot read {requested}: {e}"));
     let mut reader = BufReader::new(open_regular(&target).map_err(cannot)?);
     if looks_binary(&mut reader).map_err(cannot)? {
-        let size = target.dir().metadata(target.relative()).map(|m| m.len()).unwrap_or(0);
+        let size = target
+            .dir()
+            .metadata(target.relative())
+            .map(|m| m.len())
+            .unwrap_or(0);
         return Err(ToolOutput::err(format!(
             "{requested} is a binary file ({size} bytes); fs_read shows text only"
         )));
@@ -132,7 +140,11 @@ impl Window {
         let last = self.offset.saturating_add(self.limit - 1);
         loop {
             line.clear();
-            let keep = if number + 1 < self.offset { 0 } else { self.byte_budget + 1 };
+            let keep = if number + 1 < self.offset {
+                0
+            } else {
+                self.byte_budget + 1
+            };
             if !read_capped_line(reader, &mut line, keep)? {
                 break;
             }
@@ -206,7 +218,10 @@ fn read_capped_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, keep: usize) -
 }
 
 fn floor_char_boundary(s: &str, at: usize) -> usize {
-    (0..=at.min(s.len())).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0)
+    (0..=at.min(s.len()))
+        .rev()
+        .find(|&i| s.is_char_boundary(i))
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -214,7 +229,11 @@ mod tests {
     use super::Window;
 
     fn render(text: &str, offset: u64, limit: u64, byte_budget: usize) -> String {
-        let w = Window { offset, limit, byte_budget };
+        let w = Window {
+            offset,
+            limit,
+            byte_budget,
+        };
         w.render(&mut text.as_bytes()).unwrap()
     }
 

@@ -1,10 +1,24 @@
 //! `http_fetch`: a guarded GET of one URL.
+//!
+//! The model may be fully controlled by a prompt injection, so everything
+//! here assumes the URL is hostile. The guard lives in [`crate::egress`];
+//! this module wires it into reqwest so that nothing can route around it:
+//! every address is vetted before connecting, the client can only connect to
+//! those addresses, redirects are returned rather than followed, and proxy
+//! variables (which would resolve the name elsewhere) are ignored.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use ipnet::IpNet;
 use mecha_core::{Capabilities, Egress, Tool, ToolCtx, ToolOutput};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, LOCATION};
 use serde_json::{Value, json};
+use url::Url;
+
+use crate::args::required_str;
+use crate::egress::{EgressGuard, Pinned, Resolver, SystemResolver, Vetted, vet};
 
 /// Limits for `http_fetch`.
 #[derive(Debug, Clone)]
@@ -24,13 +38,175 @@ impl Default for FetchConfig {
     }
 }
 
+const USER_AGENT: &str = concat!("mecha/", env!("CARGO_PKG_VERSION"), " (http_fetch)");
+
+/// URLs echoed in the harness's own messages are cut to this many chars; the
+/// model wrote them, and a long query string helps nobody in an error.
+const SHOWN_URL_CHARS: usize = 200;
+
 pub struct HttpFetch {
     config: FetchConfig,
+    guard: EgressGuard,
+    resolver: Arc<dyn Resolver>,
+    description: String,
 }
 
 impl HttpFetch {
     pub fn new(config: FetchConfig) -> Self {
-        Self { config }
+        let description = format!(
+            "GET one public http:// or https:// URL. Returns the status line, the content type \
+             and the body as text. Redirects are not followed: a 3xx comes back with its Location, \
+             which you may fetch with a second call. Refuses loopback, private, link-local and \
+             other non-public addresses, including names that resolve to any of them, and URLs \
+             with credentials. The body is cut at {} bytes; binary bodies are not shown.",
+            config.max_body_bytes
+        );
+        Self {
+            config,
+            guard: EgressGuard::new(),
+            resolver: Arc::new(SystemResolver),
+            description,
+        }
+    }
+
+    /// Resolves names with `resolver` instead of the system resolver. Tests
+    /// use it to answer with loopback addresses, or to change the answer
+    /// between lookups.
+    pub fn with_resolver(mut self, resolver: Arc<dyn Resolver>) -> Self {
+        self.resolver = resolver;
+        self
+    }
+
+    /// Exempts one range from the egress guard; the tests use it to reach
+    /// loopback servers. Deliberately not reachable from config or the
+    /// environment: a model that can write either must not widen the guard.
+    pub fn allowing(mut self, net: IpNet) -> Self {
+        self.guard = self.guard.allowing(net);
+        self
+    }
+
+    async fn fetch(&self, url: &Url, shown: &str) -> ToolOutput {
+        let vetted = match vet(url, &self.guard, self.resolver.as_ref()).await {
+            Ok(vetted) => vetted,
+            Err(refusal) if refusal.is_policy() => {
+                return ToolOutput::err(format!("refused: `{shown}` {refusal}"));
+            }
+            Err(refusal) => {
+                return ToolOutput::err(format!("could not fetch `{shown}`: it {refusal}"));
+            }
+        };
+        let client = match self.client(&vetted) {
+            Ok(client) => client,
+            Err(e) => {
+                return ToolOutput::err(format!(
+                    "could not set up the HTTP client: {}",
+                    error_chain(&e)
+                ));
+            }
+        };
+        let mut response = match client.get(url.clone()).send().await {
+            Ok(response) => response,
+            Err(e) if e.is_connect() => {
+                let addrs: Vec<String> = vetted.addrs.iter().map(ToString::to_string).collect();
+                return ToolOutput::err(format!(
+                    "could not connect to `{}` ({}) for `{shown}`: {}",
+                    vetted.host,
+                    addrs.join(", "),
+                    error_chain(&e)
+                ));
+            }
+            Err(e) => {
+                return ToolOutput::err(format!(
+                    "request to `{shown}` failed: {}",
+                    error_chain(&e)
+                ));
+            }
+        };
+
+        let head = head_lines(response.status(), response.headers());
+        let content_type = header_text(response.headers(), CONTENT_TYPE);
+        let status = response.status();
+
+        // Read chunk by chunk and stop at the cap, so a huge or endless body
+        // costs at most max_body_bytes of memory and no more download.
+        let max = self.config.max_body_bytes;
+        let mut body: Vec<u8> = Vec::new();
+        let mut cut = false;
+        let mut broke: Option<String> = None;
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    let room = max - body.len();
+                    if chunk.len() > room {
+                        body.extend_from_slice(&chunk[..room]);
+                        cut = true;
+                        break;
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    broke = Some(error_chain(&e));
+                    break;
+                }
+            }
+        }
+        // Dropping the response here closes the connection mid-body.
+        drop(response);
+
+        let mut out = head;
+        out.push('\n');
+        if body.is_empty() && !cut {
+            out.push_str("(empty body)\n");
+        } else if is_binary(content_type.as_deref(), &body) {
+            out.push_str(&format!("binary body of {} bytes, not shown\n", body.len()));
+        } else {
+            out.push_str(&body_text(&body, cut));
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+        if cut {
+            out.push_str(&format!("[body cut at {max} bytes by the harness]\n"));
+        }
+        if let Some(error) = &broke {
+            out.push_str(&format!(
+                "[the connection failed after {} bytes of body: {error}]\n",
+                body.len()
+            ));
+        }
+        // It came from outside, whatever the status; a 4xx/5xx or a broken
+        // body is also a failure the model should notice.
+        ToolOutput {
+            content: out,
+            is_error: status.as_u16() >= 400 || broke.is_some(),
+            external: true,
+        }
+    }
+
+    /// A client that can reach only what `vetted` allows.
+    fn client(&self, vetted: &Vetted) -> reqwest::Result<reqwest::Client> {
+        reqwest::Client::builder()
+            // The 3xx goes back to the model; a followed Location would be a
+            // second destination nobody vetted.
+            .redirect(reqwest::redirect::Policy::none())
+            // HTTP(S)_PROXY/ALL_PROXY would hand the name to a proxy to
+            // resolve, voiding the pin, and could point at an internal host.
+            .no_proxy()
+            // The only resolver the client has: the vetted host's vetted
+            // addresses, nothing else. IP literals never reach it; vet()
+            // judged those itself.
+            .dns_resolver(Arc::new(Pinned::new(vetted)))
+            .user_agent(USER_AGENT)
+            .build()
+    }
+
+    fn timed_out(&self, shown: &str) -> ToolOutput {
+        ToolOutput::err(format!(
+            "`{shown}` timed out: no complete answer within {:?}, http_fetch's time limit set by \
+             the harness. Try again later, or a smaller page",
+            self.config.timeout
+        ))
     }
 }
 
@@ -41,11 +217,21 @@ impl Tool for HttpFetch {
     }
 
     fn description(&self) -> &str {
-        "Fetch a URL with GET."
+        &self.description
     }
 
     fn input_schema(&self) -> Value {
-        json!({"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]})
+        json!({
+            "type": "object",
+            "properties": {
+                "url": {
+                    "type": "string",
+                    "description": "The absolute http:// or https:// URL to GET."
+                }
+            },
+            "required": ["url"],
+            "additionalProperties": false
+        })
     }
 
     fn read_only(&self) -> bool {
@@ -63,8 +249,169 @@ impl Tool for HttpFetch {
         }
     }
 
-    async fn call(&self, _input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
-        let _ = &self.config;
-        Ok(ToolOutput::err("http_fetch is not implemented yet"))
+    async fn call(&self, input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
+        let raw = match required_str(&input, "url") {
+            Ok(raw) => raw,
+            Err(out) => return Ok(out),
+        };
+        let shown = shorten(raw);
+        let url = match Url::parse(raw.trim()) {
+            Ok(url) => url,
+            Err(e) => {
+                return Ok(ToolOutput::err(format!(
+                    "`{shown}` is not a valid URL ({e}); give an absolute http:// or https:// URL"
+                )));
+            }
+        };
+        // One deadline over everything: the lookup, the connect, the TLS
+        // handshake and every byte of the body. reqwest's own timeout would
+        // not cover the lookup, which goes through our resolver first.
+        match tokio::time::timeout(self.config.timeout, self.fetch(&url, &shown)).await {
+            Ok(out) => Ok(out),
+            Err(_) => Ok(self.timed_out(&shown)),
+        }
+    }
+}
+
+/// `HTTP 302 Found`, the content type, and for a redirect the Location.
+fn head_lines(status: reqwest::StatusCode, headers: &HeaderMap) -> String {
+    let mut out = format!(
+        "HTTP {} {}\n",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or("")
+    );
+    let content_type = header_text(headers, CONTENT_TYPE);
+    out.push_str(&format!(
+        "content-type: {}\n",
+        content_type.as_deref().unwrap_or("(none)")
+    ));
+    if let Some(location) = header_text(headers, LOCATION) {
+        out.push_str(&format!("location: {location}\n"));
+        if status.is_redirection() {
+            out.push_str(
+                "[redirect not followed by the harness; call http_fetch on the location to follow it]\n",
+            );
+        }
+    }
+    out
+}
+
+fn header_text(headers: &HeaderMap, name: reqwest::header::HeaderName) -> Option<String> {
+    headers
+        .get(name)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).trim().to_owned())
+}
+
+/// Whether to withhold the body: a clearly binary content type, or, when
+/// the type does not say text, a NUL byte near the start.
+fn is_binary(content_type: Option<&str>, body: &[u8]) -> bool {
+    let mime = content_type
+        .and_then(|ct| ct.split(';').next())
+        .map(|m| m.trim().to_ascii_lowercase())
+        .unwrap_or_default();
+    let (kind, sub) = mime.split_once('/').unwrap_or((mime.as_str(), ""));
+    let textual = kind == "text"
+        || [
+            "json",
+            "xml",
+            "javascript",
+            "ecmascript",
+            "x-javascript",
+            "x-www-form-urlencoded",
+            "yaml",
+            "x-yaml",
+            "toml",
+            "x-ndjson",
+            "graphql",
+            "sql",
+            "x-sh",
+        ]
+        .contains(&sub)
+        || ["+json", "+xml", "+yaml"].iter().any(|s| sub.ends_with(s));
+    if textual {
+        return false;
+    }
+    let binary_kind = ["image", "audio", "video", "font", "model"].contains(&kind);
+    let binary_app = kind == "application"
+        && [
+            "octet-stream",
+            "pdf",
+            "zip",
+            "gzip",
+            "x-gzip",
+            "x-tar",
+            "x-bzip2",
+            "x-xz",
+            "zstd",
+            "x-7z-compressed",
+            "x-rar-compressed",
+            "wasm",
+            "java-archive",
+            "x-executable",
+            "x-msdownload",
+        ]
+        .contains(&sub);
+    binary_kind || binary_app || body.iter().take(1024).any(|&b| b == 0)
+}
+
+/// The body as lossy UTF-8. When the cut split a character, its leading
+/// bytes are dropped rather than shown as a replacement character.
+fn body_text(body: &[u8], cut: bool) -> String {
+    let mut text = String::with_capacity(body.len());
+    let mut chunks = body.utf8_chunks().peekable();
+    while let Some(chunk) = chunks.next() {
+        text.push_str(chunk.valid());
+        // An invalid tail left by the cut is a split character, not bad data.
+        let split_by_cut = cut && chunks.peek().is_none();
+        if !chunk.invalid().is_empty() && !split_by_cut {
+            text.push(char::REPLACEMENT_CHARACTER);
+        }
+    }
+    text
+}
+
+/// An error with its causes, which reqwest keeps out of `Display`.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+fn shorten(raw: &str) -> String {
+    match raw.char_indices().nth(SHOWN_URL_CHARS) {
+        Some((at, _)) => format!("{}…", &raw[..at]),
+        None => raw.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_fetch_cut_inside_a_character_drops_its_start() {
+        let body = "héllo".as_bytes();
+        // Cut after the first byte of "é".
+        assert_eq!(body_text(&body[..2], true), "h");
+        assert_eq!(body_text(&body[..2], false), "h\u{FFFD}");
+    }
+
+    #[test]
+    fn http_fetch_binary_detection() {
+        assert!(is_binary(Some("image/png"), b"x"));
+        assert!(is_binary(Some("application/octet-stream"), b"x"));
+        assert!(!is_binary(Some("image/svg+xml"), b"<svg/>"));
+        assert!(!is_binary(Some("application/json; charset=utf-8"), b"{}"));
+        assert!(!is_binary(Some("text/html"), b"a\0b"));
+        assert!(is_binary(None, b"PK\x03\x04\0\0"));
+        assert!(!is_binary(None, b"plain"));
     }
 }

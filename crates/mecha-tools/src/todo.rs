@@ -109,12 +109,18 @@ impl Tool for Todo {
                 )));
             }
         };
-        let done = parsed.items.iter().filter(|i| i.status == Status::Done).count();
+        let done = parsed
+            .items
+            .iter()
+            .filter(|i| i.status == Status::Done)
+            .count();
         let total = parsed.items.len();
         match self.items.lock() {
             Ok(mut items) => *items = parsed.items,
             Err(_) => anyhow::bail!("the todo list's lock was poisoned by a panic"),
         }
-        Ok(ToolOutput::ok(format!("todo list saved: {done} of {total} done")))
+        Ok(ToolOutput::ok(format!(
+            "todo list saved: {done} of {total} done"
+        )))
     }
 }

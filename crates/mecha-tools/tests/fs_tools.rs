@@ -22,11 +22,28 @@ async fn call(tool: &dyn Tool, input: Value, ctx: &ToolCtx) -> ToolOutput {
 #[tokio::test]
 async fn fs_write_creates_parents_and_reports_created_then_replaced() {
     let (dir, ctx) = ws();
-    let out = call(&FsWrite, json!({"path": "a/b/c.txt", "content": "one"}), &ctx).await;
-    assert!(!out.is_error && out.content.starts_with("created"), "{}", out.content);
-    let out = call(&FsWrite, json!({"path": "a/b/c.txt", "content": "two"}), &ctx).await;
+    let out = call(
+        &FsWrite,
+        json!({"path": "a/b/c.txt", "content": "one"}),
+        &ctx,
+    )
+    .await;
+    assert!(
+        !out.is_error && out.content.starts_with("created"),
+        "{}",
+        out.content
+    );
+    let out = call(
+        &FsWrite,
+        json!({"path": "a/b/c.txt", "content": "two"}),
+        &ctx,
+    )
+    .await;
     assert!(out.content.starts_with("replaced"), "{}", out.content);
-    assert_eq!(std::fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(), "two");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(),
+        "two"
+    );
 }
 
 #[tokio::test]
@@ -35,9 +52,20 @@ async fn fs_write_keeps_permissions_and_leaves_no_temp_files() {
     let path = dir.path().join("run.sh");
     std::fs::write(&path, "#!/bin/sh\n").unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    call(&FsWrite, json!({"path": "run.sh", "content": "#!/bin/sh\necho hi\n"}), &ctx).await;
-    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o755);
-    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    call(
+        &FsWrite,
+        json!({"path": "run.sh", "content": "#!/bin/sh\necho hi\n"}),
+        &ctx,
+    )
+    .await;
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(names, vec![std::ffi::OsString::from("run.sh")]);
 }
 
@@ -72,11 +100,18 @@ fn fs_write_is_atomic_for_concurrent_readers() {
             reads
         })
     };
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     rt.block_on(async {
         for i in 0..50 {
             let fill = if i % 2 == 0 { "b" } else { "a" };
-            let out = call(&FsWrite, json!({"path": "big.txt", "content": fill.repeat(size)}), &ctx).await;
+            let out = call(
+                &FsWrite,
+                json!({"path": "big.txt", "content": fill.repeat(size)}),
+                &ctx,
+            )
+            .await;
             assert!(!out.is_error, "{}", out.content);
         }
     });
@@ -90,47 +125,101 @@ async fn fs_edit_zero_one_and_many_matches() {
     let path = dir.path().join("f.txt");
     std::fs::write(&path, "alpha\nbeta\nbeta\nbeta\ngamma\n").unwrap();
 
-    let out = call(&FsEdit, json!({"path": "f.txt", "old": "delta", "new": "x"}), &ctx).await;
-    assert!(out.is_error && out.content.contains("does not appear"), "{}", out.content);
+    let out = call(
+        &FsEdit,
+        json!({"path": "f.txt", "old": "delta", "new": "x"}),
+        &ctx,
+    )
+    .await;
+    assert!(
+        out.is_error && out.content.contains("does not appear"),
+        "{}",
+        out.content
+    );
 
-    let out = call(&FsEdit, json!({"path": "f.txt", "old": "beta", "new": "x"}), &ctx).await;
+    let out = call(
+        &FsEdit,
+        json!({"path": "f.txt", "old": "beta", "new": "x"}),
+        &ctx,
+    )
+    .await;
     assert!(out.is_error);
     assert_eq!(
         out.content,
         "`old` appears 3 times; include more surrounding context to make it unique"
     );
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), "alpha\nbeta\nbeta\nbeta\ngamma\n");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "alpha\nbeta\nbeta\nbeta\ngamma\n"
+    );
 
-    let out = call(&FsEdit, json!({"path": "f.txt", "old": "beta\ngamma", "new": "omega"}), &ctx).await;
+    let out = call(
+        &FsEdit,
+        json!({"path": "f.txt", "old": "beta\ngamma", "new": "omega"}),
+        &ctx,
+    )
+    .await;
     assert!(!out.is_error, "{}", out.content);
     assert!(out.content.contains("line 4"), "{}", out.content);
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), "alpha\nbeta\nbeta\nomega\n");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "alpha\nbeta\nbeta\nomega\n"
+    );
 }
 
 #[tokio::test]
 async fn fs_edit_on_a_missing_file_names_the_file() {
     let (_dir, ctx) = ws();
-    let out = call(&FsEdit, json!({"path": "notes/missing.md", "old": "a", "new": "b"}), &ctx).await;
+    let out = call(
+        &FsEdit,
+        json!({"path": "notes/missing.md", "old": "a", "new": "b"}),
+        &ctx,
+    )
+    .await;
     assert!(out.is_error);
-    assert!(out.content.contains("cannot read notes/missing.md"), "{}", out.content);
+    assert!(
+        out.content.contains("cannot read notes/missing.md"),
+        "{}",
+        out.content
+    );
 }
 
 #[tokio::test]
 async fn fs_read_numbers_lines_and_refuses_binary_and_directories() {
     let (dir, ctx) = ws();
     std::fs::write(dir.path().join("t.txt"), "one\ntwo\nthree\n").unwrap();
-    let out = call(&FsRead, json!({"path": "t.txt", "offset": 2, "limit": 1}), &ctx).await;
-    assert_eq!(out.content, "     2\ttwo\n[showing lines 2-2; more follow: continue with offset 3]\n");
+    let out = call(
+        &FsRead,
+        json!({"path": "t.txt", "offset": 2, "limit": 1}),
+        &ctx,
+    )
+    .await;
+    assert_eq!(
+        out.content,
+        "     2\ttwo\n[showing lines 2-2; more follow: continue with offset 3]\n"
+    );
 
     std::fs::write(dir.path().join("b.bin"), [0u8, 1, 2, 3]).unwrap();
     let out = call(&FsRead, json!({"path": "b.bin"}), &ctx).await;
-    assert!(out.is_error && out.content.contains("binary file (4 bytes)"), "{}", out.content);
+    assert!(
+        out.is_error && out.content.contains("binary file (4 bytes)"),
+        "{}",
+        out.content
+    );
 
     let out = call(&FsRead, json!({"path": "."}), &ctx).await;
-    assert!(out.is_error && out.content.contains("use fs_list"), "{}", out.content);
+    assert!(
+        out.is_error && out.content.contains("use fs_list"),
+        "{}",
+        out.content
+    );
 
     let out = call(&FsRead, json!({"path": "nope.txt"}), &ctx).await;
-    assert!(out.is_error && out.content.contains("nope.txt"), "{}", out.content);
+    assert!(
+        out.is_error && out.content.contains("nope.txt"),
+        "{}",
+        out.content
+    );
 
     let out = call(&FsRead, json!({"offset": 1}), &ctx).await;
     assert!(out.is_error && out.content.contains("missing required argument `path`"));
@@ -144,7 +233,11 @@ async fn fs_read_of_a_huge_file_stays_within_the_budget() {
     std::fs::write(dir.path().join("huge.txt"), text).unwrap();
     let out = call(&FsRead, json!({"path": "huge.txt"}), &ctx).await;
     assert!(out.content.len() <= 8192, "{}", out.content.len());
-    assert!(out.content.contains("continue with offset"), "{}", out.content);
+    assert!(
+        out.content.contains("continue with offset"),
+        "{}",
+        out.content
+    );
 }
 
 #[tokio::test]
@@ -163,12 +256,23 @@ async fn fs_list_shows_kinds_sizes_depth_and_glob() {
         "dir\t-\t.git/\nfile\t3\tREADME.md\nlink\t-\treadme -> README.md\ndir\t-\tsrc/\n"
     );
     let out = call(&FsList, json!({"depth": 3}), &ctx).await;
-    assert!(out.content.contains("file\t13\tsrc/main.rs"), "{}", out.content);
+    assert!(
+        out.content.contains("file\t13\tsrc/main.rs"),
+        "{}",
+        out.content
+    );
     assert!(out.content.contains("src/deep/lib.rs"), "{}", out.content);
-    assert!(!out.content.contains("objects"), "descended into .git: {}", out.content);
+    assert!(
+        !out.content.contains("objects"),
+        "descended into .git: {}",
+        out.content
+    );
 
     let out = call(&FsList, json!({"glob": "**/*.rs"}), &ctx).await;
-    assert_eq!(out.content, "file\t0\tsrc/deep/lib.rs\nfile\t13\tsrc/main.rs\n");
+    assert_eq!(
+        out.content,
+        "file\t0\tsrc/deep/lib.rs\nfile\t13\tsrc/main.rs\n"
+    );
 
     let out = call(&FsList, json!({"glob": "[oops"}), &ctx).await;
     assert!(out.is_error && out.content.contains("not a valid glob"));

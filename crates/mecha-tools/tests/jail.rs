@@ -40,7 +40,11 @@ async fn call(tool: &dyn Tool, input: Value, ctx: &ToolCtx) -> ToolOutput {
 
 fn assert_refused(out: &ToolOutput) {
     assert!(out.is_error, "expected a refusal, got: {}", out.content);
-    assert!(!out.content.contains("TOP-SECRET"), "leaked: {}", out.content);
+    assert!(
+        !out.content.contains("TOP-SECRET"),
+        "leaked: {}",
+        out.content
+    );
     assert!(!out.external, "a refusal is the harness's own words");
 }
 
@@ -48,10 +52,18 @@ fn assert_refused(out: &ToolOutput) {
 async fn dot_dot_is_refused() {
     let s = setup();
     std::fs::create_dir(s.ws.join("sub")).unwrap();
-    for path in ["../outside/secret.txt", "sub/../../outside/secret.txt", "./../outside/secret.txt"] {
+    for path in [
+        "../outside/secret.txt",
+        "sub/../../outside/secret.txt",
+        "./../outside/secret.txt",
+    ] {
         let out = call(&FsRead, json!({"path": path}), &s.ctx).await;
         assert_refused(&out);
-        assert!(out.content.contains("outside the workspace"), "{}", out.content);
+        assert!(
+            out.content.contains("outside the workspace"),
+            "{}",
+            out.content
+        );
     }
 }
 
@@ -85,18 +97,38 @@ async fn symlink_to_an_outside_file_is_refused_for_every_tool() {
     let s = setup();
     symlink(s.outside.join("secret.txt"), s.ws.join("link")).unwrap();
     assert_refused(&call(&FsRead, json!({"path": "link"}), &s.ctx).await);
-    assert_refused(&call(&FsWrite, json!({"path": "link", "content": "pwned"}), &s.ctx).await);
     assert_refused(
-        &call(&FsEdit, json!({"path": "link", "old": "TOP", "new": "pwned"}), &s.ctx).await,
+        &call(
+            &FsWrite,
+            json!({"path": "link", "content": "pwned"}),
+            &s.ctx,
+        )
+        .await,
     );
-    assert_eq!(std::fs::read_to_string(s.outside.join("secret.txt")).unwrap(), "TOP-SECRET");
+    assert_refused(
+        &call(
+            &FsEdit,
+            json!({"path": "link", "old": "TOP", "new": "pwned"}),
+            &s.ctx,
+        )
+        .await,
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.outside.join("secret.txt")).unwrap(),
+        "TOP-SECRET"
+    );
 }
 
 #[tokio::test]
 async fn symlink_to_an_outside_directory_with_a_new_target_is_refused() {
     let s = setup();
     symlink(&s.outside, s.ws.join("dir")).unwrap();
-    let out = call(&FsWrite, json!({"path": "dir/new/file.txt", "content": "x"}), &s.ctx).await;
+    let out = call(
+        &FsWrite,
+        json!({"path": "dir/new/file.txt", "content": "x"}),
+        &s.ctx,
+    )
+    .await;
     assert_refused(&out);
     assert!(!s.outside.join("new").exists());
     assert_refused(&call(&FsList, json!({"path": "dir"}), &s.ctx).await);
@@ -106,8 +138,17 @@ async fn symlink_to_an_outside_directory_with_a_new_target_is_refused() {
 #[tokio::test]
 async fn dangling_symlink_pointing_outside_is_refused() {
     let s = setup();
-    symlink(s.outside.join("created-by-attack.txt"), s.ws.join("dangling")).unwrap();
-    let out = call(&FsWrite, json!({"path": "dangling", "content": "x"}), &s.ctx).await;
+    symlink(
+        s.outside.join("created-by-attack.txt"),
+        s.ws.join("dangling"),
+    )
+    .unwrap();
+    let out = call(
+        &FsWrite,
+        json!({"path": "dangling", "content": "x"}),
+        &s.ctx,
+    )
+    .await;
     assert_refused(&out);
     assert!(!s.outside.join("created-by-attack.txt").exists());
 }
@@ -117,7 +158,11 @@ async fn symlinks_that_stay_inside_are_followed() {
     let s = setup();
     symlink(s.ws.join("inside.txt"), s.ws.join("alias")).unwrap();
     let out = call(&FsRead, json!({"path": "alias"}), &s.ctx).await;
-    assert!(!out.is_error && out.content.contains("hello"), "{}", out.content);
+    assert!(
+        !out.is_error && out.content.contains("hello"),
+        "{}",
+        out.content
+    );
 }
 
 /// A hard link cannot be told from the file by its path. Writes replace the
@@ -128,12 +173,28 @@ async fn symlinks_that_stay_inside_are_followed() {
 async fn writing_through_a_hard_link_never_changes_the_outside_file() {
     let s = setup();
     std::fs::hard_link(s.outside.join("secret.txt"), s.ws.join("hard")).unwrap();
-    let out = call(&FsWrite, json!({"path": "hard", "content": "overwritten"}), &s.ctx).await;
+    let out = call(
+        &FsWrite,
+        json!({"path": "hard", "content": "overwritten"}),
+        &s.ctx,
+    )
+    .await;
     assert!(!out.is_error, "{}", out.content);
-    let out = call(&FsEdit, json!({"path": "hard", "old": "overwritten", "new": "edited"}), &s.ctx).await;
+    let out = call(
+        &FsEdit,
+        json!({"path": "hard", "old": "overwritten", "new": "edited"}),
+        &s.ctx,
+    )
+    .await;
     assert!(!out.is_error, "{}", out.content);
-    assert_eq!(std::fs::read_to_string(s.outside.join("secret.txt")).unwrap(), "TOP-SECRET");
-    assert_eq!(std::fs::read_to_string(s.ws.join("hard")).unwrap(), "edited");
+    assert_eq!(
+        std::fs::read_to_string(s.outside.join("secret.txt")).unwrap(),
+        "TOP-SECRET"
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.ws.join("hard")).unwrap(),
+        "edited"
+    );
 }
 
 #[tokio::test]
@@ -143,7 +204,12 @@ async fn the_spill_directory_is_readable_but_not_writable() {
     std::fs::write(&spill_file, "spilled").unwrap();
     let out = call(&FsRead, json!({"path": spill_file}), &s.ctx).await;
     assert!(out.content.contains("spilled"), "{}", out.content);
-    let out = call(&FsWrite, json!({"path": spill_file, "content": "x"}), &s.ctx).await;
+    let out = call(
+        &FsWrite,
+        json!({"path": spill_file, "content": "x"}),
+        &s.ctx,
+    )
+    .await;
     assert_refused(&out);
 }
 
@@ -191,12 +257,18 @@ fn racing_a_directory_swap_never_reads_outside() {
             swaps
         })
     };
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     let (mut inside, mut refused) = (0, 0);
     rt.block_on(async {
         for _ in 0..5000 {
             let out = call(&FsRead, json!({"path": "sub/etc/passwd"}), &s.ctx).await;
-            assert!(!out.content.contains("root:"), "read outside the jail: {}", out.content);
+            assert!(
+                !out.content.contains("root:"),
+                "read outside the jail: {}",
+                out.content
+            );
             if out.is_error {
                 refused += 1;
             } else {
@@ -207,7 +279,16 @@ fn racing_a_directory_swap_never_reads_outside() {
     });
     stop.store(true, Ordering::Relaxed);
     let swaps = swapper.join().unwrap();
-    assert!(swaps > 1000, "only {swaps} swaps; the race was not exercised");
-    assert!(inside > 0, "the race never read the inside file; the test proves nothing");
-    assert!(refused > 0, "the race never saw the symlink; the test proves nothing");
+    assert!(
+        swaps > 1000,
+        "only {swaps} swaps; the race was not exercised"
+    );
+    assert!(
+        inside > 0,
+        "the race never read the inside file; the test proves nothing"
+    );
+    assert!(
+        refused > 0,
+        "the race never saw the symlink; the test proves nothing"
+    );
 }

@@ -27,7 +27,9 @@ impl Tool for Numbers {
     async fn call(&self, input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
         let n = input["lines"].as_u64().unwrap();
         Ok(ToolOutput::ok(
-            (1..=n).map(|i| format!("row number {i}\n")).collect::<String>(),
+            (1..=n)
+                .map(|i| format!("row number {i}\n"))
+                .collect::<String>(),
         ))
     }
 }
@@ -64,24 +66,49 @@ async fn marker_names_the_right_line_and_fs_read_returns_exactly_the_rest() {
     let ws = tempfile::tempdir().unwrap();
     let ctx = ToolCtx::new(ws.path(), 4096).unwrap();
     let reg = registry();
-    let out = run_batch(&reg, &ctx, 1, 4096, &[call("c1", "numbers", json!({"lines": 5000}))])
-        .await
-        .remove(0)
-        .unwrap();
+    let out = run_batch(
+        &reg,
+        &ctx,
+        1,
+        4096,
+        &[call("c1", "numbers", json!({"lines": 5000}))],
+    )
+    .await
+    .remove(0)
+    .unwrap();
     let full: String = (1..=5000).map(|i| format!("row number {i}\n")).collect();
-    assert!(out.content.len() <= 4096, "result is {} bytes", out.content.len());
+    assert!(
+        out.content.len() <= 4096,
+        "result is {} bytes",
+        out.content.len()
+    );
     assert!(
         out.content.contains(&format!("of {} bytes", full.len())),
         "{}",
         out.content
     );
     let (path, offset) = marker_recovery(&out.content);
-    assert!(out.content.contains(&format!("the rest begins on line {offset}.")));
+    assert!(
+        out.content
+            .contains(&format!("the rest begins on line {offset}."))
+    );
     assert!(path.contains("numbers-t1-"), "{path}");
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), full, "the spill holds everything");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        full,
+        "the spill holds everything"
+    );
 
-    let shown_lines = out.content.lines().take_while(|l| l.starts_with("row")).count() as u64;
-    assert_eq!(offset, shown_lines + 1, "the rest begins right after the last line shown");
+    let shown_lines = out
+        .content
+        .lines()
+        .take_while(|l| l.starts_with("row"))
+        .count() as u64;
+    assert_eq!(
+        offset,
+        shown_lines + 1,
+        "the rest begins right after the last line shown"
+    );
 
     // The model follows the marker, with a budget big enough for the rest.
     let read = run_batch(
@@ -89,7 +116,11 @@ async fn marker_names_the_right_line_and_fs_read_returns_exactly_the_rest() {
         &ctx,
         2,
         1 << 20,
-        &[call("c2", "fs_read", json!({"path": path, "offset": offset, "limit": 100000}))],
+        &[call(
+            "c2",
+            "fs_read",
+            json!({"path": path, "offset": offset, "limit": 100000}),
+        )],
     )
     .await
     .remove(0)
@@ -100,8 +131,17 @@ async fn marker_names_the_right_line_and_fs_read_returns_exactly_the_rest() {
         .lines()
         .map(|l| format!("{}\n", l.split_once('\t').unwrap().1))
         .collect();
-    let shown: String = out.content.lines().take(shown_lines as usize).map(|l| format!("{l}\n")).collect();
-    assert_eq!(format!("{shown}{rest}"), full, "shown + rest is the whole output");
+    let shown: String = out
+        .content
+        .lines()
+        .take(shown_lines as usize)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(
+        format!("{shown}{rest}"),
+        full,
+        "shown + rest is the whole output"
+    );
 }
 
 #[tokio::test]
@@ -119,16 +159,26 @@ async fn a_batch_divides_the_turn_budget_between_its_calls() {
     let mut paths = Vec::new();
     for r in results {
         let out = r.unwrap();
-        assert!(out.content.len() <= share, "{} > {share}", out.content.len());
+        assert!(
+            out.content.len() <= share,
+            "{} > {share}",
+            out.content.len()
+        );
         paths.push(marker_recovery(&out.content).0);
     }
     paths.dedup();
     assert_eq!(paths.len(), 4, "each call spills to its own file");
     // A small result in a big batch is untouched.
-    let small = run_batch(&reg, &ctx, 2, turn_budget, &[call("s", "numbers", json!({"lines": 3}))])
-        .await
-        .remove(0)
-        .unwrap();
+    let small = run_batch(
+        &reg,
+        &ctx,
+        2,
+        turn_budget,
+        &[call("s", "numbers", json!({"lines": 3}))],
+    )
+    .await
+    .remove(0)
+    .unwrap();
     assert_eq!(small.content, "row number 1\nrow number 2\nrow number 3\n");
 }
 
@@ -140,15 +190,29 @@ async fn a_failed_spill_admits_the_loss_and_names_no_path() {
     let spill = ctx.spill().path().to_path_buf();
     std::fs::remove_dir(&spill).unwrap();
     std::fs::write(&spill, "not a directory").unwrap();
-    let out = run_batch(&registry(), &ctx, 1, 4096, &[call("c", "numbers", json!({"lines": 5000}))])
-        .await
-        .remove(0)
-        .unwrap();
+    let out = run_batch(
+        &registry(),
+        &ctx,
+        1,
+        4096,
+        &[call("c", "numbers", json!({"lines": 5000}))],
+    )
+    .await
+    .remove(0)
+    .unwrap();
     std::fs::remove_file(&spill).unwrap();
     std::fs::create_dir(&spill).unwrap();
-    assert!(out.content.contains("could not be saved"), "{}", out.content);
+    assert!(
+        out.content.contains("could not be saved"),
+        "{}",
+        out.content
+    );
     assert!(out.content.contains("Re-run the tool"), "{}", out.content);
-    assert!(!out.content.contains("mecha-spill"), "promised a path: {}", out.content);
+    assert!(
+        !out.content.contains("mecha-spill"),
+        "promised a path: {}",
+        out.content
+    );
     assert!(!out.content.contains("fs_read"), "{}", out.content);
 }
 
@@ -172,7 +236,10 @@ async fn the_todo_list_is_echoed_at_the_end_of_every_result() {
         &ctx,
         2,
         1 << 20,
-        &[call("a", "numbers", json!({"lines": 1})), call("b", "nope", json!({}))],
+        &[
+            call("a", "numbers", json!({"lines": 1})),
+            call("b", "nope", json!({})),
+        ],
     )
     .await;
     for r in later {
@@ -185,11 +252,21 @@ async fn the_todo_list_is_echoed_at_the_end_of_every_result() {
 async fn an_unknown_tool_is_a_result_naming_the_real_ones() {
     let ws = tempfile::tempdir().unwrap();
     let ctx = ToolCtx::new(ws.path(), 4096).unwrap();
-    let out = run_batch(&registry(), &ctx, 1, 4096, &[call("c", "fs_raed", json!({}))])
-        .await
-        .remove(0)
-        .unwrap();
+    let out = run_batch(
+        &registry(),
+        &ctx,
+        1,
+        4096,
+        &[call("c", "fs_raed", json!({}))],
+    )
+    .await
+    .remove(0)
+    .unwrap();
     assert!(out.is_error);
     assert!(out.content.contains("no tool named `fs_raed`"));
-    assert!(out.content.contains("fs_read, numbers, todo"), "{}", out.content);
+    assert!(
+        out.content.contains("fs_read, numbers, todo"),
+        "{}",
+        out.content
+    );
 }
