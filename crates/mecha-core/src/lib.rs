@@ -7,6 +7,7 @@
 //! It deliberately knows nothing of models, networks or MCP, and nothing of
 //! which concrete tools exist.
 
+mod approval;
 mod batch;
 mod capabilities;
 mod conversation;
@@ -14,9 +15,13 @@ mod ctx;
 mod jail;
 mod output;
 mod registry;
+mod rules;
+mod shell_words;
 mod spill;
+mod taint;
 mod tool;
 
+pub use approval::{Approver, Decision, ModeApprover, PermissionMode, read_only_refusal};
 pub use batch::{Call, run_batch};
 pub use capabilities::{Capabilities, Egress};
 pub use conversation::{Block, Message, Role, StopReason, ToolCall, Usage};
@@ -24,8 +29,11 @@ pub use ctx::ToolCtx;
 pub use jail::{Jail, JailError, ResolvedPath};
 pub use output::ToolOutput;
 pub use registry::{DuplicateTool, Registry, ToolDefinition};
+pub use rules::{RuleAction, RuleConfig, RuleError, Rules};
+pub use shell_words::{SimpleCommand, split_commands};
 pub use spill::{
     FALLBACK_TURN_BUDGET, MIN_CALL_SHARE, SpillDir, SpillingSink, budget_for_context_window,
     share_of,
 };
+pub use taint::{Taint, interlock};
 pub use tool::Tool;

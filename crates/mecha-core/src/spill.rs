@@ -258,7 +258,11 @@ mod tests {
         let mut sink = SpillingSink::new(&spill, "shell", 1, 4096);
         sink.push(b"hello\n");
         assert_eq!(sink.finish(), "hello\n");
-        assert_eq!(std::fs::read_dir(spill.path()).unwrap().count(), 0, "nothing spilled");
+        assert_eq!(
+            std::fs::read_dir(spill.path()).unwrap().count(),
+            0,
+            "nothing spilled"
+        );
     }
 
     #[test]

@@ -1,0 +1,74 @@
+//! Approval: whether a call that passed the interlock, the hook and the
+//! rules may run. Approval is asked call by call, in order (it may wait on a
+//! human); the approved calls then run concurrently.
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::Tool;
+
+/// An approver's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// Refused by whoever was asked; the reason reaches the model so it can
+    /// pick another approach.
+    Deny(String),
+    /// Refused by policy (mode, rules, hook, interlock): not a user's
+    /// correction, and never mined as one.
+    Blocked(String),
+}
+
+/// Decides whether one call may run.
+#[async_trait]
+pub trait Approver: Send + Sync {
+    async fn approve(&self, tool: &dyn Tool, input: &Value) -> Decision;
+
+    /// Whether a human can answer: a `prompt` rule needs one, and refuses
+    /// when nobody is there, even under `--yes`.
+    fn can_ask(&self) -> bool {
+        false
+    }
+}
+
+/// How much runs without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PermissionMode {
+    /// Everything runs.
+    Allow,
+    /// Only read-only tools run.
+    ReadOnly,
+    /// Read-only tools run; the rest need someone to say yes.
+    #[default]
+    Ask,
+}
+
+/// Answers from the mode alone, asking nobody: for runs with no one to ask.
+#[derive(Debug, Clone, Copy)]
+pub struct ModeApprover(pub PermissionMode);
+
+#[async_trait]
+impl Approver for ModeApprover {
+    async fn approve(&self, tool: &dyn Tool, _input: &Value) -> Decision {
+        match self.0 {
+            PermissionMode::Allow => Decision::Allow,
+            _ if tool.read_only() => Decision::Allow,
+            PermissionMode::ReadOnly => Decision::Blocked(read_only_refusal(tool.name())),
+            // Nothing is watching to answer, and the safe reading of a
+            // question nobody hears is no.
+            PermissionMode::Ask => Decision::Deny(format!(
+                "`{}` needs approval and this run is non-interactive (use --yes to allow)",
+                tool.name()
+            )),
+        }
+    }
+}
+
+/// The refusal for a non-read-only tool in read-only mode.
+pub fn read_only_refusal(tool: &str) -> String {
+    format!(
+        "`{tool}` changes things and this run is read-only; use a read-only tool or ask the user"
+    )
+}

@@ -1,0 +1,130 @@
+//! What has entered the conversation, and the interlock that follows from it.
+//!
+//! The lethal trifecta is private data, untrusted content, and a send whose
+//! destination the model picks. Once the first two are in the conversation,
+//! an injection in the untrusted part can direct the model to leak the
+//! private part, so every `Egress::Chosen` call is refused from then on. The
+//! decision uses only what the harness observed, never what the model says.
+
+use serde::Serialize;
+
+use crate::{Capabilities, Egress, ToolOutput};
+
+/// Which legs of the trifecta have entered the conversation. Only ever set,
+/// never cleared: taint lasts the whole session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Taint {
+    pub private_data: bool,
+    pub untrusted_input: bool,
+}
+
+impl Taint {
+    /// Records a result that entered the conversation from a tool with
+    /// `caps`. An error written by the harness or a local tool (a refusal,
+    /// a missing file) carries nothing of the tool's kind and adds nothing;
+    /// an error that came from outside (a remote 404 page) still does.
+    pub fn record(&mut self, caps: Capabilities, output: &ToolOutput) {
+        if output.is_error && !output.external {
+            return;
+        }
+        self.private_data |= caps.private_data;
+        self.untrusted_input |= caps.untrusted_input;
+    }
+
+    /// Both legs present: the conversation is armed.
+    pub fn armed(&self) -> bool {
+        self.private_data && self.untrusted_input
+    }
+
+    /// The union of two taints (a child agent starts with its parent's).
+    #[must_use]
+    pub fn union(self, other: Self) -> Self {
+        Self {
+            private_data: self.private_data || other.private_data,
+            untrusted_input: self.untrusted_input || other.untrusted_input,
+        }
+    }
+}
+
+/// The interlock's answer for one call: `None` lets it through to the rest
+/// of the gate; `Some(reason)` refuses it.
+///
+/// `block_sends_after_private` is the stricter setting: once private data is
+/// present, every send is refused, blind ones included.
+pub fn interlock(
+    taint: Taint,
+    tool: &str,
+    caps: Capabilities,
+    block_sends_after_private: bool,
+) -> Option<String> {
+    if caps.egress == Egress::Chosen && taint.armed() {
+        return Some(format!(
+            "refused by mecha's interlock: `{tool}` sends data to a destination the model \
+             chooses, and this conversation already holds both private data and untrusted \
+             content, so an instruction hidden in that content could be steering the send. \
+             Finish without it, or ask the user to do this step themselves."
+        ));
+    }
+    if caps.egress != Egress::None && taint.private_data && block_sends_after_private {
+        return Some(format!(
+            "refused by mecha's interlock: `{tool}` sends data off this machine, and this \
+             conversation holds private data while block_sends_after_private is set. Finish \
+             without sending, or ask the user."
+        ));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PRIVATE: Capabilities = Capabilities {
+        private_data: true,
+        ..Capabilities::NONE
+    };
+    const UNTRUSTED_CHOSEN: Capabilities = Capabilities {
+        untrusted_input: true,
+        egress: Egress::Chosen,
+        ..Capabilities::NONE
+    };
+    const BLIND: Capabilities = Capabilities {
+        egress: Egress::Blind,
+        ..Capabilities::NONE
+    };
+
+    #[test]
+    fn harness_errors_add_no_taint_but_external_errors_do() {
+        let mut t = Taint::default();
+        t.record(UNTRUSTED_CHOSEN, &ToolOutput::err("refused: loopback"));
+        assert_eq!(t, Taint::default());
+        let mut remote_404 = ToolOutput::external("not found");
+        remote_404.is_error = true;
+        t.record(UNTRUSTED_CHOSEN, &remote_404);
+        assert!(t.untrusted_input);
+    }
+
+    #[test]
+    fn chosen_sends_are_refused_only_when_armed() {
+        let mut t = Taint::default();
+        assert!(interlock(t, "http_fetch", UNTRUSTED_CHOSEN, false).is_none());
+        t.record(PRIVATE, &ToolOutput::ok("secret"));
+        assert!(interlock(t, "http_fetch", UNTRUSTED_CHOSEN, false).is_none());
+        t.record(UNTRUSTED_CHOSEN, &ToolOutput::external("page"));
+        assert!(interlock(t, "http_fetch", UNTRUSTED_CHOSEN, false).is_some());
+        assert!(
+            interlock(t, "web_search", BLIND, false).is_none(),
+            "blind sends pass the interlock"
+        );
+        assert!(interlock(t, "fs_read", PRIVATE, false).is_none());
+    }
+
+    #[test]
+    fn block_sends_after_private_refuses_blind_sends() {
+        let mut t = Taint::default();
+        assert!(interlock(t, "web_search", BLIND, true).is_none());
+        t.record(PRIVATE, &ToolOutput::ok("secret"));
+        assert!(interlock(t, "web_search", BLIND, true).is_some());
+        assert!(interlock(t, "web_search", BLIND, false).is_none());
+    }
+}
