@@ -1,10 +1,13 @@
 //! The `mecha` command: parses arguments, loads config, wires concrete tools
 //! into a registry and runs a command.
 //!
-//! Exit codes: 0 success, 1 a run failed, 2 bad usage or configuration.
+//! Exit codes: 0 success, 1 a run failed, 2 bad usage or configuration,
+//! 3 a run stopped at --max-turns, 130 interrupted.
 
+mod approve;
 mod commands;
 mod config;
+mod render;
 mod wiring;
 
 use std::path::PathBuf;
@@ -29,6 +32,10 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run one task to an answer.
+    Run(commands::run::RunArgs),
+    /// Talk to the agent line by line; history and taint carry over.
+    Chat(commands::chat::ChatArgs),
     /// List the tools a run would get, with the active sandbox.
     Tools(commands::tools::ToolsArgs),
 }
@@ -54,7 +61,7 @@ fn main() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code),
         Err(Failure::Usage(message)) => {
             eprintln!("mecha: {message}");
             ExitCode::from(2)
@@ -66,7 +73,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<(), Failure> {
+fn run(cli: Cli) -> Result<u8, Failure> {
     let workspace = match cli.workspace {
         Some(dir) => dir,
         None => std::env::current_dir()
@@ -81,8 +88,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let home = config::mecha_home()?;
     let settings = config::Settings::load(&home, &workspace)?;
     match cli.command {
-        Command::Tools(args) => commands::tools::run(args, settings),
+        Command::Run(args) => commands::run::run(args, settings, &workspace),
+        Command::Chat(args) => commands::chat::run(args, settings, &workspace),
+        Command::Tools(args) => commands::tools::run(args, settings).map(|()| 0),
     }
+}
+
+/// The async runtime, built only by the commands that talk to a model so
+/// `mecha tools` starts without one.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Run(anyhow::anyhow!("cannot start the async runtime: {e}")))
 }
 
 /// Logs go to stderr, filtered by `MECHA_LOG` (e.g. `MECHA_LOG=debug`);

@@ -25,10 +25,11 @@ pub enum Decision {
 pub trait Approver: Send + Sync {
     async fn approve(&self, tool: &dyn Tool, input: &Value) -> Decision;
 
-    /// Whether a human can answer: a `prompt` rule needs one, and refuses
-    /// when nobody is there, even under `--yes`.
-    fn can_ask(&self) -> bool {
-        false
+    /// Asks a human for a fresh decision on this one call, ignoring any
+    /// standing answer and any `--yes`: what a `prompt` rule demands.
+    /// `None` when nobody can answer, and then the call is refused.
+    async fn ask_fresh(&self, _tool: &dyn Tool, _input: &Value) -> Option<Decision> {
+        None
     }
 }
 

@@ -81,8 +81,8 @@ impl Registry {
 
     /// Keeps only the tools `keep` says yes to. Narrowing is the only edit a
     /// registry takes after it is built.
-    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
-        self.tools.retain(|name, _| keep(name));
+    pub fn retain(&mut self, mut keep: impl FnMut(&dyn Tool) -> bool) {
+        self.tools.retain(|_, tool| keep(tool.as_ref()));
     }
 
     /// What the model is sent, in order.

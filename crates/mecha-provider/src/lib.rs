@@ -4,6 +4,36 @@
 //! API request, streams the answer back (text as it arrives), and returns
 //! the assistant message with its stop reason and token usage. It does not
 //! run tools or loop; that is the agent's job.
+//!
+//! Providers: [`AnthropicProvider`] (Messages API), [`OpenAiProvider`]
+//! (Chat Completions and the servers that copy it: ollama, vLLM, llama.cpp)
+//! and [`ScriptedProvider`] (plays a [`Script`] offline). [`build`] picks and
+//! configures one from the `[provider]` section and the environment.
+//!
+//! HTTP providers stream (SSE), keep one connection pool for the run, retry
+//! 429/5xx/overloaded with backoff before any of the answer arrived, and
+//! turn a stalled or cut stream into an error rather than a hang. They do
+//! not count tokens themselves, trim history, or know which tools exist
+//! beyond the definitions they are handed.
+
+mod anthropic;
+mod config;
+mod http;
+mod openai;
+pub mod script;
+mod scripted;
+mod sse;
+mod tool_args;
+
+pub use anthropic::{AnthropicOptions, AnthropicProvider};
+pub use config::{
+    ANTHROPIC_CONTEXT_WINDOW, DEFAULT_ANTHROPIC_BASE_URL, DEFAULT_ANTHROPIC_MODEL,
+    DEFAULT_MAX_TOKENS, DEFAULT_OPENAI_BASE_URL, Kind, ProviderSettings, build, build_with,
+};
+pub use http::HttpOptions;
+pub use openai::{OpenAiOptions, OpenAiProvider};
+pub use script::{Script, ScriptToolCall, ScriptTurn, ScriptUsage};
+pub use scripted::ScriptedProvider;
 
 use async_trait::async_trait;
 use mecha_core::{Message, StopReason, ToolDefinition, Usage};
@@ -48,6 +78,11 @@ pub enum ProviderError {
     Transport(String),
 }
 
+/// Receives the model's text as it streams. A named alias because
+/// `async_trait` would otherwise bind the `&str` to one lifetime instead of
+/// every lifetime.
+pub type TextSink<'a> = dyn FnMut(&str) + Send + 'a;
+
 /// A model API. The loop holds it as `Arc<dyn Provider>` and never learns
 /// which one it is.
 #[async_trait]
@@ -63,6 +98,6 @@ pub trait Provider: Send + Sync {
     async fn complete(
         &self,
         request: Request<'_>,
-        on_text: &mut (dyn FnMut(&str) + Send),
+        on_text: &mut TextSink<'_>,
     ) -> Result<Response, ProviderError>;
 }

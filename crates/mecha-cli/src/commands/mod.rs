@@ -1,3 +1,28 @@
-//! One module per subcommand.
+//! One module per subcommand, and the options `run` and `chat` share.
 
+pub mod chat;
+pub mod run;
 pub mod tools;
+
+use clap::Args;
+
+/// Options of every command that runs the agent.
+#[derive(Args, Debug, Clone)]
+pub struct RunOptions {
+    /// Allow every call without asking (a `prompt` rule still asks, and
+    /// read-only mode and the interlock still hold).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Keep only this tool (repeatable); narrows config, never widens it.
+    #[arg(long = "tool", value_name = "NAME")]
+    pub tools: Vec<String>,
+    /// Plan: send only the read-only tools.
+    #[arg(long)]
+    pub plan: bool,
+    /// Model requests per prompt before stopping.
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+    /// The model to use, instead of [provider] model.
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+}

@@ -1,6 +1,5 @@
 //! `mecha tools`: what a run would get, without needing a provider.
 
-use std::collections::BTreeSet;
 use std::io::Write;
 
 use clap::Args;
@@ -9,7 +8,7 @@ use serde_json::json;
 
 use crate::Failure;
 use crate::config::Settings;
-use crate::wiring::{build_registry, unknown_names};
+use crate::wiring::{build_registry, narrow_by_flags};
 
 #[derive(Args, Debug)]
 pub struct ToolsArgs {
@@ -25,26 +24,7 @@ pub struct ToolsArgs {
 }
 
 pub fn run(args: ToolsArgs, mut settings: Settings) -> Result<(), Failure> {
-    let known: Vec<&str> = mecha_tools::BUILTIN_NAMES.to_vec();
-    let typos = unknown_names(&args.tools, &known);
-    if !typos.is_empty() {
-        return Err(Failure::Usage(format!(
-            "--tool names no such tool: {}; the tools are: {}",
-            typos.join(", "),
-            known.join(", ")
-        )));
-    }
-    let configured = settings
-        .tools_enabled
-        .iter()
-        .flatten()
-        .chain(&settings.tools_disabled);
-    for name in unknown_names(configured, &known) {
-        eprintln!("mecha: warning: [tools] names `{name}`, which is no tool; check the spelling");
-    }
-    if !args.tools.is_empty() {
-        settings.narrow_enabled(Some(args.tools.iter().cloned().collect::<BTreeSet<_>>()));
-    }
+    narrow_by_flags(&mut settings, &args.tools)?;
     let registry = build_registry(&settings)?;
     let text = if args.schema {
         schema(&registry)?

@@ -7,7 +7,11 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mecha_core::{FALLBACK_TURN_BUDGET, MIN_CALL_SHARE, budget_for_context_window};
+use mecha_core::{
+    FALLBACK_TURN_BUDGET, MIN_CALL_SHARE, PermissionMode, RuleAction, RuleConfig,
+    budget_for_context_window,
+};
+use mecha_provider::ProviderSettings;
 use mecha_tools::{BuiltinConfig, FetchConfig, ShellConfig};
 use serde::de::DeserializeOwned;
 
@@ -55,10 +59,18 @@ pub fn mecha_home() -> Result<PathBuf, ConfigError> {
 pub struct Settings {
     pub global_file: PathBuf,
     pub project_file: Option<PathBuf>,
+    pub provider: ProviderSettings,
+    pub permission_mode: PermissionMode,
+    pub max_turns: u32,
+    pub block_sends_after_private: bool,
+    pub rules: Vec<RuleConfig>,
     /// `None` means every tool; otherwise only these.
     pub tools_enabled: Option<BTreeSet<String>>,
     pub tools_disabled: BTreeSet<String>,
     pub turn_budget: usize,
+    /// Nothing in config set the budget; a provider that knows its context
+    /// window may derive a better one.
+    pub budget_is_fallback: bool,
     pub builtins: BuiltinConfig,
 }
 
@@ -98,22 +110,26 @@ impl Settings {
                 .max_body_bytes
                 .unwrap_or(fetch_default.max_body_bytes),
         };
-        let turn_budget = tools
-            .output_budget_bytes
-            .or_else(|| {
-                global
-                    .provider
-                    .context_window
-                    .map(budget_for_context_window)
-            })
-            .unwrap_or(FALLBACK_TURN_BUDGET);
+        let configured_budget = tools.output_budget_bytes.or_else(|| {
+            global
+                .provider
+                .context_window
+                .map(budget_for_context_window)
+        });
+        let agent = &global.agent;
         let settings = Self {
+            permission_mode: agent.permission_mode.unwrap_or_default(),
+            max_turns: agent.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
+            block_sends_after_private: agent.block_sends_after_private.unwrap_or(false),
+            rules: global.rule,
             tools_enabled: non_empty_set(&tools.enabled),
             tools_disabled: tools.disabled.iter().cloned().collect(),
-            turn_budget,
+            turn_budget: configured_budget.unwrap_or(FALLBACK_TURN_BUDGET),
+            budget_is_fallback: configured_budget.is_none(),
             builtins: BuiltinConfig { shell, fetch },
             global_file: path.clone(),
             project_file: None,
+            provider: global.provider,
         };
         settings.validate(&path)?;
         Ok(settings)
@@ -136,11 +152,31 @@ impl Settings {
                     .to_owned(),
             });
         }
+        if let Some(rule) = project.rule.iter().find(|r| r.action == RuleAction::Allow) {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                message: format!(
+                    "a project's mecha.toml cannot add an `allow` [[rule]] (for `{}`): it may only \
+                     narrow, with `forbid` or `prompt`. Put allow rules in $MECHA_HOME/config.toml",
+                    rule.tool
+                ),
+            });
+        }
+        self.rules.extend(project.rule);
+        let agent = project.agent;
+        if let Some(mode) = agent.permission_mode {
+            self.permission_mode = stricter(self.permission_mode, mode);
+        }
+        if let Some(turns) = agent.max_turns {
+            self.max_turns = self.max_turns.min(turns);
+        }
+        self.block_sends_after_private |= agent.block_sends_after_private.unwrap_or(false);
         let tools = project.tools;
         self.narrow_enabled(non_empty_set(&tools.enabled));
         self.tools_disabled.extend(tools.disabled);
         if let Some(budget) = tools.output_budget_bytes {
             self.turn_budget = self.turn_budget.min(budget);
+            self.budget_is_fallback = false;
         }
         let shell = &mut self.builtins.shell;
         if let Some(s) = tools.shell.default_timeout_s {
@@ -167,6 +203,14 @@ impl Settings {
             None => only,
             Some(current) => current.intersection(&only).cloned().collect(),
         });
+    }
+
+    /// Derives the budget from the provider's context window when config
+    /// left it unset.
+    pub fn adopt_context_window(&mut self, window: Option<u64>) {
+        if let (true, Some(window)) = (self.budget_is_fallback, window) {
+            self.turn_budget = budget_for_context_window(window).max(MIN_CALL_SHARE);
+        }
     }
 
     /// Whether a tool of this name survives every layer.
@@ -200,6 +244,12 @@ impl Settings {
                 shell.max_timeout.as_secs()
             )));
         }
+        if self.max_turns == 0 {
+            return Err(invalid("[agent] max_turns must be at least 1".to_owned()));
+        }
+        if let Err(e) = mecha_core::Rules::compile(&self.rules) {
+            return Err(invalid(e.to_string()));
+        }
         if self.builtins.fetch.timeout.is_zero() {
             return Err(invalid(
                 "[tools.http_fetch] timeout_s must be at least 1".to_owned(),
@@ -207,6 +257,19 @@ impl Settings {
         }
         Ok(())
     }
+}
+
+/// Model requests per prompt when config names no limit.
+pub const DEFAULT_MAX_TURNS: u32 = 100;
+
+/// The stricter of two modes: read-only, then ask, then allow.
+fn stricter(a: PermissionMode, b: PermissionMode) -> PermissionMode {
+    let rank = |m| match m {
+        PermissionMode::ReadOnly => 0,
+        PermissionMode::Ask => 1,
+        PermissionMode::Allow => 2,
+    };
+    if rank(a) <= rank(b) { a } else { b }
 }
 
 fn secs_or(secs: Option<u64>, default: Duration) -> Duration {

@@ -3,6 +3,8 @@
 //! Unknown keys are errors in both: a misspelt key silently ignored is a
 //! setting the user believes in and nothing enforces.
 
+use mecha_core::{PermissionMode, RuleConfig};
+use mecha_provider::ProviderSettings;
 use serde::Deserialize;
 
 /// `$MECHA_HOME/config.toml`: the user's own settings.
@@ -10,18 +12,25 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields)]
 pub struct GlobalConfig {
     #[serde(default)]
-    pub provider: ProviderSection,
+    pub provider: ProviderSettings,
+    #[serde(default)]
+    pub agent: AgentSection,
     #[serde(default)]
     pub tools: ToolsSection,
+    #[serde(default)]
+    pub rule: Vec<RuleConfig>,
 }
 
-/// `[provider]`: the model a run talks to. Only what the tool layer needs
-/// so far; the connection settings arrive with the providers.
+/// `[agent]`: how a run behaves.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ProviderSection {
-    /// Tokens the model's context holds; the output budget derives from it.
-    pub context_window: Option<u64>,
+pub struct AgentSection {
+    /// allow, read-only or ask (the default).
+    pub permission_mode: Option<PermissionMode>,
+    /// Model requests per prompt before the run stops.
+    pub max_turns: Option<u32>,
+    /// Refuse every send, blind ones too, once private data is present.
+    pub block_sends_after_private: Option<bool>,
 }
 
 /// `[tools]`: which built-ins a run gets, and their limits.
@@ -65,5 +74,10 @@ pub struct HttpFetchSection {
 pub struct ProjectConfig {
     #[serde(default)]
     pub tools: ToolsSection,
+    #[serde(default)]
+    pub agent: AgentSection,
+    /// Only `forbid` and `prompt` rules: an `allow` would widen.
+    #[serde(default)]
+    pub rule: Vec<RuleConfig>,
     pub provider: Option<toml::Value>,
 }

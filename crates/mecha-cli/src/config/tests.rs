@@ -154,3 +154,52 @@ fn inconsistent_limits_say_how_to_fix_them() {
         .to_string();
     assert!(err.contains("too small"), "{err}");
 }
+
+#[test]
+fn a_project_can_tighten_the_agent_but_not_loosen_it() {
+    let s = load(
+        Some("[agent]\npermission_mode = \"ask\"\nmax_turns = 10\n"),
+        Some("[agent]\npermission_mode = \"allow\"\nmax_turns = 50\nblock_sends_after_private = true\n"),
+    )
+    .unwrap();
+    assert_eq!(s.permission_mode, PermissionMode::Ask);
+    assert_eq!(s.max_turns, 10);
+    assert!(s.block_sends_after_private);
+    let s = load(None, Some("[agent]\npermission_mode = \"read-only\"\n")).unwrap();
+    assert_eq!(s.permission_mode, PermissionMode::ReadOnly);
+}
+
+#[test]
+fn a_project_may_forbid_but_not_allow() {
+    let s = load(
+        None,
+        Some("[[rule]]\ntool = \"shell\"\ncommand = \"git push\"\naction = \"forbid\"\n"),
+    )
+    .unwrap();
+    assert_eq!(s.rules.len(), 1);
+    let err = load(
+        None,
+        Some("[[rule]]\ntool = \"shell\"\naction = \"allow\"\n"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("cannot add an `allow` [[rule]]"), "{err}");
+}
+
+#[test]
+fn a_bad_rule_is_a_config_error() {
+    let err = load(
+        Some("[[rule]]\ntool = \"shell\"\ncommand = \"a && b\"\naction = \"allow\"\n"),
+        None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("one simple command"), "{err}");
+    let err = load(
+        Some("[[rule]]\ntool = \"shell\"\naction = \"maybe\"\n"),
+        None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("config.toml:3:"), "{err}");
+}

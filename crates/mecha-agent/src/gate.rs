@@ -1,0 +1,123 @@
+//! The dispatch gate: for every call, in call order, validation, then the
+//! interlock, then the hook, then the `[[rule]]`s, then the approver. Each
+//! stage can only refuse; a later stage never overrides an earlier refusal.
+
+use std::sync::Arc;
+
+use mecha_core::{
+    Approver, Decision, PermissionMode, Registry, RuleAction, Rules, Taint, Tool, ToolCall,
+    interlock, read_only_refusal,
+};
+
+use crate::events::{GateStage, GateVerdict};
+use crate::hook::Hook;
+use crate::validate::SchemaCheck;
+
+/// Everything the gate consults; fixed for a run.
+pub struct Gate {
+    pub mode: PermissionMode,
+    pub block_sends_after_private: bool,
+    pub rules: Rules,
+    pub hook: Option<Arc<dyn Hook>>,
+    pub approver: Arc<dyn Approver>,
+    pub(crate) schemas: SchemaCheck,
+}
+
+impl Gate {
+    pub fn new(
+        mode: PermissionMode,
+        approver: Arc<dyn Approver>,
+        rules: Rules,
+        hook: Option<Arc<dyn Hook>>,
+        block_sends_after_private: bool,
+    ) -> Self {
+        Self {
+            mode,
+            block_sends_after_private,
+            rules,
+            hook,
+            approver,
+            schemas: SchemaCheck::default(),
+        }
+    }
+
+    /// Judges one call against the conversation's taint as it stands.
+    pub async fn judge(&self, registry: &Registry, taint: Taint, call: &ToolCall) -> GateVerdict {
+        use GateStage::*;
+        let blocked = |stage, reason: String| GateVerdict::Blocked { stage, reason };
+        let Some(tool) = registry.get(&call.name) else {
+            let known: Vec<&str> = registry.names().collect();
+            return blocked(
+                Validation,
+                format!(
+                    "there is no tool named `{}`; the available tools are: {}",
+                    call.name,
+                    known.join(", ")
+                ),
+            );
+        };
+        let tool: &dyn Tool = tool.as_ref();
+        if let Some(error) = &call.input_error {
+            return blocked(
+                Validation,
+                format!(
+                    "the arguments for `{}` are not valid JSON ({error}); send a JSON object that \
+                     matches its input schema",
+                    call.name
+                ),
+            );
+        }
+        if let Err(problem) = self.schemas.check(tool, &call.input) {
+            return blocked(Validation, problem);
+        }
+        if let Some(reason) = interlock(
+            taint,
+            tool.name(),
+            tool.capabilities(),
+            self.block_sends_after_private,
+        ) {
+            return blocked(Interlock, reason);
+        }
+        if let Some(hook) = &self.hook {
+            if let Some(reason) = hook.pre_tool(tool, &call.input).await {
+                return blocked(Hook, format!("refused by a hook: {reason}"));
+            }
+        }
+        match self.rules.evaluate(tool.name(), &call.input) {
+            Some(RuleAction::Forbid) => blocked(
+                Rule,
+                format!(
+                    "`{}` with these arguments is forbidden by a [[rule]] in your config",
+                    tool.name()
+                ),
+            ),
+            Some(RuleAction::Prompt) => match self.approver.ask_fresh(tool, &call.input).await {
+                Some(decision) => verdict(Rule, decision),
+                None => blocked(
+                    Rule,
+                    format!(
+                        "a [[rule]] requires a fresh human decision for this `{}` call, and this \
+                         run has nobody to ask",
+                        tool.name()
+                    ),
+                ),
+            },
+            // An allow rule spares the question, never read-only mode.
+            Some(RuleAction::Allow)
+                if self.mode == PermissionMode::ReadOnly && !tool.read_only() =>
+            {
+                blocked(Rule, read_only_refusal(tool.name()))
+            }
+            Some(RuleAction::Allow) => GateVerdict::Allowed { stage: Rule },
+            None => verdict(Approval, self.approver.approve(tool, &call.input).await),
+        }
+    }
+}
+
+fn verdict(stage: GateStage, decision: Decision) -> GateVerdict {
+    match decision {
+        Decision::Allow => GateVerdict::Allowed { stage },
+        Decision::Deny(reason) => GateVerdict::Denied { stage, reason },
+        Decision::Blocked(reason) => GateVerdict::Blocked { stage, reason },
+    }
+}

@@ -1,0 +1,17 @@
+//! The agent loop: turns, the dispatch gate (validation, interlock, hook,
+//! rules, approver), taint tracking, and events for the front end.
+//!
+//! It holds the provider and every tool as trait objects and names no
+//! concrete one; wiring them is the CLI's job. It does not render anything
+//! or read config files.
+
+mod agent;
+mod events;
+mod gate;
+mod hook;
+mod validate;
+
+pub use agent::{Agent, AgentError, Limits, Outcome, Session};
+pub use events::{Event, EventSink, GateStage, GateVerdict};
+pub use gate::Gate;
+pub use hook::Hook;

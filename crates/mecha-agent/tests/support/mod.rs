@@ -1,0 +1,185 @@
+//! Shared pieces for the loop's tests: a provider that plays queued turns,
+//! stub tools with chosen capabilities that log their executions, and a
+//! recording event sink.
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use mecha_agent::{Agent, Event, EventSink, Gate, Limits, Session};
+use mecha_core::{
+    Block, Capabilities, Message, ModeApprover, PermissionMode, Registry, Role, Rules, StopReason,
+    Tool, ToolCall, ToolCtx, ToolOutput, Usage,
+};
+use mecha_provider::{Provider, ProviderError, Request, Response, TextSink};
+use serde_json::{Value, json};
+
+/// Plays one queued assistant turn per request and records what it was sent.
+pub struct Queue {
+    turns: Mutex<VecDeque<Vec<Block>>>,
+    pub seen: Mutex<Vec<Vec<Message>>>,
+}
+
+impl Queue {
+    pub fn new(turns: Vec<Vec<Block>>) -> Arc<Self> {
+        Arc::new(Self {
+            turns: Mutex::new(turns.into()),
+            seen: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+#[async_trait]
+impl Provider for Queue {
+    fn describe(&self) -> String {
+        "queue".into()
+    }
+    fn context_window(&self) -> Option<u64> {
+        None
+    }
+    async fn complete(
+        &self,
+        request: Request<'_>,
+        on_text: &mut TextSink<'_>,
+    ) -> Result<Response, ProviderError> {
+        self.seen.lock().unwrap().push(request.messages.to_vec());
+        let content = self.turns.lock().unwrap().pop_front().unwrap_or_else(|| {
+            vec![Block::Text {
+                text: "done".into(),
+            }]
+        });
+        let message = Message {
+            role: Role::Assistant,
+            content,
+        };
+        on_text(&message.text());
+        let stop_reason = if message.tool_calls().next().is_some() {
+            StopReason::ToolUse
+        } else {
+            StopReason::EndTurn
+        };
+        Ok(Response {
+            message,
+            stop_reason,
+            usage: Usage::default(),
+        })
+    }
+}
+
+pub fn call(id: &str, name: &str, input: Value) -> Block {
+    Block::ToolUse(ToolCall {
+        id: id.into(),
+        name: name.into(),
+        input,
+        input_error: None,
+    })
+}
+
+/// Shared log of executions: (turn, tool name, input).
+pub type Log = Arc<Mutex<Vec<(u32, String, Value)>>>;
+
+/// A tool with whatever capabilities a test needs; it logs each execution
+/// and returns `reply`.
+pub struct Stub {
+    pub name: &'static str,
+    pub caps: Capabilities,
+    pub read_only: bool,
+    pub reply: ToolOutput,
+    pub log: Log,
+}
+
+#[async_trait]
+impl Tool for Stub {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> &str {
+        "stub"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn read_only(&self) -> bool {
+        self.read_only
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.caps
+    }
+    async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
+        self.log
+            .lock()
+            .unwrap()
+            .push((ctx.turn, self.name.to_owned(), input));
+        Ok(self.reply.clone())
+    }
+}
+
+#[derive(Default)]
+pub struct Recorder(pub Mutex<Vec<Event>>);
+
+impl EventSink for Recorder {
+    fn emit(&self, event: Event) {
+        self.0.lock().unwrap().push(event);
+    }
+}
+
+pub fn agent(
+    provider: Arc<dyn Provider>,
+    registry: Registry,
+    gate: Gate,
+    ws: &std::path::Path,
+) -> Agent {
+    let ctx = ToolCtx::new(ws, 64 * 1024).unwrap();
+    Agent::new(
+        provider,
+        registry,
+        "system".into(),
+        gate,
+        ctx,
+        Limits {
+            max_turns: 20,
+            turn_budget: 64 * 1024,
+        },
+    )
+}
+
+pub fn allow_all_gate() -> Gate {
+    Gate::new(
+        PermissionMode::Allow,
+        Arc::new(ModeApprover(PermissionMode::Allow)),
+        Rules::default(),
+        None,
+        false,
+    )
+}
+
+pub fn session() -> Session {
+    Session::default()
+}
+
+/// The tool results of the last turn that had any, as the model was sent
+/// them: (call id, content, is_error).
+pub fn results_sent(queue: &Queue) -> Vec<(String, String, bool)> {
+    let seen = queue.seen.lock().unwrap();
+    seen.last()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| {
+            m.content
+                .iter()
+                .any(|b| matches!(b, Block::ToolResult { .. }))
+        })
+        .into_iter()
+        .flat_map(|m| m.content.iter())
+        .filter_map(|b| match b {
+            Block::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => Some((tool_use_id.clone(), content.clone(), *is_error)),
+            _ => None,
+        })
+        .collect()
+}

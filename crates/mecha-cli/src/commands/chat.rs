@@ -1,0 +1,68 @@
+//! `mecha chat`: a line-mode conversation. Each line is a prompt; the
+//! session (history and taint) carries over between them.
+
+use std::io::Write;
+use std::path::Path;
+
+use clap::Args;
+use mecha_agent::{Event, Outcome, Session};
+
+use crate::Failure;
+use crate::commands::RunOptions;
+use crate::config::Settings;
+use crate::render::{OutputFormat, sink};
+use crate::wiring::build_agent;
+
+#[derive(Args, Debug)]
+pub struct ChatArgs {
+    #[command(flatten)]
+    options: RunOptions,
+}
+
+pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, Failure> {
+    let agent = build_agent(settings, &args.options, workspace)?;
+    let events = sink(OutputFormat::Text);
+    let runtime = crate::runtime()?;
+    let mut session = Session::default();
+    eprintln!("mecha chat: one prompt per line; an empty line or Ctrl-D ends it.");
+    loop {
+        eprint!("> ");
+        let _ = std::io::stderr().flush();
+        let mut line = String::new();
+        match std::io::stdin().read_line(&mut line) {
+            Ok(0) => return Ok(0),
+            Ok(_) => {}
+            Err(e) => return Err(Failure::Run(e.into())),
+        }
+        let prompt = line.trim();
+        if prompt.is_empty() {
+            return Ok(0);
+        }
+        let before = session.messages.len();
+        let outcome = runtime.block_on(async {
+            tokio::select! {
+                outcome = agent.send(&mut session, prompt, events.as_ref()) => Some(outcome),
+                _ = tokio::signal::ctrl_c() => None,
+            }
+        });
+        if !matches!(outcome, Some(Ok(_))) {
+            // A turn cut short leaves tool calls without results, which no
+            // API accepts; forget the whole exchange instead.
+            session.messages.truncate(before);
+        }
+        match outcome {
+            None => eprintln!("\nmecha: interrupted; running tools were stopped"),
+            Some(Err(e)) => eprintln!("mecha: {e}"),
+            Some(Ok(Outcome::TurnLimit { turns })) => {
+                eprintln!("mecha: stopped after {turns} model requests (--max-turns)")
+            }
+            Some(Ok(Outcome::Answered { text, stop_reason })) => events.emit(Event::Final {
+                text,
+                stop_reason: Some(stop_reason),
+                turns: session.turns,
+                usage: session.usage,
+                taint: session.taint,
+            }),
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! Showing a run: plain text for people, JSON for scripts.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::sync::Mutex;
+
+use clap::ValueEnum;
+use mecha_agent::{Event, EventSink, GateVerdict};
+use serde_json::json;
+
+/// How `mecha run` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// The answer streams to stdout; tool activity goes to stderr.
+    Text,
+    /// One JSON object on stdout when the run ends.
+    Json,
+    /// One JSON object per event on stdout, as they happen.
+    StreamJson,
+}
+
+/// The sink for a format.
+pub fn sink(format: OutputFormat) -> Box<dyn EventSink> {
+    match format {
+        OutputFormat::Text => Box::new(Text::default()),
+        OutputFormat::Json => Box::new(Summary::default()),
+        OutputFormat::StreamJson => Box::new(StreamJson),
+    }
+}
+
+/// The answer on stdout as it streams; one line per tool event on stderr.
+#[derive(Default)]
+struct Text {
+    state: Mutex<TextState>,
+}
+
+#[derive(Default)]
+struct TextState {
+    /// stdout ends mid-line: the answer so far did not end with a newline.
+    mid_line: bool,
+    /// Calls the gate refused; their refusal is already shown.
+    refused: HashSet<String>,
+}
+
+impl EventSink for Text {
+    fn emit(&self, event: Event) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        match event {
+            Event::Text { text } => {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(text.as_bytes());
+                let _ = out.flush();
+                if !text.is_empty() {
+                    state.mid_line = !text.ends_with('\n');
+                }
+            }
+            Event::ToolCall { name, input, .. } => {
+                if std::mem::take(&mut state.mid_line) {
+                    println!();
+                }
+                let args = serde_json::to_string(&input).unwrap_or_default();
+                eprintln!("→ {name} {}", clip(&args, 160));
+            }
+            Event::Gate {
+                id,
+                name,
+                decision: GateVerdict::Denied { reason, .. } | GateVerdict::Blocked { reason, .. },
+            } => {
+                eprintln!("✗ {name} refused: {}", clip(&reason, 300));
+                state.refused.insert(id);
+            }
+            Event::ToolResult {
+                id,
+                name,
+                is_error,
+                bytes,
+                summary,
+            } => {
+                if !state.refused.remove(&id) {
+                    let mark = if is_error { "✗" } else { "←" };
+                    eprintln!("{mark} {name}: {} ({bytes} bytes)", clip(&summary, 120));
+                }
+            }
+            Event::Final { .. } => {
+                if std::mem::take(&mut state.mid_line) {
+                    println!();
+                }
+            }
+            Event::Gate { .. } | Event::Usage { .. } => {}
+        }
+    }
+}
+
+struct StreamJson;
+
+impl EventSink for StreamJson {
+    fn emit(&self, event: Event) {
+        if let Ok(line) = serde_json::to_string(&event) {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        }
+    }
+}
+
+/// Collects the run and prints one object at the end.
+#[derive(Default)]
+struct Summary {
+    tool_calls: Mutex<Vec<serde_json::Value>>,
+}
+
+impl EventSink for Summary {
+    fn emit(&self, event: Event) {
+        match event {
+            Event::ToolResult {
+                id,
+                name,
+                is_error,
+                bytes,
+                ..
+            } => {
+                if let Ok(mut calls) = self.tool_calls.lock() {
+                    calls.push(
+                        json!({"id": id, "name": name, "is_error": is_error, "bytes": bytes}),
+                    );
+                }
+            }
+            Event::Final {
+                text,
+                stop_reason,
+                turns,
+                usage,
+                taint,
+            } => {
+                let calls = self
+                    .tool_calls
+                    .lock()
+                    .map(|c| c.clone())
+                    .unwrap_or_default();
+                let summary = json!({
+                    "text": text,
+                    "stop_reason": stop_reason,
+                    "turns": turns,
+                    "usage": usage,
+                    "taint": taint,
+                    "tool_calls": calls,
+                });
+                println!("{summary}");
+            }
+            _ => {}
+        }
+    }
+}
+
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
+}

@@ -1,0 +1,383 @@
+//! `mecha run` end to end: the real binary against the mock model server,
+//! over both wire APIs, with real tools in a temporary workspace.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use mecha_provider::script::{ScriptToolCall, ScriptTurn};
+use mecha_testkit::{MockModel, MockReply};
+use serde_json::{Value, json};
+
+#[derive(Clone, Copy, Debug)]
+enum Api {
+    Anthropic,
+    OpenAi,
+}
+
+struct Env {
+    _tmp: tempfile::TempDir,
+    home: PathBuf,
+    ws: PathBuf,
+}
+
+fn env() -> Env {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&ws).unwrap();
+    Env {
+        _tmp: tmp,
+        home,
+        ws,
+    }
+}
+
+impl Env {
+    /// Runs `mecha run` pointed at `mock` through `api`, with a clean
+    /// environment (no real keys, no proxies) and stdin closed.
+    async fn run(&self, api: Api, mock: &MockModel, key: &str, args: &[&str]) -> Output {
+        let config = match api {
+            Api::Anthropic => "[provider]\nkind = \"anthropic\"\n".to_owned(),
+            Api::OpenAi => "[provider]\nkind = \"openai\"\nmodel = \"test-model\"\n".to_owned(),
+        };
+        std::fs::write(self.home.join("config.toml"), config).unwrap();
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"));
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap())
+            .env("HOME", &self.home)
+            .env("MECHA_HOME", &self.home)
+            .current_dir(&self.ws)
+            .stdin(std::process::Stdio::null())
+            .arg("run")
+            .args(args);
+        match api {
+            Api::Anthropic => cmd
+                .env("ANTHROPIC_API_KEY", key)
+                .env("ANTHROPIC_BASE_URL", mock.anthropic_url()),
+            Api::OpenAi => cmd
+                .env("OPENAI_API_KEY", key)
+                .env("OPENAI_BASE_URL", mock.openai_url()),
+        };
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+            .await
+            .unwrap()
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn tool_turn(calls: &[(&str, Value)]) -> MockReply {
+    MockReply::Turn(ScriptTurn {
+        tool_calls: calls
+            .iter()
+            .map(|(name, input)| ScriptToolCall {
+                name: (*name).into(),
+                input: Some(input.clone()),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    })
+}
+
+/// The tool results the model was sent in request `n`, whichever API.
+fn results_in(mock: &MockModel, n: usize) -> Vec<(String, bool)> {
+    let body = &mock.requests()[n].body;
+    let messages = body["messages"].as_array().unwrap();
+    let mut out = Vec::new();
+    for m in messages {
+        if m["role"] == "tool" {
+            let content = m["content"].as_str().unwrap_or_default().to_owned();
+            out.push((content.clone(), content.starts_with("Error")));
+        } else if let Some(blocks) = m["content"].as_array() {
+            for b in blocks.iter().filter(|b| b["type"] == "tool_result") {
+                let content = match &b["content"] {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                out.push((content, b["is_error"].as_bool().unwrap_or(false)));
+            }
+        }
+    }
+    out
+}
+
+async fn for_both(test: impl AsyncFn(Api)) {
+    test(Api::Anthropic).await;
+    test(Api::OpenAi).await;
+}
+
+#[tokio::test]
+async fn a_text_answer_streams_to_stdout() {
+    for_both(async |api| {
+        let e = env();
+        let mock = MockModel::start(vec![MockReply::text("The answer is 42.")]).await;
+        let out = e.run(api, &mock, "k", &["what is it?"]).await;
+        assert!(out.status.success(), "{api:?}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "The answer is 42.\n", "{api:?}");
+        assert_eq!(mock.requests().len(), 1);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn one_tool_call_runs_and_its_result_goes_back() {
+    for_both(async |api| {
+        let e = env();
+        std::fs::write(e.ws.join("notes.txt"), "buy milk\n").unwrap();
+        let mock = MockModel::start(vec![
+            tool_turn(&[("fs_read", json!({"path": "notes.txt"}))]),
+            MockReply::text("You need milk."),
+        ])
+        .await;
+        let out = e.run(api, &mock, "k", &["what do I need?"]).await;
+        assert!(out.status.success(), "{api:?}: {}", stderr(&out));
+        assert!(stdout(&out).ends_with("You need milk.\n"));
+        assert!(stderr(&out).contains("→ fs_read"), "{}", stderr(&out));
+        let results = results_in(&mock, 1);
+        assert_eq!(results.len(), 1);
+        assert!(
+            results[0].0.contains("buy milk") && !results[0].1,
+            "{api:?}: {results:?}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn several_calls_in_one_turn_all_come_back_in_order() {
+    for_both(async |api| {
+        let e = env();
+        std::fs::write(e.ws.join("a.txt"), "alpha\n").unwrap();
+        std::fs::write(e.ws.join("b.txt"), "beta\n").unwrap();
+        let mock = MockModel::start(vec![
+            tool_turn(&[
+                ("fs_read", json!({"path": "a.txt"})),
+                ("fs_read", json!({"path": "b.txt"})),
+                ("fs_list", json!({})),
+            ]),
+            MockReply::text("ok"),
+        ])
+        .await;
+        let out = e.run(api, &mock, "k", &["read both"]).await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let results = results_in(&mock, 1);
+        assert_eq!(results.len(), 3, "{api:?}");
+        assert!(results[0].0.contains("alpha") && results[1].0.contains("beta"));
+        assert!(results[2].0.contains("a.txt") && results[2].0.contains("b.txt"));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_tool_error_is_a_result_and_the_run_goes_on() {
+    for_both(async |api| {
+        let e = env();
+        let mock = MockModel::start(vec![
+            tool_turn(&[("fs_read", json!({"path": "notes/missing.md"}))]),
+            MockReply::text("It does not exist."),
+        ])
+        .await;
+        let out = e.run(api, &mock, "k", &["read it"]).await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let results = results_in(&mock, 1);
+        assert!(results[0].1, "{api:?}: is_error not set: {results:?}");
+        assert!(
+            results[0].0.contains("cannot read notes/missing.md"),
+            "{results:?}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_cut_stream_fails_the_run_with_a_clear_message() {
+    for_both(async |api| {
+        let e = env();
+        let mock = MockModel::start(vec![MockReply::CutStream(ScriptTurn::text(
+            "The answer is",
+        ))])
+        .await;
+        let out = e.run(api, &mock, "k", &["go"]).await;
+        assert_eq!(out.status.code(), Some(1), "{api:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).to_lowercase().contains("ended early"),
+            "{api:?}: {}",
+            stderr(&out)
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_429_is_retried_after_the_server_says() {
+    for_both(async |api| {
+        let e = env();
+        let mock = MockModel::start(vec![
+            MockReply::status_retry_after(429, 0),
+            MockReply::text("fine"),
+        ])
+        .await;
+        let out = e.run(api, &mock, "k", &["go"]).await;
+        assert!(out.status.success(), "{api:?}: {}", stderr(&out));
+        assert_eq!(stdout(&out), "fine\n");
+        assert_eq!(mock.requests().len(), 2);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_bad_api_key_names_the_variable_to_fix() {
+    for_both(async |api| {
+        let e = env();
+        let mock = MockModel::start(vec![MockReply::text("never")]).await;
+        mock.expect_api_key("the-right-key");
+        let out = e.run(api, &mock, "wrong-key", &["go"]).await;
+        assert_eq!(out.status.code(), Some(1), "{api:?}");
+        let var = match api {
+            Api::Anthropic => "ANTHROPIC_API_KEY",
+            Api::OpenAi => "OPENAI_API_KEY",
+        };
+        assert!(stderr(&out).contains(var), "{api:?}: {}", stderr(&out));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn writes_need_approval_without_a_terminal_and_yes_allows_them() {
+    let e = env();
+    let write = || tool_turn(&[("fs_write", json!({"path": "out.txt", "content": "hi"}))]);
+    let mock = MockModel::start(vec![write(), MockReply::text("tried")]).await;
+    let out = e.run(Api::Anthropic, &mock, "k", &["write it"]).await;
+    assert!(out.status.success());
+    assert!(!e.ws.join("out.txt").exists());
+    let results = results_in(&mock, 1);
+    assert_eq!(
+        results[0].0,
+        "`fs_write` needs approval and this run is non-interactive (use --yes to allow)"
+    );
+    let mock = MockModel::start(vec![write(), MockReply::text("done")]).await;
+    let out = e
+        .run(Api::Anthropic, &mock, "k", &["--yes", "write it"])
+        .await;
+    assert!(out.status.success());
+    assert_eq!(std::fs::read_to_string(e.ws.join("out.txt")).unwrap(), "hi");
+}
+
+#[tokio::test]
+async fn the_prefix_is_byte_identical_across_turns_and_runs() {
+    let e = env();
+    let prefix = |mock: &MockModel, n: usize| {
+        let body = &mock.requests()[n].body;
+        (body["system"].to_string(), body["tools"].to_string())
+    };
+    let turns = || vec![tool_turn(&[("fs_list", json!({}))]), MockReply::text("ok")];
+    let first = MockModel::start(turns()).await;
+    e.run(Api::Anthropic, &first, "k", &["go"]).await;
+    let second = MockModel::start(turns()).await;
+    e.run(Api::Anthropic, &second, "k", &["go"]).await;
+    assert_eq!(
+        prefix(&first, 0),
+        prefix(&first, 1),
+        "the prefix changed between turns"
+    );
+    assert_eq!(
+        prefix(&first, 0),
+        prefix(&second, 0),
+        "the prefix changed between runs"
+    );
+    let tools = first.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted);
+}
+
+#[tokio::test]
+async fn plan_mode_sends_only_read_only_tools() {
+    let e = env();
+    let mock = MockModel::start(vec![MockReply::text("plan")]).await;
+    e.run(Api::Anthropic, &mock, "k", &["--plan", "make a plan"])
+        .await;
+    let tools = mock.requests()[0].body["tools"].as_array().unwrap().clone();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["fs_list", "fs_read", "http_fetch", "todo"]);
+}
+
+#[tokio::test]
+async fn stream_json_prints_one_event_per_line() {
+    let e = env();
+    let mock = MockModel::start(vec![
+        tool_turn(&[("todo", json!({"items": []}))]),
+        MockReply::text("ok"),
+    ])
+    .await;
+    let out = e
+        .run(
+            Api::OpenAi,
+            &mock,
+            "k",
+            &["--output-format", "stream-json", "go"],
+        )
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let events: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    for kind in ["tool_call", "gate", "tool_result", "usage", "text", "final"] {
+        assert!(kinds.contains(&kind), "{kind} missing from {kinds:?}");
+    }
+    assert_eq!(*kinds.last().unwrap(), "final");
+}
+
+#[tokio::test]
+async fn the_turn_limit_stops_the_run_with_exit_3() {
+    let e = env();
+    let mock = MockModel::start(
+        (0..5)
+            .map(|_| tool_turn(&[("fs_list", json!({}))]))
+            .collect(),
+    )
+    .await;
+    let out = e
+        .run(Api::Anthropic, &mock, "k", &["--max-turns", "2", "go"])
+        .await;
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--max-turns"));
+    assert_eq!(mock.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn no_provider_configured_is_a_usage_error_without_network() {
+    let e = env();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"))
+            .env_clear()
+            .env("MECHA_HOME", &e.home)
+            .current_dir(&e.ws)
+            .args(["run", "hi"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("no model provider is configured") && err.contains("localhost:11434"),
+        "{err}"
+    );
+}

@@ -1,0 +1,234 @@
+//! mecha's conversation as an Anthropic Messages request body.
+
+use mecha_core::{Block, Message, Role, ToolDefinition};
+use serde_json::{Map, Value, json};
+
+use crate::Request;
+
+/// The request body. Cache breakpoints sit on the system prompt, the last
+/// tool and the last message block: the first two mark the stable prefix
+/// shared by every request of the run, the last lets each turn read the
+/// previous turn's conversation from the cache instead of paying for it
+/// again.
+pub(crate) fn body(model: &str, max_tokens: u32, request: &Request<'_>) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("max_tokens".into(), json!(max_tokens));
+    body.insert("stream".into(), json!(true));
+    // The API refuses an empty text block, so no prompt means no field.
+    if !request.system.is_empty() {
+        body.insert(
+            "system".into(),
+            json!([{
+                "type": "text",
+                "text": request.system,
+                "cache_control": ephemeral(),
+            }]),
+        );
+    }
+    if !request.tools.is_empty() {
+        body.insert("tools".into(), tools(request.tools));
+    }
+    body.insert("messages".into(), messages(request.messages));
+    Value::Object(body)
+}
+
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+/// In the order given (sorted by the registry); the last one carries the
+/// breakpoint that caches the whole tool list.
+fn tools(tools: &[ToolDefinition]) -> Value {
+    let mut list: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            json!({
+                "name": t.name,
+                "description": t.description,
+                "input_schema": t.input_schema,
+            })
+        })
+        .collect();
+    if let Some(Value::Object(last)) = list.last_mut() {
+        last.insert("cache_control".into(), ephemeral());
+    }
+    Value::Array(list)
+}
+
+fn messages(messages: &[Message]) -> Value {
+    let mut list: Vec<Value> = messages.iter().map(message).collect();
+    let last_block = list
+        .last_mut()
+        .and_then(|m| m.get_mut("content"))
+        .and_then(Value::as_array_mut)
+        .and_then(|blocks| blocks.last_mut())
+        .and_then(Value::as_object_mut);
+    if let Some(block) = last_block {
+        block.insert("cache_control".into(), ephemeral());
+    }
+    Value::Array(list)
+}
+
+fn message(message: &Message) -> Value {
+    let role = match message.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    };
+    let content: Vec<Value> = message.content.iter().filter_map(block).collect();
+    json!({"role": role, "content": content})
+}
+
+fn block(block: &Block) -> Option<Value> {
+    Some(match block {
+        // The API refuses empty text blocks.
+        Block::Text { text } if text.is_empty() => return None,
+        Block::Text { text } => json!({"type": "text", "text": text}),
+        Block::ToolUse(call) => {
+            // Arguments that did not parse were recorded as `{}`; sending the
+            // raw text back would be refused, and the tool result already
+            // tells the model what was wrong.
+            let input = if call.input_error.is_some() || !call.input.is_object() {
+                Value::Object(Map::new())
+            } else {
+                call.input.clone()
+            };
+            json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input})
+        }
+        Block::ToolResult {
+            tool_use_id,
+            content,
+            is_error,
+        } => json!({
+            "type": "tool_result",
+            "tool_use_id": tool_use_id,
+            "content": content,
+            "is_error": is_error,
+        }),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mecha_core::ToolCall;
+
+    fn tool(name: &str) -> ToolDefinition {
+        ToolDefinition {
+            name: name.into(),
+            description: format!("{name} does things"),
+            input_schema: json!({"type": "object", "properties": {}}),
+        }
+    }
+
+    #[test]
+    fn system_tools_and_cache_breakpoints() {
+        let tools = [tool("fs_list"), tool("fs_read")];
+        let messages = [Message::user_text("hi")];
+        let request = Request {
+            system: "be brief",
+            tools: &tools,
+            messages: &messages,
+        };
+        let body = body("claude-x", 1024, &request);
+        assert_eq!(
+            body,
+            json!({
+                "model": "claude-x",
+                "max_tokens": 1024,
+                "stream": true,
+                "system": [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
+                "tools": [
+                    {"name": "fs_list", "description": "fs_list does things",
+                     "input_schema": {"type": "object", "properties": {}}},
+                    {"name": "fs_read", "description": "fs_read does things",
+                     "input_schema": {"type": "object", "properties": {}},
+                     "cache_control": {"type": "ephemeral"}},
+                ],
+                "messages": [{"role": "user", "content": [
+                    {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}
+                ]}],
+            })
+        );
+    }
+
+    #[test]
+    fn empty_system_and_no_tools_are_left_out() {
+        let request = Request {
+            system: "",
+            tools: &[],
+            messages: &[],
+        };
+        let body = body("m", 1, &request);
+        assert!(body.get("system").is_none());
+        assert!(body.get("tools").is_none());
+        assert_eq!(body["messages"], json!([]));
+    }
+
+    #[test]
+    fn history_with_tool_calls_and_results() {
+        let messages = [
+            Message::user_text("read a"),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    Block::Text {
+                        text: "Reading.".into(),
+                    },
+                    Block::Text {
+                        text: String::new(),
+                    },
+                    Block::ToolUse(ToolCall {
+                        id: "toolu_1".into(),
+                        name: "fs_read".into(),
+                        input: json!({"path": "a"}),
+                        input_error: None,
+                    }),
+                    Block::ToolUse(ToolCall {
+                        id: "toolu_2".into(),
+                        name: "fs_read".into(),
+                        input: json!({}),
+                        input_error: Some("not valid JSON: {\"pa".into()),
+                    }),
+                ],
+            },
+            Message {
+                role: Role::User,
+                content: vec![
+                    Block::ToolResult {
+                        tool_use_id: "toolu_1".into(),
+                        content: "contents of a".into(),
+                        is_error: false,
+                    },
+                    Block::ToolResult {
+                        tool_use_id: "toolu_2".into(),
+                        content: "bad arguments".into(),
+                        is_error: true,
+                    },
+                ],
+            },
+        ];
+        let request = Request {
+            system: "s",
+            tools: &[],
+            messages: &messages,
+        };
+        let body = body("m", 1, &request);
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "read a"}]},
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "Reading."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "fs_read", "input": {"path": "a"}},
+                    {"type": "tool_use", "id": "toolu_2", "name": "fs_read", "input": {}},
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "contents of a", "is_error": false},
+                    {"type": "tool_result", "tool_use_id": "toolu_2", "content": "bad arguments", "is_error": true,
+                     "cache_control": {"type": "ephemeral"}},
+                ]},
+            ])
+        );
+    }
+}

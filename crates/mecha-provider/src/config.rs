@@ -1,0 +1,213 @@
+//! The `[provider]` config section and turning it, with the environment,
+//! into a provider.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::anthropic::{AnthropicOptions, AnthropicProvider};
+use crate::http::HttpOptions;
+use crate::openai::{OpenAiOptions, OpenAiProvider};
+use crate::scripted::ScriptedProvider;
+use crate::{Provider, ProviderError};
+
+pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
+pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+pub const ANTHROPIC_CONTEXT_WINDOW: u64 = 200_000;
+
+/// Which API the provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Anthropic,
+    #[serde(rename = "openai")]
+    OpenAi,
+    Scripted,
+}
+
+/// The `[provider]` section. Everything optional: the environment fills the
+/// conventional gaps (keys, base URLs), and config wins over it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSettings {
+    pub kind: Option<Kind>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    /// The variable holding the API key, instead of the conventional one.
+    pub api_key_env: Option<String>,
+    pub context_window: Option<u64>,
+    pub max_tokens: Option<u32>,
+    /// The script file the scripted provider plays.
+    pub script: Option<PathBuf>,
+    /// Longest silence, in seconds, before a stalled request or stream is an
+    /// error (default 120). Raise it for slow local models.
+    pub idle_timeout_secs: Option<u64>,
+}
+
+/// How to configure a provider; shown when none is.
+const HOW_TO_CONFIGURE: &str = "no model provider is configured. Set ANTHROPIC_API_KEY or \
+OPENAI_API_KEY, or add a [provider] section to config.toml, e.g.
+
+  [provider]                      # Anthropic (key from ANTHROPIC_API_KEY)
+  kind = \"anthropic\"
+  model = \"claude-sonnet-4-5\"
+
+  [provider]                      # OpenAI (key from OPENAI_API_KEY)
+  kind = \"openai\"
+  model = \"gpt-4.1\"
+
+  [provider]                      # ollama, or any OpenAI-compatible server
+  kind = \"openai\"
+  base_url = \"http://localhost:11434/v1\"
+  model = \"qwen3:8b\"
+
+  [provider]                      # replay a script offline, no model at all
+  kind = \"scripted\"
+  script = \"turns.json\"";
+
+/// Builds the configured provider with default timeouts and retries. Makes
+/// no network call.
+pub fn build(
+    settings: &ProviderSettings,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arc<dyn Provider>, ProviderError> {
+    build_with(settings, env, HttpOptions::default())
+}
+
+/// [`build`] with explicit HTTP behaviour (tests use short timeouts and
+/// backoff). `idle_timeout_secs` in the settings still wins.
+pub fn build_with(
+    settings: &ProviderSettings,
+    env: &dyn Fn(&str) -> Option<String>,
+    mut http: HttpOptions,
+) -> Result<Arc<dyn Provider>, ProviderError> {
+    // An empty variable is the same as an unset one.
+    let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    if let Some(secs) = settings.idle_timeout_secs {
+        http.idle_timeout = Duration::from_secs(secs);
+    }
+    let kind = match settings.kind {
+        Some(kind) => kind,
+        None if var("ANTHROPIC_API_KEY").is_some() => Kind::Anthropic,
+        None if var("OPENAI_API_KEY").is_some() || var("OPENAI_BASE_URL").is_some() => Kind::OpenAi,
+        None if settings.script.is_some() => Kind::Scripted,
+        None => return Err(ProviderError::NotConfigured(HOW_TO_CONFIGURE.to_owned())),
+    };
+    tracing::debug!(?kind, "building the model provider");
+    match kind {
+        Kind::Anthropic => {
+            let key_env = settings
+                .api_key_env
+                .clone()
+                .unwrap_or_else(|| "ANTHROPIC_API_KEY".to_owned());
+            let api_key = var(&key_env).ok_or_else(|| {
+                ProviderError::NotConfigured(format!(
+                    "the anthropic provider needs an API key: set {key_env}{}",
+                    if settings.api_key_env.is_none() {
+                        " (or name another variable with api_key_env in [provider])"
+                    } else {
+                        ""
+                    }
+                ))
+            })?;
+            let base_url = base_url(
+                settings,
+                var("ANTHROPIC_BASE_URL"),
+                DEFAULT_ANTHROPIC_BASE_URL,
+            )?;
+            let provider = AnthropicProvider::new(AnthropicOptions {
+                model: settings
+                    .model
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_ANTHROPIC_MODEL.to_owned()),
+                base_url,
+                api_key,
+                api_key_env: key_env,
+                max_tokens: settings.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+                context_window: Some(settings.context_window.unwrap_or(ANTHROPIC_CONTEXT_WINDOW)),
+                http,
+            })?;
+            Ok(Arc::new(provider))
+        }
+        Kind::OpenAi => {
+            let key_env = settings
+                .api_key_env
+                .clone()
+                .unwrap_or_else(|| "OPENAI_API_KEY".to_owned());
+            let api_key = var(&key_env);
+            if api_key.is_none() && settings.api_key_env.is_some() {
+                return Err(ProviderError::NotConfigured(format!(
+                    "[provider] api_key_env names {key_env}, but it is not set; set it, or \
+                     remove api_key_env for a server that needs no key"
+                )));
+            }
+            let base_url = base_url(settings, var("OPENAI_BASE_URL"), DEFAULT_OPENAI_BASE_URL)?;
+            if api_key.is_none() && base_url.trim_end_matches('/') == DEFAULT_OPENAI_BASE_URL {
+                return Err(ProviderError::NotConfigured(format!(
+                    "the openai provider needs an API key for {DEFAULT_OPENAI_BASE_URL}: set \
+                     OPENAI_API_KEY, or set base_url in [provider] for a local server such as \
+                     ollama (http://localhost:11434/v1)"
+                )));
+            }
+            let model = settings.model.clone().ok_or_else(|| {
+                ProviderError::NotConfigured(format!(
+                    "the openai provider needs a model: set `model` in [provider] (e.g. model = \
+                     \"gpt-4.1\", or the name your server lists at {}/models)",
+                    base_url.trim_end_matches('/')
+                ))
+            })?;
+            let provider = OpenAiProvider::new(OpenAiOptions {
+                model,
+                base_url,
+                api_key,
+                api_key_env: key_env,
+                max_tokens: settings.max_tokens,
+                context_window: settings.context_window,
+                http,
+            })?;
+            Ok(Arc::new(provider))
+        }
+        Kind::Scripted => {
+            let path = settings.script.clone().ok_or_else(|| {
+                ProviderError::NotConfigured(
+                    "the scripted provider needs a script: set `script = \"turns.json\"` in \
+                     [provider]"
+                        .to_owned(),
+                )
+            })?;
+            let provider =
+                ScriptedProvider::from_file(path)?.with_context_window(settings.context_window);
+            Ok(Arc::new(provider))
+        }
+    }
+}
+
+/// Config, then environment, then the default; checked to be an http(s) URL
+/// now rather than failing on the first request.
+fn base_url(
+    settings: &ProviderSettings,
+    from_env: Option<String>,
+    default: &str,
+) -> Result<String, ProviderError> {
+    let url = settings
+        .base_url
+        .clone()
+        .or(from_env)
+        .unwrap_or_else(|| default.to_owned());
+    match reqwest::Url::parse(&url) {
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => Ok(url),
+        Ok(_) => Err(ProviderError::NotConfigured(format!(
+            "the provider base_url `{url}` must start with http:// or https://"
+        ))),
+        Err(e) => Err(ProviderError::NotConfigured(format!(
+            "the provider base_url `{url}` is not a URL ({e}); e.g. http://localhost:11434/v1"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests;

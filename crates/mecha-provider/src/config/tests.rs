@@ -1,0 +1,175 @@
+use std::collections::HashMap;
+
+use super::*;
+
+fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    move |name: &str| map.get(name).cloned()
+}
+
+fn settings(toml_text: &str) -> ProviderSettings {
+    toml_from(toml_text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn toml_from(text: &str) -> Result<ProviderSettings, String> {
+    // serde_json stands in for toml here: the crate does not parse files.
+    serde_json::from_str(text).map_err(|e| e.to_string())
+}
+
+fn describe(settings: &ProviderSettings, env: &[(&str, &str)]) -> Result<String, String> {
+    build(settings, &env_of(env))
+        .map(|p| p.describe())
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn nothing_configured_explains_every_option() {
+    let error = describe(&ProviderSettings::default(), &[]).unwrap_err();
+    for needle in [
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "kind = \"anthropic\"",
+        "kind = \"openai\"",
+        "http://localhost:11434/v1",
+        "kind = \"scripted\"",
+        "[provider]",
+    ] {
+        assert!(error.contains(needle), "missing {needle} in {error}");
+    }
+}
+
+#[test]
+fn kind_is_inferred_from_the_environment() {
+    let s = ProviderSettings::default();
+    let anthropic = describe(&s, &[("ANTHROPIC_API_KEY", "k"), ("OPENAI_API_KEY", "o")]);
+    assert_eq!(
+        anthropic.as_deref(),
+        Ok("anthropic claude-sonnet-4-5 at https://api.anthropic.com/v1/messages")
+    );
+    let with_model = ProviderSettings {
+        model: Some("gpt-x".into()),
+        ..ProviderSettings::default()
+    };
+    assert_eq!(
+        describe(&with_model, &[("OPENAI_API_KEY", "o")]).as_deref(),
+        Ok("openai gpt-x at https://api.openai.com/v1/chat/completions")
+    );
+    assert_eq!(
+        describe(
+            &with_model,
+            &[("OPENAI_BASE_URL", "http://localhost:11434/v1/")]
+        )
+        .as_deref(),
+        Ok("openai gpt-x at http://localhost:11434/v1/chat/completions")
+    );
+    // An empty key counts as unset.
+    assert!(describe(&s, &[("ANTHROPIC_API_KEY", "")]).is_err());
+}
+
+#[test]
+fn config_wins_over_environment() {
+    let s = settings(
+        r#"{"kind": "anthropic", "base_url": "http://127.0.0.1:9/", "model": "claude-test",
+            "api_key_env": "MY_KEY"}"#,
+    );
+    let env = [
+        ("ANTHROPIC_BASE_URL", "http://elsewhere"),
+        ("MY_KEY", "k"),
+        ("OPENAI_API_KEY", "o"),
+    ];
+    assert_eq!(
+        describe(&s, &env).as_deref(),
+        Ok("anthropic claude-test at http://127.0.0.1:9/v1/messages")
+    );
+    let error = describe(&s, &[("ANTHROPIC_API_KEY", "k")]).unwrap_err();
+    assert!(error.contains("MY_KEY"), "{error}");
+}
+
+#[test]
+fn anthropic_defaults() {
+    let p = build(
+        &ProviderSettings::default(),
+        &env_of(&[("ANTHROPIC_API_KEY", "k")]),
+    );
+    let p = p.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.context_window(), Some(ANTHROPIC_CONTEXT_WINDOW));
+    let s = settings(r#"{"kind": "anthropic"}"#);
+    let error = describe(&s, &[]).unwrap_err();
+    assert!(error.contains("ANTHROPIC_API_KEY"), "{error}");
+}
+
+#[test]
+fn openai_needs_a_model_and_a_key_only_for_openai_itself() {
+    let s = settings(r#"{"kind": "openai"}"#);
+    let error = describe(&s, &[("OPENAI_API_KEY", "o")]).unwrap_err();
+    assert!(error.contains("needs a model"), "{error}");
+
+    let no_key = settings(r#"{"kind": "openai", "model": "m"}"#);
+    let error = describe(&no_key, &[]).unwrap_err();
+    assert!(error.contains("OPENAI_API_KEY"), "{error}");
+
+    let local = settings(
+        r#"{"kind": "openai", "model": "qwen3", "base_url": "http://localhost:11434/v1",
+            "context_window": 32768}"#,
+    );
+    let p = build(&local, &env_of(&[])).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.context_window(), Some(32768));
+    assert_eq!(
+        build(
+            &settings(r#"{"kind": "openai", "model": "m", "base_url": "http://x/v1"}"#),
+            &env_of(&[])
+        )
+        .map(|p| p.context_window())
+        .ok(),
+        Some(None)
+    );
+
+    let named = settings(r#"{"kind": "openai", "model": "m", "api_key_env": "LOCAL_KEY"}"#);
+    let error = describe(&named, &[("OPENAI_API_KEY", "o")]).unwrap_err();
+    assert!(error.contains("LOCAL_KEY"), "{error}");
+}
+
+#[test]
+fn bad_base_url_and_unknown_fields() {
+    let s = settings(r#"{"kind": "openai", "model": "m", "base_url": "localhost:11434"}"#);
+    let error = describe(&s, &[]).unwrap_err();
+    assert!(error.contains("base_url"), "{error}");
+    assert!(toml_from(r#"{"kind": "openai", "modle": "m"}"#).is_err());
+    assert!(toml_from(r#"{"kind": "gemini"}"#).is_err());
+}
+
+#[test]
+fn scripted_loads_its_file() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("turns.json");
+    std::fs::write(&path, r#"{"turns": [{"text": "hi"}]}"#).unwrap_or_else(|e| panic!("{e}"));
+    let s = ProviderSettings {
+        kind: Some(Kind::Scripted),
+        script: Some(path.clone()),
+        ..ProviderSettings::default()
+    };
+    let described = describe(&s, &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(described.starts_with("scripted"), "{described}");
+
+    let missing = ProviderSettings {
+        kind: Some(Kind::Scripted),
+        ..ProviderSettings::default()
+    };
+    assert!(describe(&missing, &[]).unwrap_err().contains("script"));
+
+    std::fs::write(&path, r#"{"turns": [{"txt": "typo"}]}"#).unwrap_or_else(|e| panic!("{e}"));
+    let error = describe(&s, &[]).unwrap_err();
+    assert!(
+        error.contains("turns.json") && error.contains("not valid"),
+        "{error}"
+    );
+}
+
+#[test]
+fn idle_timeout_setting_parses() {
+    let s = settings(r#"{"idle_timeout_secs": 600}"#);
+    assert_eq!(s.idle_timeout_secs, Some(600));
+}

@@ -1,0 +1,168 @@
+//! OpenAI Chat Completions, streamed, and the servers that copy it
+//! (ollama, vLLM, llama.cpp, LM Studio, ...).
+//!
+//! Tool results become `role: "tool"` messages; one that is an error has its
+//! content prefixed with `"Error: "`, since the wire format has no flag for it.
+
+mod request;
+mod stream;
+
+use async_trait::async_trait;
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
+
+use crate::http::{Attempt, HttpCore, HttpOptions};
+use crate::sse::SseReader;
+use crate::{Provider, ProviderError, Request, Response, TextSink};
+use request::LimitField;
+use stream::{Flow, StreamState, ended_early};
+
+/// What an [`OpenAiProvider`] needs. [`crate::build`] fills it from config
+/// and environment.
+#[derive(Debug, Clone)]
+pub struct OpenAiOptions {
+    pub model: String,
+    /// Including `/v1`, e.g. `http://localhost:11434/v1`.
+    pub base_url: String,
+    /// Local servers usually need none.
+    pub api_key: Option<String>,
+    /// Where the key came from (or should), named when the API refuses it.
+    pub api_key_env: String,
+    /// Unset leaves the output limit to the server.
+    pub max_tokens: Option<u32>,
+    pub context_window: Option<u64>,
+    pub http: HttpOptions,
+}
+
+/// A model behind an OpenAI-compatible Chat Completions endpoint.
+#[derive(Debug)]
+pub struct OpenAiProvider {
+    http: HttpCore,
+    model: String,
+    max_tokens: Option<(LimitField, u32)>,
+    context_window: Option<u64>,
+}
+
+impl OpenAiProvider {
+    pub fn new(options: OpenAiOptions) -> Result<Self, ProviderError> {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &options.api_key {
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                ProviderError::NotConfigured(format!(
+                    "the API key in {} contains characters that cannot go in an HTTP header; \
+                     check its value",
+                    options.api_key_env
+                ))
+            })?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        headers.insert("accept", HeaderValue::from_static("text/event-stream"));
+        let base = options.base_url.trim_end_matches('/');
+        let field = if is_openai_itself(base) {
+            LimitField::MaxCompletionTokens
+        } else {
+            LimitField::MaxTokens
+        };
+        let key_hint = if options.api_key.is_some() {
+            format!("the {} environment variable", options.api_key_env)
+        } else {
+            format!(
+                "whether this endpoint needs a key: none was sent; set {} (or name another \
+                 variable with api_key_env in [provider])",
+                options.api_key_env
+            )
+        };
+        let http = HttpCore::new(
+            format!("{base}/chat/completions"),
+            headers,
+            "the OpenAI-compatible API",
+            key_hint,
+            options.http,
+        )?;
+        Ok(Self {
+            http,
+            model: options.model,
+            max_tokens: options.max_tokens.map(|n| (field, n)),
+            context_window: options.context_window,
+        })
+    }
+
+    async fn read(
+        &self,
+        response: reqwest::Response,
+        on_text: &mut TextSink<'_>,
+    ) -> Result<Response, Attempt> {
+        let mut events = SseReader::new(response, self.http.options.idle_timeout, self.http.api);
+        let mut state = StreamState::default();
+        while let Some(event) = events.next().await? {
+            if state.handle(&event, on_text)? == Flow::Done {
+                events.drain().await;
+                return Ok(state.finish());
+            }
+        }
+        // A server that ends the body after the finish_reason without
+        // `[DONE]` has still given the whole answer.
+        if state.finished() {
+            tracing::debug!("stream ended without [DONE] after a finish_reason");
+            return Ok(state.finish());
+        }
+        Err(ended_early("closed it before a finish_reason").into())
+    }
+}
+
+/// api.openai.com wants `max_completion_tokens`; compatible servers get the
+/// older `max_tokens`, which all of them understand.
+fn is_openai_itself(base_url: &str) -> bool {
+    reqwest::Url::parse(base_url)
+        .ok()
+        .and_then(|url| {
+            url.host_str()
+                .map(|h| h.eq_ignore_ascii_case("api.openai.com"))
+        })
+        .unwrap_or(false)
+}
+
+#[async_trait]
+impl Provider for OpenAiProvider {
+    fn describe(&self) -> String {
+        format!("openai {} at {}", self.model, self.http.url())
+    }
+
+    fn context_window(&self) -> Option<u64> {
+        self.context_window
+    }
+
+    async fn complete(
+        &self,
+        request: Request<'_>,
+        on_text: &mut TextSink<'_>,
+    ) -> Result<Response, ProviderError> {
+        let body = request::body(&self.model, self.max_tokens, &request);
+        let body = serde_json::to_vec(&body)
+            .map_err(|e| ProviderError::Api(format!("cannot encode the request: {e}")))?;
+        let mut retries = self.http.retries();
+        loop {
+            let attempt = match self.http.post(&body).await {
+                Ok(response) => self.read(response, on_text).await,
+                Err(e) => Err(e),
+            };
+            match attempt {
+                Ok(response) => return Ok(response),
+                Err(Attempt::Fatal(e)) => return Err(e),
+                Err(Attempt::Retry { reason, after }) => retries.wait(reason, after).await?,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_field_by_host() {
+        assert!(is_openai_itself("https://api.openai.com/v1"));
+        assert!(!is_openai_itself("http://localhost:11434/v1"));
+        assert!(!is_openai_itself("not a url"));
+    }
+}

@@ -1,0 +1,252 @@
+//! mecha's conversation as an OpenAI Chat Completions request body.
+
+use mecha_core::{Block, Message, Role, ToolDefinition};
+use serde_json::{Map, Value, json};
+
+use crate::Request;
+
+/// Text put before a tool result that is an error. Chat Completions has no
+/// error flag on tool messages, so the model learns it from the content.
+pub(crate) const ERROR_PREFIX: &str = "Error: ";
+
+/// Which field carries the output limit. OpenAI's own API refuses
+/// `max_tokens` for its reasoning models; local servers (ollama, llama.cpp,
+/// vLLM) all know `max_tokens`, not all know the newer name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LimitField {
+    MaxTokens,
+    MaxCompletionTokens,
+}
+
+pub(crate) fn body(
+    model: &str,
+    max_tokens: Option<(LimitField, u32)>,
+    request: &Request<'_>,
+) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("stream".into(), json!(true));
+    body.insert("stream_options".into(), json!({"include_usage": true}));
+    // Unset means the server's default: a local model with a small context
+    // refuses a request whose limit does not fit, so none is invented.
+    match max_tokens {
+        Some((LimitField::MaxTokens, n)) => {
+            body.insert("max_tokens".into(), json!(n));
+        }
+        Some((LimitField::MaxCompletionTokens, n)) => {
+            body.insert("max_completion_tokens".into(), json!(n));
+        }
+        None => {}
+    }
+    if !request.tools.is_empty() {
+        body.insert("tools".into(), tools(request.tools));
+    }
+    let mut messages = Vec::new();
+    if !request.system.is_empty() {
+        messages.push(json!({"role": "system", "content": request.system}));
+    }
+    for m in request.messages {
+        push_message(&mut messages, m);
+    }
+    body.insert("messages".into(), Value::Array(messages));
+    Value::Object(body)
+}
+
+fn tools(tools: &[ToolDefinition]) -> Value {
+    tools
+        .iter()
+        .map(|t| {
+            json!({
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.input_schema,
+                },
+            })
+        })
+        .collect()
+}
+
+/// One mecha message can become several chat messages: tool results are
+/// messages of their own (`role: "tool"`), and must directly follow the
+/// assistant message that called them, so they go before any user text.
+fn push_message(out: &mut Vec<Value>, message: &Message) {
+    let text = joined_text(message);
+    match message.role {
+        Role::User => {
+            for block in &message.content {
+                if let Block::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                } = block
+                {
+                    let content = if *is_error {
+                        format!("{ERROR_PREFIX}{content}")
+                    } else {
+                        content.clone()
+                    };
+                    out.push(
+                        json!({"role": "tool", "tool_call_id": tool_use_id, "content": content}),
+                    );
+                }
+            }
+            if !text.is_empty() {
+                out.push(json!({"role": "user", "content": text}));
+            }
+        }
+        Role::Assistant => {
+            let calls: Vec<Value> = message
+                .tool_calls()
+                .map(|call| {
+                    // Arguments that did not parse go back as `{}`: the tool
+                    // result already tells the model what was wrong.
+                    let arguments = if call.input_error.is_some() || !call.input.is_object() {
+                        "{}".to_owned()
+                    } else {
+                        call.input.to_string()
+                    };
+                    json!({
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": arguments},
+                    })
+                })
+                .collect();
+            let mut chat = Map::new();
+            chat.insert("role".into(), json!("assistant"));
+            let content = if text.is_empty() && !calls.is_empty() {
+                Value::Null
+            } else {
+                json!(text)
+            };
+            chat.insert("content".into(), content);
+            if !calls.is_empty() {
+                chat.insert("tool_calls".into(), Value::Array(calls));
+            }
+            out.push(Value::Object(chat));
+        }
+    }
+}
+
+/// Plain strings rather than content-part arrays: every compatible server
+/// understands them.
+fn joined_text(message: &Message) -> String {
+    let texts: Vec<&str> = message
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text { text } if !text.is_empty() => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mecha_core::ToolCall;
+
+    #[test]
+    fn full_request_shape() {
+        let tools = [ToolDefinition {
+            name: "fs_read".into(),
+            description: "Read a file".into(),
+            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        }];
+        let messages = [
+            Message::user_text("read a and b"),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    Block::ToolUse(ToolCall {
+                        id: "call_1".into(),
+                        name: "fs_read".into(),
+                        input: json!({"path": "a"}),
+                        input_error: None,
+                    }),
+                    Block::ToolUse(ToolCall {
+                        id: "call_2".into(),
+                        name: "fs_read".into(),
+                        input: json!({}),
+                        input_error: Some("bad".into()),
+                    }),
+                ],
+            },
+            Message {
+                role: Role::User,
+                content: vec![
+                    Block::ToolResult {
+                        tool_use_id: "call_1".into(),
+                        content: "A".into(),
+                        is_error: false,
+                    },
+                    Block::ToolResult {
+                        tool_use_id: "call_2".into(),
+                        content: "no such file".into(),
+                        is_error: true,
+                    },
+                    Block::Text {
+                        text: "also note this".into(),
+                    },
+                ],
+            },
+            Message {
+                role: Role::Assistant,
+                content: vec![Block::Text {
+                    text: "Done.".into(),
+                }],
+            },
+        ];
+        let request = Request {
+            system: "be brief",
+            tools: &tools,
+            messages: &messages,
+        };
+        let body = body("qwen3", Some((LimitField::MaxTokens, 512)), &request);
+        assert_eq!(
+            body,
+            json!({
+                "model": "qwen3",
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "max_tokens": 512,
+                "tools": [{"type": "function", "function": {
+                    "name": "fs_read", "description": "Read a file",
+                    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}],
+                "messages": [
+                    {"role": "system", "content": "be brief"},
+                    {"role": "user", "content": "read a and b"},
+                    {"role": "assistant", "content": null, "tool_calls": [
+                        {"id": "call_1", "type": "function",
+                         "function": {"name": "fs_read", "arguments": "{\"path\":\"a\"}"}},
+                        {"id": "call_2", "type": "function",
+                         "function": {"name": "fs_read", "arguments": "{}"}},
+                    ]},
+                    {"role": "tool", "tool_call_id": "call_1", "content": "A"},
+                    {"role": "tool", "tool_call_id": "call_2", "content": "Error: no such file"},
+                    {"role": "user", "content": "also note this"},
+                    {"role": "assistant", "content": "Done."},
+                ],
+            })
+        );
+    }
+
+    #[test]
+    fn limit_field_and_defaults() {
+        let request = Request {
+            system: "",
+            tools: &[],
+            messages: &[],
+        };
+        let none = body("m", None, &request);
+        assert!(none.get("max_tokens").is_none());
+        assert!(none.get("max_completion_tokens").is_none());
+        assert!(none.get("tools").is_none());
+        assert_eq!(none["messages"], json!([]));
+        let newer = body("m", Some((LimitField::MaxCompletionTokens, 9)), &request);
+        assert_eq!(newer["max_completion_tokens"], json!(9));
+    }
+}

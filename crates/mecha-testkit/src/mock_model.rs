@@ -1,0 +1,389 @@
+//! The mock model server: hyper on 127.0.0.1, one scripted reply per model
+//! request, every request recorded.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures::StreamExt;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::{Bytes, Frame, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::render::{self, Api, Context, Rendered};
+use crate::reply::MockReply;
+
+type Body = UnsyncBoxBody<Bytes, std::io::Error>;
+
+/// Pause between two events, so a client sees them arrive separately.
+const EVENT_GAP: Duration = Duration::from_millis(1);
+
+/// One request as the mock received it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRequest {
+    pub method: String,
+    pub path: String,
+    /// Names lowercased, in the order received.
+    pub headers: Vec<(String, String)>,
+    /// The JSON body; `Value::Null` when it was not JSON.
+    pub body: Value,
+}
+
+impl RecordedRequest {
+    /// The first value of a header (name case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    replies: VecDeque<MockReply>,
+    /// Replies handed out so far; numbers the turns for generated ids.
+    served: usize,
+    requests: Vec<RecordedRequest>,
+    connections: usize,
+    api_key: Option<String>,
+}
+
+#[derive(Debug, Default)]
+struct Shared(Mutex<State>);
+
+impl Shared {
+    // A test that panicked while holding the lock must not hide its own
+    // failure behind a poison error here.
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A mock model API on `127.0.0.1`. Dropping it stops the server and
+/// closes every connection (including stalled streams).
+#[derive(Debug)]
+pub struct MockModel {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    server: JoinHandle<()>,
+}
+
+impl Drop for MockModel {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl MockModel {
+    /// Starts the server with these replies, in order.
+    ///
+    /// # Panics
+    /// When no loopback port can be bound; test support has no better
+    /// answer. [`MockModel::try_start`] returns the error instead.
+    pub async fn start(replies: Vec<MockReply>) -> Self {
+        match Self::try_start(replies).await {
+            Ok(mock) => mock,
+            Err(e) => panic!("the mock model server could not bind 127.0.0.1: {e}"),
+        }
+    }
+
+    pub async fn try_start(replies: Vec<MockReply>) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared::default());
+        shared.lock().replies = replies.into();
+        let server = tokio::spawn(serve(listener, Arc::clone(&shared)));
+        Ok(Self {
+            addr,
+            shared,
+            server,
+        })
+    }
+
+    /// `http://127.0.0.1:<port>`: the base URL for the Anthropic provider,
+    /// which appends `/v1/messages`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The base URL for the Anthropic provider.
+    pub fn anthropic_url(&self) -> String {
+        self.base_url()
+    }
+
+    /// `http://127.0.0.1:<port>/v1`: the base URL for the OpenAI provider,
+    /// which appends `/chat/completions`.
+    pub fn openai_url(&self) -> String {
+        format!("{}/v1", self.base_url())
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// From now on, a request whose key (`x-api-key`, or
+    /// `Authorization: Bearer`) is not this one gets a 401, without using up
+    /// a reply.
+    pub fn expect_api_key(&self, key: impl Into<String>) {
+        self.shared.lock().api_key = Some(key.into());
+    }
+
+    /// Queues more replies after the ones given at start.
+    pub fn push(&self, reply: MockReply) {
+        self.shared.lock().replies.push_back(reply);
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.lock().requests.clone()
+    }
+
+    /// TCP connections accepted so far: one for any number of requests
+    /// when the client keeps its connection alive.
+    pub fn connections(&self) -> usize {
+        self.shared.lock().connections
+    }
+
+    /// Replies not yet used.
+    pub fn remaining(&self) -> usize {
+        self.shared.lock().replies.len()
+    }
+}
+
+async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    // Owning the connection tasks here means aborting this task (dropping
+    // the mock) aborts them all.
+    let mut connections = JoinSet::new();
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                tracing::warn!("mock model: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        shared.lock().connections += 1;
+        let shared = Arc::clone(&shared);
+        connections.spawn(async move {
+            let service = service_fn(move |request| handle(Arc::clone(&shared), request));
+            if let Err(e) = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
+                tracing::debug!("mock model: connection ended: {e}");
+            }
+        });
+        while connections.try_join_next().is_some() {}
+    }
+}
+
+async fn handle(
+    shared: Arc<Shared>,
+    request: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
+    let (parts, body) = request.into_parts();
+    let bytes = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => Bytes::new(),
+    };
+    let recorded = RecordedRequest {
+        method: parts.method.to_string(),
+        path: parts.uri.path().to_owned(),
+        headers: parts
+            .headers
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    };
+    let api = match recorded.path.as_str() {
+        "/v1/messages" => Api::Anthropic,
+        "/v1/chat/completions" => Api::OpenAi,
+        _ => {
+            shared.lock().requests.push(recorded);
+            return Ok(plain(StatusCode::NOT_FOUND, "not found".into(), None));
+        }
+    };
+    let (reply, cx) = {
+        let mut state = shared.lock();
+        state.requests.push(recorded.clone());
+        if let Some(refusal) = check_headers(api, &recorded, state.api_key.as_deref()) {
+            return Ok(refusal);
+        }
+        let given = state.served + state.replies.len();
+        let Some(reply) = state.replies.pop_front() else {
+            let message = format!(
+                "mock model: no scripted reply left (it was given {given}); add replies to the test"
+            );
+            return Ok(error_status(api, 400, &message, None));
+        };
+        state.served += 1;
+        let cx = Context {
+            model: recorded.body["model"].as_str().unwrap_or("mock").to_owned(),
+            turn: state.served,
+            include_usage: recorded.body["stream_options"]["include_usage"] == Value::Bool(true),
+        };
+        (reply, cx)
+    };
+    Ok(respond(api, &cx, reply))
+}
+
+/// What the real APIs check before anything else: the key, and for
+/// Anthropic the version header.
+fn check_headers(
+    api: Api,
+    request: &RecordedRequest,
+    expected_key: Option<&str>,
+) -> Option<Response<Body>> {
+    let key = match api {
+        Api::Anthropic => request.header("x-api-key"),
+        Api::OpenAi => request
+            .header("authorization")
+            .and_then(|v| v.strip_prefix("Bearer ")),
+    };
+    if let Some(expected) = expected_key
+        && key != Some(expected)
+    {
+        return Some(unauthorized(api));
+    }
+    if api == Api::Anthropic && request.header("anthropic-version").is_none() {
+        return Some(error_status(
+            api,
+            400,
+            "anthropic-version: header is required",
+            None,
+        ));
+    }
+    None
+}
+
+fn respond(api: Api, cx: &Context, reply: MockReply) -> Response<Body> {
+    match reply {
+        MockReply::Turn(turn) => stream(rendered(api, cx, &turn).frames, Ending::Complete),
+        MockReply::CutStream(turn) => {
+            let mut rendered = rendered(api, cx, &turn);
+            rendered.frames.truncate(rendered.tail);
+            stream(rendered.frames, Ending::Cut)
+        }
+        MockReply::Malformed => {
+            let rendered = match api {
+                Api::Anthropic => render::anthropic::malformed(cx),
+                Api::OpenAi => render::openai::malformed(cx),
+            };
+            stream(rendered.frames, Ending::Complete)
+        }
+        MockReply::ErrorEvent { kind, message } => {
+            let rendered = match api {
+                Api::Anthropic => render::anthropic::error_event(&kind, &message),
+                Api::OpenAi => render::openai::error_event(&kind, &message),
+            };
+            stream(rendered.frames, Ending::Complete)
+        }
+        MockReply::Stall => stream(Vec::new(), Ending::Stall),
+        MockReply::Unauthorized => unauthorized(api),
+        MockReply::Status {
+            code,
+            retry_after,
+            body,
+        } => {
+            let body =
+                body.unwrap_or_else(|| render::error_body(api, code, render::status_message(code)));
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            plain(status, body, retry_after)
+        }
+    }
+}
+
+fn rendered(api: Api, cx: &Context, turn: &mecha_provider::script::ScriptTurn) -> Rendered {
+    match api {
+        Api::Anthropic => render::anthropic::turn(cx, turn),
+        Api::OpenAi => render::openai::turn(cx, turn),
+    }
+}
+
+fn unauthorized(api: Api) -> Response<Body> {
+    let message = match api {
+        Api::Anthropic => "invalid x-api-key",
+        Api::OpenAi => "Incorrect API key provided",
+    };
+    error_status(api, 401, message, None)
+}
+
+fn error_status(api: Api, code: u16, message: &str, retry_after: Option<u64>) -> Response<Body> {
+    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    plain(status, render::error_body(api, code, message), retry_after)
+}
+
+fn plain(status: StatusCode, body: String, retry_after: Option<u64>) -> Response<Body> {
+    let mut response = Response::new(
+        Full::new(Bytes::from(body))
+            .map_err(|never| match never {})
+            .boxed_unsync(),
+    );
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    if let Some(seconds) = retry_after {
+        headers.insert(hyper::header::RETRY_AFTER, seconds.into());
+    }
+    response
+}
+
+/// How a streamed body ends.
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    /// Normally: the chunked body is terminated and the connection kept.
+    Complete,
+    /// With a body error, which makes hyper drop the connection mid-body.
+    Cut,
+    /// Never: the body waits until the server is dropped.
+    Stall,
+}
+
+fn stream(frames: Vec<String>, ending: Ending) -> Response<Body> {
+    let events = futures::stream::iter(frames).then(|frame| async move {
+        tokio::time::sleep(EVENT_GAP).await;
+        Ok::<_, std::io::Error>(Frame::data(Bytes::from(frame)))
+    });
+    let body: Body = match ending {
+        Ending::Complete => StreamBody::new(events).boxed_unsync(),
+        Ending::Cut => {
+            let cut = futures::stream::once(async {
+                Err(std::io::Error::other("mock model: stream cut on purpose"))
+            });
+            StreamBody::new(events.chain(cut)).boxed_unsync()
+        }
+        Ending::Stall => StreamBody::new(events.chain(futures::stream::pending())).boxed_unsync(),
+    };
+    let mut response = Response::new(body);
+    let headers = response.headers_mut();
+    headers.insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(
+        hyper::header::CACHE_CONTROL,
+        hyper::header::HeaderValue::from_static("no-cache"),
+    );
+    response
+}
