@@ -2,77 +2,12 @@
 //! over both wire APIs, with real tools in a temporary workspace.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
-use std::process::Output;
+mod common;
 
+use common::{Api, env, stderr, stdout};
 use mecha_provider::script::{ScriptToolCall, ScriptTurn};
 use mecha_testkit::{MockModel, MockReply};
 use serde_json::{Value, json};
-
-#[derive(Clone, Copy, Debug)]
-enum Api {
-    Anthropic,
-    OpenAi,
-}
-
-struct Env {
-    _tmp: tempfile::TempDir,
-    home: PathBuf,
-    ws: PathBuf,
-}
-
-fn env() -> Env {
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    let ws = tmp.path().join("ws");
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::create_dir_all(&ws).unwrap();
-    Env {
-        _tmp: tmp,
-        home,
-        ws,
-    }
-}
-
-impl Env {
-    /// Runs `mecha run` pointed at `mock` through `api`, with a clean
-    /// environment (no real keys, no proxies) and stdin closed.
-    async fn run(&self, api: Api, mock: &MockModel, key: &str, args: &[&str]) -> Output {
-        let config = match api {
-            Api::Anthropic => "[provider]\nkind = \"anthropic\"\n".to_owned(),
-            Api::OpenAi => "[provider]\nkind = \"openai\"\nmodel = \"test-model\"\n".to_owned(),
-        };
-        std::fs::write(self.home.join("config.toml"), config).unwrap();
-        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"));
-        cmd.env_clear()
-            .env("PATH", std::env::var("PATH").unwrap())
-            .env("HOME", &self.home)
-            .env("MECHA_HOME", &self.home)
-            .current_dir(&self.ws)
-            .stdin(std::process::Stdio::null())
-            .arg("run")
-            .args(args);
-        match api {
-            Api::Anthropic => cmd
-                .env("ANTHROPIC_API_KEY", key)
-                .env("ANTHROPIC_BASE_URL", mock.anthropic_url()),
-            Api::OpenAi => cmd
-                .env("OPENAI_API_KEY", key)
-                .env("OPENAI_BASE_URL", mock.openai_url()),
-        };
-        tokio::task::spawn_blocking(move || cmd.output().unwrap())
-            .await
-            .unwrap()
-    }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn tool_turn(calls: &[(&str, Value)]) -> MockReply {
     MockReply::Turn(ScriptTurn {
@@ -379,5 +314,40 @@ async fn no_provider_configured_is_a_usage_error_without_network() {
     assert!(
         err.contains("no model provider is configured") && err.contains("localhost:11434"),
         "{err}"
+    );
+}
+
+#[tokio::test]
+async fn chat_carries_the_conversation_between_lines() {
+    let e = env();
+    let mock = MockModel::start(vec![
+        MockReply::text("Hello, Ada."),
+        MockReply::text("You are Ada."),
+    ])
+    .await;
+    let out = e
+        .mecha(
+            Api::Anthropic,
+            &mock,
+            "k",
+            "chat",
+            &[],
+            "my name is Ada\nwho am I?\n",
+        )
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "Hello, Ada.\nYou are Ada.\n");
+    let second = &mock.requests()[1].body["messages"];
+    let texts: Vec<String> = second
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    assert!(
+        texts[0].contains("my name is Ada")
+            && texts[1].contains("Hello, Ada.")
+            && texts[2].contains("who am I?")
     );
 }

@@ -1,0 +1,94 @@
+//! Running the real `mecha` binary against the mock model server.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use mecha_testkit::MockModel;
+
+#[derive(Clone, Copy, Debug)]
+pub enum Api {
+    Anthropic,
+    OpenAi,
+}
+
+pub struct Env {
+    _tmp: tempfile::TempDir,
+    pub home: PathBuf,
+    pub ws: PathBuf,
+}
+
+pub fn env() -> Env {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&ws).unwrap();
+    Env {
+        _tmp: tmp,
+        home,
+        ws,
+    }
+}
+
+impl Env {
+    /// Runs `mecha run` pointed at `mock` through `api`, with a clean
+    /// environment (no real keys, no proxies) and stdin closed.
+    pub async fn run(&self, api: Api, mock: &MockModel, key: &str, args: &[&str]) -> Output {
+        self.mecha(api, mock, key, "run", args, "").await
+    }
+
+    /// Runs `mecha <command>` with `input` on stdin.
+    pub async fn mecha(
+        &self,
+        api: Api,
+        mock: &MockModel,
+        key: &str,
+        command: &str,
+        args: &[&str],
+        input: &str,
+    ) -> Output {
+        let config = match api {
+            Api::Anthropic => "[provider]\nkind = \"anthropic\"\n".to_owned(),
+            Api::OpenAi => "[provider]\nkind = \"openai\"\nmodel = \"test-model\"\n".to_owned(),
+        };
+        std::fs::write(self.home.join("config.toml"), config).unwrap();
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"));
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap())
+            .env("HOME", &self.home)
+            .env("MECHA_HOME", &self.home)
+            .current_dir(&self.ws)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .arg(command)
+            .args(args);
+        match api {
+            Api::Anthropic => cmd
+                .env("ANTHROPIC_API_KEY", key)
+                .env("ANTHROPIC_BASE_URL", mock.anthropic_url()),
+            Api::OpenAi => cmd
+                .env("OPENAI_API_KEY", key)
+                .env("OPENAI_BASE_URL", mock.openai_url()),
+        };
+        let input = input.to_owned();
+        tokio::task::spawn_blocking(move || {
+            use std::io::Write;
+            let mut child = cmd.spawn().unwrap();
+            // Dropping stdin after the input is what a closed terminal sends.
+            let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+            child.wait_with_output().unwrap()
+        })
+        .await
+        .unwrap()
+    }
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
