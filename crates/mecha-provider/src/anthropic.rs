@@ -6,10 +6,9 @@ mod stream;
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderValue};
 
-use crate::http::{Attempt, HttpCore, HttpOptions};
-use crate::sse::SseReader;
+use crate::http::{HttpCore, HttpOptions};
 use crate::{Provider, ProviderError, Request, Response, TextSink};
-use stream::{Flow, StreamState};
+use stream::StreamState;
 
 /// The API version this client speaks; the wire format is pinned to it.
 const API_VERSION: &str = "2023-06-01";
@@ -67,27 +66,6 @@ impl AnthropicProvider {
             context_window: options.context_window,
         })
     }
-
-    async fn read(
-        &self,
-        response: reqwest::Response,
-        on_text: &mut TextSink<'_>,
-    ) -> Result<Response, Attempt> {
-        let mut events = SseReader::new(response, self.http.options.idle_timeout, self.http.api);
-        let mut state = StreamState::default();
-        while let Some(event) = events.next().await? {
-            if state.handle(&event, on_text)? == Flow::Done {
-                events.drain().await;
-                return Ok(state.finish());
-            }
-        }
-        Err(ProviderError::Transport(
-            "the model's stream ended early: the Anthropic API closed it before `message_stop`; \
-             try again"
-                .into(),
-        )
-        .into())
-    }
 }
 
 #[async_trait]
@@ -108,17 +86,6 @@ impl Provider for AnthropicProvider {
         let body = request::body(&self.model, self.max_tokens, &request);
         let body = serde_json::to_vec(&body)
             .map_err(|e| ProviderError::Api(format!("cannot encode the request: {e}")))?;
-        let mut retries = self.http.retries();
-        loop {
-            let attempt = match self.http.post(&body).await {
-                Ok(response) => self.read(response, on_text).await,
-                Err(e) => Err(e),
-            };
-            match attempt {
-                Ok(response) => return Ok(response),
-                Err(Attempt::Fatal(e)) => return Err(e),
-                Err(Attempt::Retry { reason, after }) => retries.wait(reason, after).await?,
-            }
-        }
+        self.http.exchange::<StreamState>(&body, on_text).await
     }
 }

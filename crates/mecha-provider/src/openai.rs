@@ -10,11 +10,10 @@ mod stream;
 use async_trait::async_trait;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 
-use crate::http::{Attempt, HttpCore, HttpOptions};
-use crate::sse::SseReader;
+use crate::http::{HttpCore, HttpOptions};
 use crate::{Provider, ProviderError, Request, Response, TextSink};
 use request::LimitField;
-use stream::{Flow, StreamState, ended_early};
+use stream::StreamState;
 
 /// What an [`OpenAiProvider`] needs. [`crate::build`] fills it from config
 /// and environment.
@@ -86,28 +85,6 @@ impl OpenAiProvider {
             context_window: options.context_window,
         })
     }
-
-    async fn read(
-        &self,
-        response: reqwest::Response,
-        on_text: &mut TextSink<'_>,
-    ) -> Result<Response, Attempt> {
-        let mut events = SseReader::new(response, self.http.options.idle_timeout, self.http.api);
-        let mut state = StreamState::default();
-        while let Some(event) = events.next().await? {
-            if state.handle(&event, on_text)? == Flow::Done {
-                events.drain().await;
-                return Ok(state.finish());
-            }
-        }
-        // A server that ends the body after the finish_reason without
-        // `[DONE]` has still given the whole answer.
-        if state.finished() {
-            tracing::debug!("stream ended without [DONE] after a finish_reason");
-            return Ok(state.finish());
-        }
-        Err(ended_early("closed it before a finish_reason").into())
-    }
 }
 
 /// api.openai.com wants `max_completion_tokens`; compatible servers get the
@@ -140,18 +117,7 @@ impl Provider for OpenAiProvider {
         let body = request::body(&self.model, self.max_tokens, &request);
         let body = serde_json::to_vec(&body)
             .map_err(|e| ProviderError::Api(format!("cannot encode the request: {e}")))?;
-        let mut retries = self.http.retries();
-        loop {
-            let attempt = match self.http.post(&body).await {
-                Ok(response) => self.read(response, on_text).await,
-                Err(e) => Err(e),
-            };
-            match attempt {
-                Ok(response) => return Ok(response),
-                Err(Attempt::Fatal(e)) => return Err(e),
-                Err(Attempt::Retry { reason, after }) => retries.wait(reason, after).await?,
-            }
-        }
+        self.http.exchange::<StreamState>(&body, on_text).await
     }
 }
 

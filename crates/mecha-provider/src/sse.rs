@@ -10,8 +10,8 @@ use std::time::Duration;
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 
-use crate::ProviderError;
-use crate::http::{error_chain, seconds, truncate};
+use crate::http::{Attempt, HttpCore, error_chain, seconds, truncate};
+use crate::{ProviderError, Response, TextSink};
 
 /// How long to wait for the body's end after the answer is complete.
 const DRAIN_LIMIT: Duration = Duration::from_millis(500);
@@ -94,4 +94,63 @@ pub(crate) fn malformed(api: &str, event: &Event, error: &serde_json::Error) -> 
         "{api} sent a malformed {what} ({error}): {}",
         truncate(&event.data, 300)
     ))
+}
+
+/// Whether a stream has said all it will say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    Continue,
+    Done,
+}
+
+/// One wire format's reading of its event stream. The retrying exchange in
+/// [`HttpCore::exchange`] drives it, so both APIs share one loop.
+pub(crate) trait StreamDecoder: Default + Send {
+    /// Takes one event; text goes to `on_text` as it arrives.
+    fn handle(&mut self, event: &Event, on_text: &mut TextSink<'_>) -> Result<Flow, Attempt>;
+    /// The answer, once the stream said it was done.
+    fn finish(self) -> Response;
+    /// The answer when the body ended before the final event: an error,
+    /// unless what came is already whole.
+    fn at_end_of_body(self) -> Result<Response, ProviderError>;
+}
+
+impl HttpCore {
+    /// Sends `body` and decodes the streamed answer, retrying what the API
+    /// says is worth retrying (never once content has streamed).
+    pub async fn exchange<D: StreamDecoder>(
+        &self,
+        body: &[u8],
+        on_text: &mut TextSink<'_>,
+    ) -> Result<Response, ProviderError> {
+        let mut retries = self.retries();
+        loop {
+            let attempt = match self.post(body).await {
+                Ok(response) => self.decode::<D>(response, on_text).await,
+                Err(e) => Err(e),
+            };
+            match attempt {
+                Ok(response) => return Ok(response),
+                Err(Attempt::Fatal(e)) => return Err(e),
+                Err(Attempt::Retry { reason, after }) => retries.wait(reason, after).await?,
+            }
+        }
+    }
+
+    async fn decode<D: StreamDecoder>(
+        &self,
+        response: reqwest::Response,
+        on_text: &mut TextSink<'_>,
+    ) -> Result<Response, Attempt> {
+        let mut events = SseReader::new(response, self.options.idle_timeout, self.api);
+        let mut state = D::default();
+        while let Some(event) = events.next().await? {
+            if state.handle(&event, on_text)? == Flow::Done {
+                // Reading the rest lets the connection be reused.
+                events.drain().await;
+                return Ok(state.finish());
+            }
+        }
+        Ok(state.at_end_of_body()?)
+    }
 }

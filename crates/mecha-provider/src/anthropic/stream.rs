@@ -9,18 +9,11 @@ use mecha_core::{Block, Message, Role, StopReason, ToolCall, Usage};
 use serde::Deserialize;
 
 use crate::http::Attempt;
-use crate::sse::malformed;
+use crate::sse::{Flow, StreamDecoder, malformed};
 use crate::tool_args::parse_arguments;
 use crate::{ProviderError, Response, TextSink};
 
 const API: &str = "the Anthropic API";
-
-/// Whether the stream has said all it will say.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Flow {
-    Continue,
-    Done,
-}
 
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -286,6 +279,24 @@ fn stop_reason(reason: &str) -> StopReason {
         "stop_sequence" => StopReason::StopSequence,
         "refusal" => StopReason::Refusal,
         other => StopReason::Other(other.to_owned()),
+    }
+}
+
+impl StreamDecoder for StreamState {
+    fn handle(&mut self, event: &Event, on_text: &mut TextSink<'_>) -> Result<Flow, Attempt> {
+        StreamState::handle(self, event, on_text)
+    }
+
+    fn finish(self) -> Response {
+        StreamState::finish(self)
+    }
+
+    fn at_end_of_body(self) -> Result<Response, ProviderError> {
+        Err(ProviderError::Transport(
+            "the model's stream ended early: the Anthropic API closed it before `message_stop`; \
+             try again"
+                .into(),
+        ))
     }
 }
 

@@ -12,17 +12,11 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::http::{Attempt, error_message};
-use crate::sse::malformed;
+use crate::sse::{Flow, StreamDecoder, malformed};
 use crate::tool_args::parse_arguments;
 use crate::{ProviderError, Response, TextSink};
 
 const API: &str = "the OpenAI-compatible API";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Flow {
-    Continue,
-    Done,
-}
 
 #[derive(Debug, Deserialize)]
 struct Chunk {
@@ -229,6 +223,26 @@ pub(crate) fn ended_early(what: &str) -> ProviderError {
     ProviderError::Transport(format!(
         "the model's stream ended early: {API} {what}; try again"
     ))
+}
+
+impl StreamDecoder for StreamState {
+    fn handle(&mut self, event: &Event, on_text: &mut TextSink<'_>) -> Result<Flow, Attempt> {
+        StreamState::handle(self, event, on_text)
+    }
+
+    fn finish(self) -> Response {
+        StreamState::finish(self)
+    }
+
+    fn at_end_of_body(self) -> Result<Response, ProviderError> {
+        // A server that ends the body after the finish_reason without
+        // `[DONE]` has still given the whole answer.
+        if self.finished() {
+            tracing::debug!("stream ended without [DONE] after a finish_reason");
+            return Ok(StreamState::finish(self));
+        }
+        Err(ended_early("closed it before a finish_reason"))
+    }
 }
 
 #[cfg(test)]
