@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
 use http_body_util::combinators::UnsyncBoxBody;
@@ -17,6 +17,7 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::net::TcpListener;
+use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
 
 use crate::render::{self, Api, Context, Rendered};
@@ -36,6 +37,10 @@ pub struct RecordedRequest {
     pub headers: Vec<(String, String)>,
     /// The JSON body; `Value::Null` when it was not JSON.
     pub body: Value,
+    /// The body's length in bytes, exactly as received.
+    pub body_bytes: usize,
+    /// When the whole request (head and body) had arrived.
+    pub received_at: SystemTime,
 }
 
 impl RecordedRequest {
@@ -57,6 +62,16 @@ struct State {
     requests: Vec<RecordedRequest>,
     connections: usize,
     api_key: Option<String>,
+    /// Gets a copy of every request as it is recorded.
+    subscribers: Vec<mpsc::UnboundedSender<RecordedRequest>>,
+}
+
+impl State {
+    fn record(&mut self, request: RecordedRequest) {
+        self.subscribers
+            .retain(|tx| tx.send(request.clone()).is_ok());
+        self.requests.push(request);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -144,6 +159,14 @@ impl MockModel {
         self.shared.lock().replies.push_back(reply);
     }
 
+    /// A copy of every request received from now on, in order, as it
+    /// arrives (before it is answered).
+    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<RecordedRequest> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.shared.lock().subscribers.push(tx);
+        rx
+    }
+
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.lock().requests.clone()
@@ -174,6 +197,11 @@ async fn serve(listener: TcpListener, shared: Arc<Shared>) {
                 continue;
             }
         };
+        // Without it, Nagle holds each small SSE frame until the last is
+        // acknowledged, and the client's delayed ACK makes that 40 ms.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!("mock model: TCP_NODELAY not set: {e}");
+        }
         shared.lock().connections += 1;
         let shared = Arc::clone(&shared);
         connections.spawn(async move {
@@ -198,6 +226,7 @@ async fn handle(
         Ok(collected) => collected.to_bytes(),
         Err(_) => Bytes::new(),
     };
+    let received_at = SystemTime::now();
     let recorded = RecordedRequest {
         method: parts.method.to_string(),
         path: parts.uri.path().to_owned(),
@@ -212,18 +241,20 @@ async fn handle(
             })
             .collect(),
         body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        body_bytes: bytes.len(),
+        received_at,
     };
     let api = match recorded.path.as_str() {
         "/v1/messages" => Api::Anthropic,
         "/v1/chat/completions" => Api::OpenAi,
         _ => {
-            shared.lock().requests.push(recorded);
+            shared.lock().record(recorded);
             return Ok(plain(StatusCode::NOT_FOUND, "not found".into(), None));
         }
     };
     let (reply, cx) = {
         let mut state = shared.lock();
-        state.requests.push(recorded.clone());
+        state.record(recorded.clone());
         if let Some(refusal) = check_headers(api, &recorded, state.api_key.as_deref()) {
             return Ok(refusal);
         }

@@ -1,0 +1,485 @@
+#!/usr/bin/env python3
+"""mecha's benchmark: the release binary against the mock model server.
+
+Run through bench/run.sh, which builds both binaries first:
+
+    bash bench/run.sh [--runs 30] [--rounds 100] [--repeat 3]
+
+Every figure comes from `mecha run` talking to `mecha-mock-model` on
+127.0.0.1, in a temporary MECHA_HOME and workspace, with a clean
+environment and stdin from /dev/null. Nothing leaves the machine.
+
+  start-up     spawn of `mecha run` -> the mock has the whole first request
+               (the mock stamps arrival with the realtime clock; this script
+               stamps the spawn with the same clock).
+  peak memory  max RSS of `mecha run` over a run of several tool rounds, as
+               GNU time (/usr/bin/time -f %M) reports it. Not wait4 from here:
+               posix_spawn shares this Python's memory until exec, and the
+               kernel carries that peak (~17 MB) into the child's maxrss.
+               time forks mecha from a small process. The figure is the
+               larger of mecha's own peak and that of any child it waited
+               for (the `shell` tool's bash), so an upper bound on mecha's.
+  1st request  the raw HTTP body of the first request, in bytes, per API.
+  CPU / round  user+sys CPU (wait4) of a run of N `fs_read` rounds, minus a
+               1-round run, divided by N-1.
+  4 x sleep 1  one turn with four `shell` calls `sleep 1` (--yes): the time
+               between the mock receiving request 1 and request 2. It
+               includes the mock streaming its answer to request 1 (1 ms
+               between SSE events, about 25 ms for that turn).
+
+Units are decimal: 1 KB = 1000 bytes, 1 MB = 1000 KB. Targets are checked
+against the median (start-up also shows p90). A missed target is reported,
+not an error: the exit status is non-zero only when something could not be
+measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GNU_TIME = "/usr/bin/time"
+
+TARGETS = {
+    "startup_ms": 30.0,
+    "peak_mem_mb": 20.0,
+    "first_request_kb": 12.0,
+    "cpu_per_round_ms": 5.0,
+    "sleep4_s": 1.1,
+}
+
+
+class BenchError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------- the mock
+
+
+class Mock:
+    """`mecha-mock-model` as a child process, serving one script."""
+
+    def __init__(self, binary: Path, workdir: Path, turns: list[dict]):
+        self.dir = Path(tempfile.mkdtemp(prefix="mock-", dir=workdir))
+        self.script = self.dir / "script.json"
+        self.log = self.dir / "requests.jsonl"
+        self.script.write_text(json.dumps({"turns": turns}))
+        self.proc = subprocess.Popen(
+            [str(binary), "--script", str(self.script), "--log", str(self.log)],
+            stdin=subprocess.PIPE,  # the mock exits when this pipe closes
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().decode().strip()
+        if not line.startswith("http://127.0.0.1:"):
+            err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+            self.close()
+            raise BenchError(f"mecha-mock-model did not start: {line!r} {err}")
+        self.url = line
+
+    def requests(self, expected: int = 0) -> list[dict]:
+        """The logged requests; waits up to a second for `expected` of them
+        (the mock writes a line just after it has the request, so one can
+        trail the client's exit by a moment)."""
+        deadline = time.monotonic() + 1.0
+        while True:
+            text = self.log.read_text() if self.log.exists() else ""
+            logged = [json.loads(l) for l in text.splitlines() if l]
+            if len(logged) >= expected or time.monotonic() > deadline:
+                return logged
+            time.sleep(0.002)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream:
+                stream.close()
+
+    def __enter__(self) -> "Mock":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def text_turn(text: str) -> dict:
+    return {"text": text}
+
+
+def call_turn(*calls: tuple[str, dict]) -> dict:
+    return {"tool_calls": [{"name": n, "input": i} for n, i in calls]}
+
+
+# ---------------------------------------------------------------- mecha
+
+
+@dataclass
+class RunResult:
+    spawned_ns: int
+    ended_ns: int
+    status: int
+    cpu_s: float  # user + sys
+    maxrss_kb: int  # KiB, from GNU time; 0 unless asked for
+    stderr: str
+    # With capture: each stdout line and when this process read it.
+    lines: list[tuple[int, str]]
+
+
+class Harness:
+    def __init__(self, mecha: Path, mock_bin: Path, workdir: Path):
+        self.mecha = mecha
+        self.mock_bin = mock_bin
+        self.workdir = workdir
+        self.devnull = os.open(os.devnull, os.O_RDWR)
+        self.homes: dict[str, Path] = {}
+        for api in ("anthropic", "openai"):
+            home = workdir / f"home-{api}"
+            home.mkdir()
+            config = '[provider]\nkind = "anthropic"\n'
+            if api == "openai":
+                config = '[provider]\nkind = "openai"\nmodel = "m"\n'
+            (home / "config.toml").write_text(config)
+            self.homes[api] = home
+
+    def mock(self, turns: list[dict]) -> Mock:
+        return Mock(self.mock_bin, self.workdir, turns)
+
+    def workspace(self) -> Path:
+        ws = Path(tempfile.mkdtemp(prefix="ws-", dir=self.workdir))
+        (ws / "a.txt").write_text("hello\n")
+        return ws
+
+    def env(self, api: str, url: str) -> dict[str, str]:
+        home = str(self.homes[api])
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": home,
+            "MECHA_HOME": home,
+        }
+        if api == "anthropic":
+            env |= {"ANTHROPIC_API_KEY": "x", "ANTHROPIC_BASE_URL": url}
+        else:
+            env |= {"OPENAI_API_KEY": "x", "OPENAI_BASE_URL": url + "/v1"}
+        return env
+
+    def run(
+        self,
+        api: str,
+        mock: Mock,
+        ws: Path,
+        args: list[str],
+        capture: bool = False,
+        rss: bool = False,
+    ) -> RunResult:
+        """Runs `mecha run --yes ARGS` and waits for it with wait4; with
+        `capture`, reads its stdout and stamps each line as it arrives; with
+        `rss`, runs it under GNU time for its max RSS."""
+        argv = [str(self.mecha), "-C", str(ws), "run", "--yes", *args]
+        rss_path = ws.parent / f"rss-{ws.name}.txt"
+        if rss:
+            if not os.access(GNU_TIME, os.X_OK):
+                raise BenchError(f"peak memory needs GNU time at {GNU_TIME} (apt-get install time)")
+            argv = [GNU_TIME, "-f", "%M", "-o", str(rss_path), *argv]
+        err_path = ws.parent / f"stderr-{ws.name}.txt"
+        err_fd = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        # Both ends are close-on-exec; DUP2 gives the child its own stdout.
+        read_fd, write_fd = os.pipe() if capture else (-1, self.devnull)
+        lines: list[tuple[int, str]] = []
+        try:
+            actions = [
+                (os.POSIX_SPAWN_DUP2, self.devnull, 0),
+                (os.POSIX_SPAWN_DUP2, write_fd, 1),
+                (os.POSIX_SPAWN_DUP2, err_fd, 2),
+            ]
+            env = self.env(api, mock.url)
+            spawned = time.time_ns()
+            pid = os.posix_spawn(argv[0], argv, env, file_actions=actions)
+            if capture:
+                os.close(write_fd)
+                with os.fdopen(read_fd, "rb", buffering=0) as out:
+                    pending = b""
+                    while chunk := out.read(65536):
+                        now = time.time_ns()
+                        pending += chunk
+                        *complete, pending = pending.split(b"\n")
+                        lines += [(now, line.decode(errors="replace")) for line in complete]
+            _, wstatus, usage = os.wait4(pid, 0)
+            ended = time.time_ns()
+        finally:
+            os.close(err_fd)
+        status = os.waitstatus_to_exitcode(wstatus)
+        stderr = err_path.read_text(errors="replace")
+        maxrss_kb = 0
+        if rss and status == 0:
+            # GNU time's last line is the figure (earlier ones may note a status).
+            maxrss_kb = int(rss_path.read_text().split()[-1])
+        result = RunResult(
+            spawned,
+            ended,
+            status,
+            usage.ru_utime + usage.ru_stime,
+            maxrss_kb,
+            stderr,
+            lines,
+        )
+        if status != 0:
+            raise BenchError(
+                f"mecha run {' '.join(args)!r} ({api}) exited with {status}:\n{stderr}"
+            )
+        return result
+
+    def close(self) -> None:
+        os.close(self.devnull)
+
+
+# ---------------------------------------------------------------- metrics
+
+
+def percentile(values: list[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * p // 100))  # ceil
+    return ordered[int(rank) - 1]
+
+
+def measure_startup(h: Harness, api: str, runs: int, warmup: int = 3) -> dict:
+    """Spawn -> first request, over `runs` runs (after `warmup` unscored)."""
+    total = runs + warmup
+    delays_ms = []
+    body_bytes = None
+    with h.mock([text_turn("ok")] * total) as mock:
+        ws = h.workspace()
+        for i in range(total):
+            r = h.run(api, mock, ws, ["say ok"])
+            requests = mock.requests(i + 1)
+            if len(requests) != i + 1:
+                raise BenchError(f"expected {i + 1} requests, the mock logged {len(requests)}")
+            if i >= warmup:
+                delays_ms.append((requests[i]["t_ns"] - r.spawned_ns) / 1e6)
+            body_bytes = requests[i]["body_bytes"]
+    return {
+        "median_ms": statistics.median(delays_ms),
+        "p90_ms": percentile(delays_ms, 90),
+        "min_ms": min(delays_ms),
+        "max_ms": max(delays_ms),
+        "runs": runs,
+        "first_request_bytes": body_bytes,
+    }
+
+
+def several_rounds() -> list[dict]:
+    return [
+        call_turn(("fs_write", {"path": "notes/plan.md", "content": "# Plan\n\n- one\n- two\n" * 20})),
+        call_turn(("fs_read", {"path": "notes/plan.md"}), ("fs_list", {"path": "."})),
+        call_turn(("fs_edit", {"path": "notes/plan.md", "old": "# Plan", "new": "# The plan"})),
+        call_turn(("todo", {"items": [{"content": "read the plan", "status": "done"}]})),
+        call_turn(("shell", {"command": "ls -la; echo done"})),
+        call_turn(("fs_read", {"path": "a.txt"})),
+        text_turn("All done."),
+    ]
+
+
+def measure_memory(h: Harness, api: str, repeat: int) -> dict:
+    peaks_kb = []
+    for _ in range(repeat):
+        turns = several_rounds()
+        with h.mock(turns) as mock:
+            r = h.run(api, mock, h.workspace(), ["do the plan"], rss=True)
+            got = len(mock.requests(len(turns)))
+            if got != len(turns):
+                raise BenchError(f"memory run: expected {len(turns)} requests, got {got}:\n{r.stderr}")
+        peaks_kb.append(r.maxrss_kb)
+    mb = [kb * 1024 / 1e6 for kb in peaks_kb]
+    return {"median_mb": statistics.median(mb), "max_mb": max(mb), "rounds": len(several_rounds()) - 1}
+
+
+def cpu_run(h: Harness, api: str, rounds: int, rss: bool = False) -> tuple[float, float, int]:
+    """CPU seconds of a run of `rounds` fs_read rounds, wall s/round, and
+    (with `rss`, which runs it under GNU time) its max RSS in KiB."""
+    turns = [call_turn(("fs_read", {"path": "a.txt"}))] * rounds + [text_turn("done")]
+    with h.mock(turns) as mock:
+        r = h.run(api, mock, h.workspace(), ["--max-turns", str(rounds + 5), "read a.txt"], rss=rss)
+        reqs = mock.requests(rounds + 1)
+    if len(reqs) != rounds + 1:
+        raise BenchError(f"cpu run: expected {rounds + 1} requests, got {len(reqs)}:\n{r.stderr}")
+    wall_per_round = (reqs[-1]["t_ns"] - reqs[0]["t_ns"]) / 1e9 / rounds
+    return r.cpu_s, wall_per_round, r.maxrss_kb
+
+
+def measure_cpu(h: Harness, api: str, rounds: int, repeat: int) -> dict:
+    base = [cpu_run(h, api, 1)[0] for _ in range(repeat)]
+    many = [cpu_run(h, api, rounds) for _ in range(repeat)]
+    base_s = statistics.median(base)
+    many_s = statistics.median(c for c, _, _ in many)
+    return {
+        "per_round_ms": (many_s - base_s) / (rounds - 1) * 1e3,
+        "base_cpu_ms": base_s * 1e3,
+        "many_cpu_ms": many_s * 1e3,
+        "rounds": rounds,
+        "wall_per_round_ms": statistics.median(w for _, w, _ in many) * 1e3,
+        # One more long run, under GNU time (kept out of the CPU figures).
+        "long_run_rss_mb": cpu_run(h, api, rounds, rss=True)[2] * 1024 / 1e6,
+    }
+
+
+def measure_sleep4(h: Harness, api: str, repeat: int) -> dict:
+    """Request 1 -> request 2 around a turn of four `sleep 1` calls; and,
+    from `--output-format stream-json`, the part of it after mecha had the
+    whole answer (its `usage` event), which leaves out the mock's streaming."""
+    turns_s, rounds_s = [], []
+    for _ in range(repeat):
+        turns = [
+            call_turn(*[("shell", {"command": "sleep 1"})] * 4),
+            text_turn("slept"),
+        ]
+        with h.mock(turns) as mock:
+            r = h.run(
+                api, mock, h.workspace(), ["--output-format", "stream-json", "sleep four times"],
+                capture=True,
+            )
+            reqs = mock.requests(2)
+        if len(reqs) != 2:
+            raise BenchError(f"sleep run: expected 2 requests, got {len(reqs)}:\n{r.stderr}")
+        answered = [t for t, line in r.lines if '"usage"' in line]
+        if not answered:
+            raise BenchError(f"sleep run: no usage event in mecha's stream-json:\n{r.lines}")
+        turns_s.append((reqs[1]["t_ns"] - reqs[0]["t_ns"]) / 1e9)
+        rounds_s.append((reqs[1]["t_ns"] - answered[0]) / 1e9)
+    return {
+        "median_s": statistics.median(turns_s),
+        "max_s": max(turns_s),
+        "round_median_s": statistics.median(rounds_s),
+    }
+
+
+def tools_schema_bytes(h: Harness) -> int:
+    home = str(h.homes["anthropic"])
+    out = subprocess.run(
+        [str(h.mecha), "tools", "--schema"],
+        env={"PATH": "/usr/bin:/bin", "HOME": home, "MECHA_HOME": home},
+        cwd=h.workdir,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=True,
+    )
+    return len(out.stdout)
+
+
+# ---------------------------------------------------------------- report
+
+
+def verdict(value: float, target: float) -> str:
+    return "pass" if value <= target else "MISS"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mecha", type=Path, default=ROOT / "target/release/mecha")
+    parser.add_argument("--mock", type=Path, default=ROOT / "target/release/mecha-mock-model")
+    parser.add_argument("--runs", type=int, default=30, help="start-up runs (default 30)")
+    parser.add_argument("--rounds", type=int, default=100, help="tool rounds for CPU (default 100)")
+    parser.add_argument("--repeat", type=int, default=3, help="repeats of the other runs (default 3)")
+    args = parser.parse_args()
+    for binary in (args.mecha, args.mock):
+        if not os.access(binary, os.X_OK):
+            raise BenchError(f"{binary} is missing; build it with bash bench/run.sh")
+    if args.rounds < 2:
+        raise BenchError("--rounds must be at least 2")
+
+    load_before = os.getloadavg()
+    workdir = Path(tempfile.mkdtemp(prefix="mecha-bench-"))
+    h = Harness(args.mecha, args.mock, workdir)
+    try:
+        print(f"measuring (load average {load_before[0]:.2f}, {os.cpu_count()} CPUs) ...", file=sys.stderr)
+        startup = measure_startup(h, "anthropic", args.runs)
+        startup_openai = measure_startup(h, "openai", max(5, args.runs // 3))
+        memory = measure_memory(h, "anthropic", args.repeat)
+        memory_openai = measure_memory(h, "openai", args.repeat)
+        cpu = measure_cpu(h, "anthropic", args.rounds, args.repeat)
+        sleep4 = measure_sleep4(h, "anthropic", args.repeat)
+        schema = tools_schema_bytes(h)
+    finally:
+        h.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+    load_after = os.getloadavg()
+
+    req_a = startup["first_request_bytes"] / 1000
+    req_o = startup_openai["first_request_bytes"] / 1000
+    rows = [
+        ("start-up to 1st request (median)", f"{startup['median_ms']:.1f} ms", f"{TARGETS['startup_ms']:.0f} ms",
+         verdict(startup["median_ms"], TARGETS["startup_ms"])),
+        ("start-up to 1st request (p90)", f"{startup['p90_ms']:.1f} ms", f"{TARGETS['startup_ms']:.0f} ms",
+         verdict(startup["p90_ms"], TARGETS["startup_ms"])),
+        ("peak memory (max RSS)", f"{memory['median_mb']:.1f} MB", f"{TARGETS['peak_mem_mb']:.0f} MB",
+         verdict(memory["median_mb"], TARGETS["peak_mem_mb"])),
+        ("1st request body, Anthropic", f"{req_a:.1f} KB", f"{TARGETS['first_request_kb']:.0f} KB",
+         verdict(req_a, TARGETS["first_request_kb"])),
+        ("1st request body, OpenAI", f"{req_o:.1f} KB", f"{TARGETS['first_request_kb']:.0f} KB",
+         verdict(req_o, TARGETS["first_request_kb"])),
+        ("harness CPU per tool round", f"{cpu['per_round_ms']:.2f} ms", f"{TARGETS['cpu_per_round_ms']:.0f} ms",
+         verdict(cpu["per_round_ms"], TARGETS["cpu_per_round_ms"])),
+        ("4 x `sleep 1` in one turn", f"{sleep4['median_s']:.3f} s", f"{TARGETS['sleep4_s']} s",
+         verdict(sleep4["median_s"], TARGETS["sleep4_s"])),
+    ]
+    widths = [max(len(r[i]) for r in rows + [("metric", "mecha", "target", "")]) for i in range(4)]
+    line = "  ".join("{:<%d}" % w for w in widths)
+    print(line.format("metric", "mecha", "target", "result"))
+    print(line.format(*("-" * w for w in widths)))
+    for row in rows:
+        print(line.format(*row))
+    print()
+    print("details:")
+    print(f"  start-up (Anthropic, {startup['runs']} runs): median {startup['median_ms']:.1f} ms, "
+          f"p90 {startup['p90_ms']:.1f} ms, min {startup['min_ms']:.1f} ms, max {startup['max_ms']:.1f} ms")
+    print(f"  start-up (OpenAI, {startup_openai['runs']} runs): median {startup_openai['median_ms']:.1f} ms, "
+          f"p90 {startup_openai['p90_ms']:.1f} ms")
+    print(f"  peak memory over {memory['rounds']} tool rounds: Anthropic median {memory['median_mb']:.1f} MB "
+          f"(max {memory['max_mb']:.1f}), OpenAI median {memory_openai['median_mb']:.1f} MB "
+          f"(max {memory_openai['max_mb']:.1f}), {args.repeat} runs each")
+    print(f"  1st request: Anthropic {startup['first_request_bytes']} B, OpenAI "
+          f"{startup_openai['first_request_bytes']} B; `mecha tools --schema` is {schema} B")
+    print(f"  CPU: {cpu['rounds']} fs_read rounds {cpu['many_cpu_ms']:.1f} ms, 1 round {cpu['base_cpu_ms']:.1f} ms "
+          f"(medians of {args.repeat}); wall {cpu['wall_per_round_ms']:.2f} ms per round incl. the mock's streaming; "
+          f"peak memory of a {cpu['rounds']}-round run {cpu['long_run_rss_mb']:.1f} MB")
+    print(f"  4 x sleep 1: request 1 -> 2 median {sleep4['median_s']:.3f} s, max {sleep4['max_s']:.3f} s "
+          f"over {args.repeat} runs; answer complete -> request 2 (tool round alone) "
+          f"median {sleep4['round_median_s']:.3f} s")
+    print(f"  load average {load_before[0]:.2f} before, {load_after[0]:.2f} after, on {os.cpu_count()} CPUs")
+    print()
+    print("for the README:")
+    print()
+    print("| metric | mecha | target |")
+    print("|---|---|---|")
+    print(f"| start-up to the first model request (median / p90) | {startup['median_ms']:.1f} / "
+          f"{startup['p90_ms']:.1f} ms | ≤ 30 ms |")
+    print(f"| peak memory (max RSS, {memory['rounds']} tool rounds) | {memory['median_mb']:.1f} MB | ≤ 20 MB |")
+    print(f"| first request (system prompt + tools), Anthropic / OpenAI | {req_a:.1f} / {req_o:.1f} KB | ≤ 12 KB |")
+    print(f"| harness CPU per tool round | {cpu['per_round_ms']:.2f} ms | ≤ 5 ms |")
+    print(f"| four `sleep 1` calls in one turn | {sleep4['median_s']:.2f} s | ≤ 1.1 s |")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BenchError as e:
+        print(f"bench: {e}", file=sys.stderr)
+        sys.exit(1)
