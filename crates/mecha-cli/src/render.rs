@@ -61,14 +61,14 @@ impl EventSink for Text {
                     println!();
                 }
                 let args = serde_json::to_string(&input).unwrap_or_default();
-                eprintln!("→ {name} {}", clip(&args, 160));
+                activity(&format!("→ {name} {}", clip(&args, 160)));
             }
             Event::Gate {
                 id,
                 name,
                 decision: GateVerdict::Denied { reason, .. } | GateVerdict::Blocked { reason, .. },
             } => {
-                eprintln!("✗ {name} refused: {}", clip(&reason, 300));
+                activity(&format!("✗ {name} refused: {}", clip(&reason, 300)));
                 state.refused.insert(id);
             }
             Event::ToolResult {
@@ -80,7 +80,7 @@ impl EventSink for Text {
             } => {
                 if !state.refused.remove(&id) {
                     let mark = if is_error { "✗" } else { "←" };
-                    eprintln!("{mark} {name}: {} ({bytes} bytes)", clip(&summary, 120));
+                    activity(&format!("{mark} {name}: {} ({bytes} bytes)", clip(&summary, 120)));
                 }
             }
             Event::Final { .. } => {
@@ -152,6 +152,15 @@ impl EventSink for Summary {
             _ => {}
         }
     }
+}
+
+/// One line of tool activity on stderr, in one write: stderr is unbuffered,
+/// and a line written piecemeal costs a syscall per piece.
+fn activity(line: &str) {
+    let mut buf = String::with_capacity(line.len() + 1);
+    buf.push_str(line);
+    buf.push('\n');
+    let _ = std::io::stderr().lock().write_all(buf.as_bytes());
 }
 
 fn clip(text: &str, max: usize) -> String {
