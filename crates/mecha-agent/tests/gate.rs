@@ -409,3 +409,33 @@ async fn the_turn_limit_ends_the_run_with_an_outcome() {
         .unwrap();
     assert_eq!(outcome, mecha_agent::Outcome::TurnLimit { turns: 20 });
 }
+
+/// Four real `sleep 1` shell calls in one turn take about one second, not
+/// four. The bound is loose on purpose: it separates concurrent from
+/// sequential, and leaves timing to the benchmark.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_sleeps_in_one_turn_take_about_a_second() {
+    let mut reg = Registry::new();
+    reg.register(Arc::new(mecha_tools::Shell::new(
+        mecha_tools::ShellConfig::default(),
+    )))
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let queue = Queue::new(vec![
+        (0..4)
+            .map(|i| call(&i.to_string(), "shell", json!({"command": "sleep 1"})))
+            .collect(),
+    ]);
+    let agent = agent(queue.clone(), reg, allow_all_gate(), dir.path());
+    let started = std::time::Instant::now();
+    agent
+        .send(&mut session(), "go", &Recorder::default())
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_millis(2500),
+        "took {took:?}: the calls did not overlap"
+    );
+    assert_eq!(results_sent(&queue).len(), 4);
+}
