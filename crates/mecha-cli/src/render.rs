@@ -80,7 +80,10 @@ impl EventSink for Text {
             } => {
                 if !state.refused.remove(&id) {
                     let mark = if is_error { "✗" } else { "←" };
-                    activity(&format!("{mark} {name}: {} ({bytes} bytes)", clip(&summary, 120)));
+                    activity(&format!(
+                        "{mark} {name}: {} ({bytes} bytes)",
+                        clip(&summary, 120)
+                    ));
                 }
             }
             Event::Final { .. } => {
