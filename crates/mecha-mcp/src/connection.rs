@@ -1,0 +1,297 @@
+//! One live session with a server: the process, and rmcp speaking the
+//! protocol over its stdio. This module and `handler.rs` are the only ones
+//! that name rmcp types.
+//!
+//! Tool listings and call results are read as raw JSON rather than through
+//! rmcp's typed structs, so that one odd tool (no `inputSchema`, a content
+//! block of an unknown type) costs that tool or that block, not the whole
+//! answer.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CancelledNotificationParam, ClientRequest, CustomRequest, RequestId};
+use rmcp::service::ClientInitializeError;
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
+use serde_json::{Map, Value, json};
+
+use crate::config::McpServerConfig;
+use crate::error::{Failure, StartError};
+use crate::handler::{Handler, Signals};
+use crate::spawn::{ServerProcess, SpawnOptions, Spawned, spawn};
+
+/// How long to wait for a dying server's exit status and last stderr lines.
+const SETTLE: Duration = Duration::from_millis(500);
+/// A hostile server could hand out cursors forever.
+const MAX_PAGES: usize = 1000;
+
+pub(crate) struct Connection {
+    service: RunningService<RoleClient, Handler>,
+    process: ServerProcess,
+    /// The version the server answered `initialize` with.
+    pub protocol_version: String,
+    /// `name version` from the server's `serverInfo`.
+    pub server_info: Option<String>,
+}
+
+/// A connection and the tools it listed during start-up.
+pub(crate) struct Started {
+    pub connection: Connection,
+    pub tools: Vec<Value>,
+}
+
+/// Spawns the server, shakes hands and lists its tools, all within
+/// `startup_timeout_s`.
+pub(crate) async fn connect(
+    config: &McpServerConfig,
+    opts: &SpawnOptions,
+    signals: std::sync::Arc<Signals>,
+) -> Result<Started, Failure> {
+    let Spawned {
+        stdin,
+        stdout,
+        process,
+    } = spawn(config, opts).map_err(Failure::bare)?;
+    let limit = Duration::from_secs(config.startup_timeout_s);
+    let handler = Handler::new(config.name.clone(), signals);
+    // Each early failure says whether the pipe closed under it: then the
+    // exit status explains more than the closed pipe does.
+    let handshake = async {
+        let service = handler.serve((stdout, stdin)).await.map_err(|e| {
+            let closed = matches!(
+                e,
+                ClientInitializeError::ConnectionClosed(_)
+                    | ClientInitializeError::TransportError { .. }
+            );
+            let error = StartError::Handshake {
+                detail: e.to_string(),
+            };
+            (error, closed)
+        })?;
+        let tools = list_tools(service.peer(), None).await.map_err(|e| {
+            let closed = matches!(e, RequestError::Closed(_));
+            let error = StartError::ListTools {
+                detail: e.to_string(),
+            };
+            (error, closed)
+        })?;
+        Ok::<_, (StartError, bool)>((service, tools))
+    };
+    let error = match tokio::time::timeout(limit, handshake).await {
+        Ok(Ok((service, tools))) => {
+            let info = service.peer_info();
+            let protocol_version = info
+                .as_ref()
+                .map(|i| i.protocol_version.to_string())
+                .unwrap_or_default();
+            let server_info = info
+                .as_ref()
+                .and_then(|i| i.server_info.as_ref())
+                .map(|s| format!("{} {}", s.name, s.version));
+            tracing::debug!(
+                server = %config.name,
+                protocol = %protocol_version,
+                tools = tools.len(),
+                "MCP server ready"
+            );
+            return Ok(Started {
+                connection: Connection {
+                    service,
+                    process,
+                    protocol_version,
+                    server_info,
+                },
+                tools,
+            });
+        }
+        Ok(Err((error, false))) => error,
+        Ok(Err((error, true))) => match process.wait_exit(SETTLE).await {
+            Some(status) => StartError::Exited {
+                status: describe_exit(status),
+            },
+            None => error,
+        },
+        Err(_) => StartError::Timeout {
+            secs: config.startup_timeout_s,
+        },
+    };
+    process.kill();
+    Err(Failure {
+        error,
+        stderr_tail: process.stderr_tail(SETTLE).await,
+    })
+}
+
+impl Connection {
+    /// Whether requests can still reach the server.
+    pub fn is_alive(&self) -> bool {
+        !self.service.peer().is_transport_closed() && self.process.exit_status().is_none()
+    }
+
+    /// `tools/call`, cancelled (`notifications/cancelled`) after `limit`.
+    pub async fn call(
+        &self,
+        raw_name: &str,
+        arguments: Map<String, Value>,
+        limit: Duration,
+    ) -> Result<Value, RequestError> {
+        let params = json!({"name": raw_name, "arguments": arguments});
+        request(self.service.peer(), "tools/call", Some(params), Some(limit)).await
+    }
+
+    /// Every page of `tools/list`, each page within `limit`.
+    pub async fn list_tools(&self, limit: Duration) -> Result<Vec<Value>, RequestError> {
+        list_tools(self.service.peer(), Some(limit)).await
+    }
+
+    /// Why the server went away, for people: its exit status, and the last
+    /// lines of its stderr.
+    pub async fn death(&self) -> (String, Vec<String>) {
+        let status = self.process.wait_exit(SETTLE).await;
+        self.process.kill();
+        let tail = self.process.stderr_tail(SETTLE).await;
+        let reason = match status {
+            Some(status) => format!("it exited ({})", describe_exit(status)),
+            None => "it closed the connection".to_owned(),
+        };
+        (reason, tail)
+    }
+
+    /// Kills the server now, rather than when the last handle drops.
+    pub fn kill(&self) {
+        self.process.kill();
+    }
+}
+
+/// A request that did not produce a result.
+#[derive(Debug, Clone)]
+pub(crate) enum RequestError {
+    /// No answer within the limit; the request was cancelled.
+    Timeout(Duration),
+    /// The transport is gone: the server exited or closed its pipes.
+    Closed(String),
+    /// The server answered with a JSON-RPC error.
+    Refused { code: i32, message: String },
+    /// An answer that is not what the protocol promises.
+    Unexpected(String),
+}
+
+impl fmt::Display for RequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Timeout(d) => write!(f, "no answer within {} s", d.as_secs()),
+            Self::Closed(detail) => write!(f, "the connection closed ({detail})"),
+            Self::Refused { code, message } => write!(f, "{message} (JSON-RPC error {code})"),
+            Self::Unexpected(detail) => f.write_str(detail),
+        }
+    }
+}
+
+impl From<ServiceError> for RequestError {
+    fn from(e: ServiceError) -> Self {
+        match e {
+            ServiceError::McpError(data) => Self::Refused {
+                code: data.code.0,
+                message: data.message.into_owned(),
+            },
+            ServiceError::Timeout { timeout } => Self::Timeout(timeout),
+            ServiceError::TransportClosed
+            | ServiceError::TransportSend(_)
+            | ServiceError::Cancelled { .. } => Self::Closed(e.to_string()),
+            other => Self::Unexpected(other.to_string()),
+        }
+    }
+}
+
+async fn list_tools(
+    peer: &Peer<RoleClient>,
+    limit: Option<Duration>,
+) -> Result<Vec<Value>, RequestError> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut cursors = HashSet::new();
+    for _ in 0..MAX_PAGES {
+        let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
+        let page = request(peer, "tools/list", params, limit).await?;
+        let Some(items) = page.get("tools").and_then(Value::as_array) else {
+            return Err(RequestError::Unexpected(
+                "its tools/list answer has no `tools` array".into(),
+            ));
+        };
+        tools.extend(items.iter().cloned());
+        match page.get("nextCursor").and_then(Value::as_str) {
+            Some(next) if !next.is_empty() => {
+                if !cursors.insert(next.to_owned()) {
+                    return Err(RequestError::Unexpected(format!(
+                        "tools/list handed out the cursor `{next}` twice"
+                    )));
+                }
+                cursor = Some(next.to_owned());
+            }
+            _ => return Ok(tools),
+        }
+    }
+    Err(RequestError::Unexpected(format!(
+        "tools/list went on for more than {MAX_PAGES} pages"
+    )))
+}
+
+/// Sends one request and returns its result as raw JSON.
+async fn request(
+    peer: &Peer<RoleClient>,
+    method: &str,
+    params: Option<Value>,
+    limit: Option<Duration>,
+) -> Result<Value, RequestError> {
+    let request = ClientRequest::CustomRequest(CustomRequest::new(method, params));
+    let options = match limit {
+        Some(limit) => PeerRequestOptions::with_timeout(limit),
+        None => PeerRequestOptions::no_options(),
+    };
+    let handle = peer.send_request_with_option(request, options).await?;
+    let mut guard = CancelOnDrop {
+        peer,
+        id: Some(handle.id.clone()),
+    };
+    // On its own timeout, `await_response` sends notifications/cancelled.
+    let result = handle.await_response().await;
+    guard.id = None;
+    // The untagged result type decodes into whichever variant fits; turning
+    // it back into JSON gives the fields whatever variant that was.
+    serde_json::to_value(result?).map_err(|e| RequestError::Unexpected(e.to_string()))
+}
+
+/// Cancels a request whose caller stopped waiting (the loop dropped the
+/// call), so the server can stop working on it.
+struct CancelOnDrop<'a> {
+    peer: &'a Peer<RoleClient>,
+    id: Option<RequestId>,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let reason = Some("mecha stopped waiting for the result".to_owned());
+            let _ = peer
+                .notify_cancelled(CancelledNotificationParam::new(Some(id), reason))
+                .await;
+        });
+    }
+}
+
+fn describe_exit(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit status {code}"),
+        (None, Some(signal)) => format!("killed by signal {signal}"),
+        _ => status.to_string(),
+    }
+}

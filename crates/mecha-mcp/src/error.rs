@@ -1,0 +1,46 @@
+//! Why a server is not running: what statuses and call failures report.
+
+use crate::config::ConfigError;
+
+/// Why a server could not be started (or restarted).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(
+        "command `{command}` not found on PATH ({path}); install it, or set `command` to its \
+         absolute path"
+    )]
+    NotOnPath { command: String, path: String },
+    #[error("command `{path}` does not exist or is not an executable file")]
+    NotExecutable { path: String },
+    #[error("could not start `{command}`: {error}")]
+    Spawn { command: String, error: String },
+    #[error("it exited during start-up ({status})")]
+    Exited { status: String },
+    #[error(
+        "it did not finish starting (the MCP handshake and tools/list) within {secs} s; raise \
+         `startup_timeout_s` if it is just slow"
+    )]
+    Timeout { secs: u64 },
+    #[error("the MCP handshake failed: {detail}")]
+    Handshake { detail: String },
+    #[error("listing its tools failed: {detail}")]
+    ListTools { detail: String },
+}
+
+/// A failure with the evidence a person needs to fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Failure {
+    pub error: StartError,
+    pub stderr_tail: Vec<String>,
+}
+
+impl Failure {
+    pub fn bare(error: impl Into<StartError>) -> Self {
+        Self {
+            error: error.into(),
+            stderr_tail: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,411 @@
+//! Starting a server process: resolving its command against mecha's own
+//! PATH, building its environment from the allowlist, running it in the
+//! workspace in its own process group, and draining its stderr.
+//!
+//! The environment is the rule that matters most: a server is third-party
+//! code, so it starts from `env_clear()` and gets only what is named.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ffi::{OsStr, OsString};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal, kill_process_group};
+use tokio::io::AsyncReadExt;
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::sync::watch;
+
+use crate::config::McpServerConfig;
+use crate::error::StartError;
+
+/// Inherited from mecha when present, because most runtimes cannot start
+/// without them.
+pub const BASE_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ"];
+
+/// Lines of stderr kept for error messages.
+pub(crate) const STDERR_TAIL_LINES: usize = 20;
+/// Longest stderr line kept; a server that writes megabytes without a
+/// newline must not grow memory.
+const STDERR_MAX_LINE: usize = 2048;
+
+/// What every server of a run shares: where it starts and what it may
+/// inherit.
+#[derive(Debug, Clone)]
+pub struct SpawnOptions {
+    /// The run's workspace: every server's working directory.
+    pub workspace: PathBuf,
+    /// `[agent] timezone`, handed to every server as `MECHA_TZ`.
+    pub timezone: Option<String>,
+    /// mecha's own environment: the only source of inherited variables and
+    /// the PATH a bare command resolves against.
+    pub parent_env: Vec<(OsString, OsString)>,
+}
+
+impl SpawnOptions {
+    /// Options for `workspace`, inheriting from this process's environment.
+    pub fn new(workspace: impl Into<PathBuf>) -> Self {
+        Self {
+            workspace: workspace.into(),
+            timezone: None,
+            parent_env: std::env::vars_os().collect(),
+        }
+    }
+
+    #[must_use]
+    pub fn with_timezone(mut self, timezone: impl Into<String>) -> Self {
+        self.timezone = Some(timezone.into());
+        self
+    }
+
+    /// Replaces the environment servers inherit from (tests; a front end
+    /// that runs on behalf of someone else).
+    #[must_use]
+    pub fn with_parent_env<K, V>(mut self, env: impl IntoIterator<Item = (K, V)>) -> Self
+    where
+        K: Into<OsString>,
+        V: Into<OsString>,
+    {
+        self.parent_env = env.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+        self
+    }
+
+    fn parent_var(&self, name: &str) -> Option<&OsStr> {
+        self.parent_env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_os_str())
+    }
+}
+
+/// The exact environment `config`'s server gets: the base allowlist,
+/// `MECHA_TZ`, `env_passthrough`, then the literal `env`, which wins.
+pub fn server_env(config: &McpServerConfig, opts: &SpawnOptions) -> BTreeMap<OsString, OsString> {
+    let mut env = BTreeMap::new();
+    for name in BASE_ENV {
+        if let Some(value) = opts.parent_var(name) {
+            env.insert(OsString::from(name), value.to_owned());
+        }
+    }
+    if let Some(tz) = &opts.timezone {
+        env.insert(OsString::from("MECHA_TZ"), OsString::from(tz));
+    }
+    for name in &config.env_passthrough {
+        match opts.parent_var(name) {
+            Some(value) => {
+                env.insert(OsString::from(name), value.to_owned());
+            }
+            None => tracing::debug!(
+                server = %config.name,
+                var = %name,
+                "env_passthrough names a variable mecha's environment does not have"
+            ),
+        }
+    }
+    for (name, value) in &config.env {
+        env.insert(OsString::from(name), OsString::from(value));
+    }
+    env
+}
+
+/// Finds the program: a bare name on mecha's PATH (never the server's, and
+/// never the current directory through an empty PATH entry), a path as is.
+pub(crate) fn resolve_command(command: &str, opts: &SpawnOptions) -> Result<PathBuf, StartError> {
+    if command.contains('/') {
+        let path = Path::new(command);
+        let path = if path.is_relative() {
+            std::env::current_dir()
+                .map(|cwd| cwd.join(path))
+                .unwrap_or_else(|_| path.to_owned())
+        } else {
+            path.to_owned()
+        };
+        return if is_executable(&path) {
+            Ok(path)
+        } else {
+            Err(StartError::NotExecutable {
+                path: path.display().to_string(),
+            })
+        };
+    }
+    let path_var = opts.parent_var("PATH").unwrap_or_default();
+    std::env::split_paths(path_var)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(command))
+        .find(|candidate| is_executable(candidate))
+        .ok_or_else(|| StartError::NotOnPath {
+            command: command.to_owned(),
+            path: path_var.to_string_lossy().into_owned(),
+        })
+}
+
+fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// A started server: its pipes, and the process it runs in.
+pub(crate) struct Spawned {
+    pub stdin: ChildStdin,
+    pub stdout: ChildStdout,
+    pub process: ServerProcess,
+}
+
+/// Starts `config`'s server in `opts.workspace`, in a new process group.
+pub(crate) fn spawn(config: &McpServerConfig, opts: &SpawnOptions) -> Result<Spawned, StartError> {
+    let program = resolve_command(&config.command, opts)?;
+    let mut cmd = Command::new(&program);
+    cmd.args(&config.args)
+        .env_clear()
+        .envs(server_env(config, opts))
+        .current_dir(&opts.workspace)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd.spawn().map_err(|e| StartError::Spawn {
+        command: program.display().to_string(),
+        error: e.to_string(),
+    })?;
+    let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let group = Group::new(child.id());
+    let (exit_tx, exit_rx) = watch::channel(None);
+    // The waiter owns the child; the group guard is what kills it.
+    tokio::spawn(async move {
+        let status = child.wait().await.ok();
+        let _ = exit_tx.send(status);
+    });
+    let (Some(stdin), Some(stdout), Some(stderr)) = pipes else {
+        return Err(StartError::Spawn {
+            command: program.display().to_string(),
+            error: "its stdio pipes were not created".into(),
+        });
+    };
+    let stderr = StderrLog::drain(stderr, config.name.clone());
+    Ok(Spawned {
+        stdin,
+        stdout,
+        process: ServerProcess {
+            group,
+            exit: exit_rx,
+            stderr,
+        },
+    })
+}
+
+/// The server's process group and its stderr; dropping it kills the group.
+pub(crate) struct ServerProcess {
+    group: Group,
+    exit: watch::Receiver<Option<ExitStatus>>,
+    stderr: StderrLog,
+}
+
+impl ServerProcess {
+    /// The exit status, once the server has exited.
+    pub fn exit_status(&self) -> Option<ExitStatus> {
+        *self.exit.borrow()
+    }
+
+    /// Waits up to `limit` for the server to exit.
+    pub async fn wait_exit(&self, limit: Duration) -> Option<ExitStatus> {
+        let mut exit = self.exit.clone();
+        let waited = tokio::time::timeout(limit, exit.wait_for(Option::is_some)).await;
+        match waited {
+            Ok(Ok(status)) => *status,
+            _ => self.exit_status(),
+        }
+    }
+
+    /// Kills the whole group now.
+    pub fn kill(&self) {
+        self.group.kill();
+    }
+
+    /// The last lines of stderr, after giving the reader up to `limit` to
+    /// catch up with a server that has just exited or been killed.
+    pub async fn stderr_tail(&self, limit: Duration) -> Vec<String> {
+        self.stderr.settle(limit).await;
+        self.stderr.tail()
+    }
+}
+
+/// A process group, SIGKILLed whole when dropped, so an `npx` launcher's
+/// real server dies with it.
+struct Group {
+    pgid: Option<Pid>,
+}
+
+impl Group {
+    fn new(id: Option<u32>) -> Self {
+        // `process_group(0)` makes the server the leader, so its pid is the
+        // pgid. Never 0 or 1: those would signal mecha's own group or every
+        // process it may signal.
+        let pgid = id
+            .and_then(|id| i32::try_from(id).ok())
+            .filter(|&id| id > 1)
+            .and_then(Pid::from_raw);
+        Self { pgid }
+    }
+
+    fn kill(&self) {
+        if let Some(pgid) = self.pgid {
+            // ESRCH (already gone) is the common case.
+            let _ = kill_process_group(pgid, Signal::KILL);
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A server's stderr, read continuously (a full pipe would block a chatty
+/// server) into `tracing` at debug level, with the last lines kept.
+struct StderrLog {
+    tail: Arc<Mutex<VecDeque<String>>>,
+    done: watch::Receiver<bool>,
+}
+
+impl StderrLog {
+    fn drain(mut stderr: ChildStderr, server: String) -> Self {
+        let tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_LINES)));
+        let (done_tx, done) = watch::channel(false);
+        let keep = Arc::clone(&tail);
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 8192];
+            let mut line = Vec::new();
+            loop {
+                let n = match stderr.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                for &byte in buf.get(..n).unwrap_or_default() {
+                    if byte == b'\n' {
+                        emit(&server, &keep, &mut line);
+                    } else if line.len() < STDERR_MAX_LINE {
+                        line.push(byte);
+                    }
+                }
+            }
+            if !line.is_empty() {
+                emit(&server, &keep, &mut line);
+            }
+            let _ = done_tx.send(true);
+        });
+        Self { tail, done }
+    }
+
+    async fn settle(&self, limit: Duration) {
+        let mut done = self.done.clone();
+        let _ = tokio::time::timeout(limit, done.wait_for(|d| *d)).await;
+    }
+
+    fn tail(&self) -> Vec<String> {
+        lock(&self.tail).iter().cloned().collect()
+    }
+}
+
+fn emit(server: &str, tail: &Mutex<VecDeque<String>>, line: &mut Vec<u8>) {
+    let text = String::from_utf8_lossy(line)
+        .trim_end_matches('\r')
+        .to_owned();
+    line.clear();
+    tracing::debug!(target: "mecha_mcp::stderr", server = %server, "{text}");
+    let mut tail = lock(tail);
+    if tail.len() == STDERR_TAIL_LINES {
+        tail.pop_front();
+    }
+    tail.push_back(text);
+}
+
+/// Locks, shrugging off poisoning: every critical section here leaves the
+/// data consistent.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn opts(env: &[(&str, &str)]) -> SpawnOptions {
+        SpawnOptions::new("/tmp").with_parent_env(env.iter().map(|(k, v)| (*k, *v)))
+    }
+
+    fn names(env: &BTreeMap<OsString, OsString>) -> Vec<&str> {
+        env.keys().map(|k| k.to_str().unwrap()).collect()
+    }
+
+    #[test]
+    fn env_is_the_allowlist_plus_what_is_named() {
+        let parent = opts(&[
+            ("PATH", "/usr/bin"),
+            ("HOME", "/home/me"),
+            ("LANG", "C.UTF-8"),
+            ("ANTHROPIC_API_KEY", "sk-secret"),
+            ("LD_PRELOAD", "/evil.so"),
+            ("NOTES_API_TOKEN", "tok"),
+        ])
+        .with_timezone("Europe/Berlin");
+        let mut config = McpServerConfig::new("notes", "notes-mcp");
+        config.env_passthrough = vec!["NOTES_API_TOKEN".into(), "ABSENT".into()];
+        config.env.insert("NOTES_REGION".into(), "us".into());
+        let env = server_env(&config, &parent);
+        assert_eq!(
+            names(&env),
+            [
+                "HOME",
+                "LANG",
+                "MECHA_TZ",
+                "NOTES_API_TOKEN",
+                "NOTES_REGION",
+                "PATH"
+            ]
+        );
+        assert_eq!(env[OsStr::new("MECHA_TZ")], "Europe/Berlin");
+    }
+
+    #[test]
+    fn an_explicit_mecha_tz_wins() {
+        let mut config = McpServerConfig::new("t", "t");
+        config.env.insert("MECHA_TZ".into(), "UTC".into());
+        let env = server_env(&config, &opts(&[]).with_timezone("Asia/Tokyo"));
+        assert_eq!(env[OsStr::new("MECHA_TZ")], "UTC");
+        assert_eq!(names(&env), ["MECHA_TZ"]);
+    }
+
+    #[test]
+    fn bare_names_resolve_on_mechas_path_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("my-mcp");
+        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = format!("/nonexistent:{}", dir.path().display());
+        assert_eq!(
+            resolve_command("my-mcp", &opts(&[("PATH", &path)])).unwrap(),
+            exe
+        );
+        let e = resolve_command("my-mcp", &opts(&[("PATH", "/usr/bin")])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "command `my-mcp` not found on PATH (/usr/bin); install it, or set `command` to its \
+             absolute path"
+        );
+        // A relative PATH entry would mean "wherever mecha was started".
+        let e = resolve_command("my-mcp", &opts(&[("PATH", "")])).unwrap_err();
+        assert!(matches!(e, StartError::NotOnPath { .. }));
+        // Not executable.
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(resolve_command("my-mcp", &opts(&[("PATH", &path)])).is_err());
+        assert!(matches!(
+            resolve_command(exe.to_str().unwrap(), &opts(&[])),
+            Err(StartError::NotExecutable { .. })
+        ));
+    }
+}

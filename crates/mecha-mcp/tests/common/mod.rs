@@ -1,0 +1,189 @@
+//! Shared by the integration tests: the fixture server, the reference npm
+//! servers, and small helpers.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, OnceLock};
+
+use mecha_core::{Tool, ToolCtx, ToolOutput};
+use mecha_mcp::{McpHub, McpServerConfig, ServerState, ServerStatus, SpawnOptions};
+use serde_json::Value;
+
+/// The fixture binary, built once per test process. It lives in
+/// `mecha-testkit`, and Cargo builds another package's binaries only when
+/// asked.
+pub fn fixture() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        // target/<profile>/deps/<this test> -> target/<profile>
+        let exe = std::env::current_exe().expect("test binary path");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target/<profile>")
+            .to_owned();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut build = Command::new(cargo);
+        build.args([
+            "build",
+            "--quiet",
+            "-p",
+            "mecha-testkit",
+            "--bin",
+            "mecha-fixture-mcp",
+        ]);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        // Cargo sets these for the test process. Passed on, they reach build
+        // scripts that track them (ring's tracks CARGO_MANIFEST_DIR), and the
+        // outer and inner builds would keep rebuilding each other's crates.
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            let per_package = [
+                "CARGO_MANIFEST_",
+                "CARGO_PKG_",
+                "CARGO_CRATE_",
+                "CARGO_BIN_",
+            ]
+            .iter()
+            .any(|p| key.starts_with(p))
+                || [
+                    "CARGO_PRIMARY_PACKAGE",
+                    "CARGO_TARGET_TMPDIR",
+                    "CARGO_RUSTC_CURRENT_DIR",
+                ]
+                .contains(&key.as_ref());
+            if per_package {
+                build.env_remove(key.as_ref());
+            }
+        }
+        let status = build.status().expect("run cargo build for the fixture");
+        assert!(status.success(), "building mecha-fixture-mcp failed");
+        let bin = profile_dir.join("mecha-fixture-mcp");
+        assert!(bin.exists(), "{} missing after build", bin.display());
+        bin
+    })
+}
+
+/// A fixture server named `name`, started with `args`.
+pub fn fixture_config(name: &str, args: &[&str]) -> McpServerConfig {
+    let mut config = McpServerConfig::new(name, fixture().to_string_lossy());
+    config.args = args.iter().map(|a| (*a).to_owned()).collect();
+    config
+}
+
+/// Spawn options for `workspace` with a small, known parent environment.
+pub fn opts(workspace: &Path) -> SpawnOptions {
+    SpawnOptions::new(workspace).with_parent_env([
+        ("PATH", std::env::var("PATH").unwrap_or_default()),
+        ("HOME", "/home/tester".to_owned()),
+    ])
+}
+
+pub fn ctx(workspace: &Path) -> ToolCtx {
+    ToolCtx::new(workspace, 1 << 20).expect("tool ctx")
+}
+
+pub fn tool(hub: &McpHub, name: &str) -> Arc<dyn Tool> {
+    let tools = hub.tools();
+    let names: Vec<String> = tools.iter().map(|t| t.name().to_owned()).collect();
+    tools
+        .into_iter()
+        .find(|t| t.name() == name)
+        .unwrap_or_else(|| panic!("no tool `{name}` among {names:?}"))
+}
+
+pub async fn call(hub: &McpHub, name: &str, input: Value, workspace: &Path) -> ToolOutput {
+    tool(hub, name)
+        .call(input, &ctx(workspace))
+        .await
+        .expect("MCP tools never return Err")
+}
+
+pub fn status<'a>(statuses: &'a [ServerStatus], name: &str) -> &'a ServerStatus {
+    statuses
+        .iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("no status for `{name}`"))
+}
+
+/// The failure reason and stderr tail of a failed server; panics if ready.
+pub fn failure(statuses: &[ServerStatus], name: &str) -> (String, Vec<String>) {
+    match &status(statuses, name).state {
+        ServerState::Failed {
+            reason,
+            stderr_tail,
+        } => (reason.clone(), stderr_tail.clone()),
+        ServerState::Ready { .. } => panic!("`{name}` is ready, expected a failure"),
+    }
+}
+
+pub fn tool_names(hub: &McpHub) -> Vec<String> {
+    hub.tools().iter().map(|t| t.name().to_owned()).collect()
+}
+
+/// Where the reference npm servers are installed, or `None` (with a notice)
+/// when they are not and this is not CI. In CI a missing install fails.
+pub fn npm_servers() -> Option<PathBuf> {
+    let dir = std::env::var_os("MECHA_MCP_SERVERS_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-servers"),
+        PathBuf::from,
+    );
+    let bin = dir.join("node_modules/.bin");
+    let have_node = which("node").is_some();
+    let have_servers = ["mcp-server-everything", "mcp-server-filesystem"]
+        .iter()
+        .all(|b| bin.join(b).exists());
+    if have_node && have_servers {
+        return Some(bin);
+    }
+    let what = if have_node {
+        format!(
+            "the reference MCP servers are not installed in {}; install them with: npm install \
+             --prefix {} @modelcontextprotocol/server-everything \
+             @modelcontextprotocol/server-filesystem (or point MECHA_MCP_SERVERS_DIR at an \
+             install)",
+            dir.display(),
+            dir.display()
+        )
+    } else {
+        "`node` is not on PATH; install Node.js (20 or newer) and npm".to_owned()
+    };
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{what}");
+    }
+    eprintln!("SKIPPED: {what}");
+    None
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Whether a process still exists (a zombie counts as gone).
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            // The state follows the parenthesised command name.
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+/// Polls `cond` for up to five seconds.
+pub async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
+    for _ in 0..100 {
+        if cond() {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    cond()
+}
