@@ -95,7 +95,7 @@ async fn the_working_directory_is_the_workspace() {
 #[tokio::test]
 async fn a_bare_command_resolves_against_mechas_path_not_the_servers() {
     let ws = tempfile::tempdir().unwrap();
-    let bin_dir = fixture().parent().unwrap().to_str().unwrap().to_owned();
+    let bin_dir = fixture_mcp().parent().unwrap().to_str().unwrap().to_owned();
     let parent = SpawnOptions::new(ws.path()).with_parent_env([("PATH", bin_dir.as_str())]);
     let mut config = mecha_mcp::McpServerConfig::new("fx", "mecha-fixture-mcp");
     // The server's own PATH could never find it.

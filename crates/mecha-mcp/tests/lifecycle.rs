@@ -230,7 +230,7 @@ async fn the_process_group_dies_with_the_hub() {
     let script = format!(
         "sleep 600 & echo $! > {}; exec {}",
         pidfile.display(),
-        fixture().display()
+        fixture_mcp().display()
     );
     let mut config = mecha_mcp::McpServerConfig::new("fx", "/bin/sh");
     config.args = vec!["-c".into(), script];

@@ -1,4 +1,5 @@
-//! Test support for mecha: [`MockModel`], a local HTTP server that answers
+//! Test support for mecha: [`fixture_mcp`] finds (building if needed) the
+//! misbehaving fixture MCP server, and [`MockModel`] is a local HTTP server that answers
 //! like the Anthropic Messages API (`/v1/messages`) and the OpenAI Chat
 //! Completions API (`/v1/chat/completions`), streaming scripted turns as
 //! SSE the way the real APIs do, plus the faults a real API produces:
@@ -10,10 +11,12 @@
 //! deliberately does not model anything a provider does not see on the
 //! wire: no tokenizer, no real usage accounting, no prompt caching.
 
+mod fixture;
 mod mock_model;
 mod render;
 mod reply;
 
+pub use fixture::fixture_mcp;
 pub use mock_model::{MockModel, RecordedRequest};
 pub use reply::MockReply;
 

@@ -4,73 +4,16 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use mecha_core::{Tool, ToolCtx, ToolOutput};
 use mecha_mcp::{McpHub, McpServerConfig, ServerState, ServerStatus, SpawnOptions};
+pub use mecha_testkit::fixture_mcp;
 use serde_json::Value;
-
-/// The fixture binary, built once per test process. It lives in
-/// `mecha-testkit`, and Cargo builds another package's binaries only when
-/// asked.
-pub fn fixture() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        // target/<profile>/deps/<this test> -> target/<profile>
-        let exe = std::env::current_exe().expect("test binary path");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>")
-            .to_owned();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut build = Command::new(cargo);
-        build.args([
-            "build",
-            "--quiet",
-            "-p",
-            "mecha-testkit",
-            "--bin",
-            "mecha-fixture-mcp",
-        ]);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            build.arg("--release");
-        }
-        // Cargo sets these for the test process. Passed on, they reach build
-        // scripts that track them (ring's tracks CARGO_MANIFEST_DIR), and the
-        // outer and inner builds would keep rebuilding each other's crates.
-        for (key, _) in std::env::vars_os() {
-            let key = key.to_string_lossy();
-            let per_package = [
-                "CARGO_MANIFEST_",
-                "CARGO_PKG_",
-                "CARGO_CRATE_",
-                "CARGO_BIN_",
-            ]
-            .iter()
-            .any(|p| key.starts_with(p))
-                || [
-                    "CARGO_PRIMARY_PACKAGE",
-                    "CARGO_TARGET_TMPDIR",
-                    "CARGO_RUSTC_CURRENT_DIR",
-                ]
-                .contains(&key.as_ref());
-            if per_package {
-                build.env_remove(key.as_ref());
-            }
-        }
-        let status = build.status().expect("run cargo build for the fixture");
-        assert!(status.success(), "building mecha-fixture-mcp failed");
-        let bin = profile_dir.join("mecha-fixture-mcp");
-        assert!(bin.exists(), "{} missing after build", bin.display());
-        bin
-    })
-}
 
 /// A fixture server named `name`, started with `args`.
 pub fn fixture_config(name: &str, args: &[&str]) -> McpServerConfig {
-    let mut config = McpServerConfig::new(name, fixture().to_string_lossy());
+    let mut config = McpServerConfig::new(name, fixture_mcp().to_string_lossy());
     config.args = args.iter().map(|a| (*a).to_owned()).collect();
     config
 }
