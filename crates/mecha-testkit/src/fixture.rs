@@ -1,4 +1,8 @@
 //! Locating the fixture MCP server binary from another package's tests.
+//!
+//! Only tests call this, and a fixture that cannot be built is a failed
+//! test, so it panics with the reason rather than returning an error.
+#![allow(clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
