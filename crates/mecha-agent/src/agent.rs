@@ -1,7 +1,9 @@
 //! The loop: ask the model, gate and run the tools it calls, feed the
 //! results back, until it answers or the turn limit is reached.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
 
 use mecha_core::{
     Block, Call, Message, Registry, Role, StopReason, Taint, ToolCall, ToolCtx, ToolDefinition,
@@ -59,15 +61,39 @@ pub enum AgentError {
     },
 }
 
+/// A source of tool-list changes between turns (an MCP server announcing
+/// new tools). Asked before every model request.
+#[async_trait]
+pub trait ToolRefresh: Send + Sync {
+    /// `Some` replaces the run's tools. It changes the front of the cached
+    /// prefix, so it should answer `Some` only when something changed.
+    async fn refresh(&self, current: &Registry) -> Option<Registry>;
+}
+
+/// The tools of a run and their definitions, replaced together.
+struct ToolSet {
+    registry: Registry,
+    /// Computed once per set: the tool list is the front of the cached
+    /// prefix and must be byte-identical on every request.
+    definitions: Vec<ToolDefinition>,
+}
+
+impl ToolSet {
+    fn new(registry: Registry) -> Arc<Self> {
+        Arc::new(Self {
+            definitions: registry.definitions(),
+            registry,
+        })
+    }
+}
+
 /// An agent: a provider, the tools, the gate, and the context tools run in.
 /// It holds every part as a trait object and names no concrete tool or
 /// provider.
 pub struct Agent {
     provider: Arc<dyn Provider>,
-    registry: Registry,
-    /// Computed once: the tool list is the front of the cached prefix and
-    /// must be byte-identical on every request.
-    definitions: Vec<ToolDefinition>,
+    tools: Mutex<Arc<ToolSet>>,
+    refresh: Option<Arc<dyn ToolRefresh>>,
     system: String,
     gate: Gate,
     ctx: ToolCtx,
@@ -85,8 +111,8 @@ impl Agent {
     ) -> Self {
         Self {
             provider,
-            definitions: registry.definitions(),
-            registry,
+            tools: Mutex::new(ToolSet::new(registry)),
+            refresh: None,
             system,
             gate,
             ctx,
@@ -94,8 +120,37 @@ impl Agent {
         }
     }
 
-    pub fn registry(&self) -> &Registry {
-        &self.registry
+    /// Picks up tool-list changes from `refresh` at every turn boundary.
+    #[must_use]
+    pub fn with_refresh(mut self, refresh: Arc<dyn ToolRefresh>) -> Self {
+        self.refresh = Some(refresh);
+        self
+    }
+
+    /// The tools as they stand, after any change announced since the last
+    /// turn.
+    async fn current_tools(&self) -> Arc<ToolSet> {
+        let current = self.snapshot();
+        let Some(refresh) = &self.refresh else {
+            return current;
+        };
+        match refresh.refresh(&current.registry).await {
+            Some(registry) => {
+                let replaced = ToolSet::new(registry);
+                if let Ok(mut tools) = self.tools.lock() {
+                    *tools = Arc::clone(&replaced);
+                }
+                replaced
+            }
+            None => current,
+        }
+    }
+
+    fn snapshot(&self) -> Arc<ToolSet> {
+        match self.tools.lock() {
+            Ok(tools) => Arc::clone(&tools),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
     }
 
     /// Adds `prompt` to the session and runs until the model answers.
@@ -109,9 +164,10 @@ impl Agent {
         for _ in 0..self.limits.max_turns {
             session.turns += 1;
             let turn = session.turns;
+            let tools = self.current_tools().await;
             let request = Request {
                 system: &self.system,
-                tools: &self.definitions,
+                tools: &tools.definitions,
                 messages: &session.messages,
             };
             let mut on_text = |text: &str| {
@@ -134,7 +190,9 @@ impl Agent {
                     stop_reason: response.stop_reason,
                 });
             }
-            let results = self.dispatch(session, turn, &calls, events).await?;
+            let results = self
+                .dispatch(&tools.registry, session, turn, &calls, events)
+                .await?;
             session.messages.push(Message {
                 role: Role::User,
                 content: results,
@@ -149,6 +207,7 @@ impl Agent {
     /// returns the results in call order.
     async fn dispatch(
         &self,
+        registry: &Registry,
         session: &mut Session,
         turn: u32,
         calls: &[ToolCall],
@@ -161,7 +220,7 @@ impl Agent {
                 name: call.name.clone(),
                 input: call.input.clone(),
             });
-            let verdict = self.gate.judge(&self.registry, session.taint, call).await;
+            let verdict = self.gate.judge(registry, session.taint, call).await;
             events.emit(Event::Gate {
                 id: call.id.clone(),
                 name: call.name.clone(),
@@ -180,7 +239,7 @@ impl Agent {
             })
             .collect();
         let mut executed = run_batch(
-            &self.registry,
+            registry,
             &self.ctx,
             turn,
             self.limits.turn_budget,
@@ -201,7 +260,7 @@ impl Agent {
                             name: call.name.clone(),
                             source,
                         })?;
-                    if let Some(tool) = self.registry.get(&call.name) {
+                    if let Some(tool) = registry.get(&call.name) {
                         session.taint.record(tool.capabilities(), &output);
                     }
                     output

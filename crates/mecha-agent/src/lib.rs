@@ -11,7 +11,7 @@ mod gate;
 mod hook;
 mod validate;
 
-pub use agent::{Agent, AgentError, Limits, Outcome, Session};
+pub use agent::{Agent, AgentError, Limits, Outcome, Session, ToolRefresh};
 pub use events::{Event, EventSink, GateStage, GateVerdict};
 pub use gate::Gate;
 pub use hook::Hook;

@@ -26,6 +26,11 @@ struct Cli {
     #[arg(short = 'C', long, global = true, value_name = "DIR")]
     workspace: Option<PathBuf>,
 
+    /// Add the MCP servers of an mcpServers JSON file (Claude Desktop's,
+    /// a .mcp.json) for this run; repeatable.
+    #[arg(long, global = true, value_name = "PATH")]
+    mcp_file: Vec<PathBuf>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -38,6 +43,9 @@ enum Command {
     Chat(commands::chat::ChatArgs),
     /// List the tools a run would get, with the active sandbox.
     Tools(commands::tools::ToolsArgs),
+    /// The configured MCP servers: list them, or check one.
+    #[command(subcommand)]
+    Mcp(commands::mcp::McpCommand),
 }
 
 /// A failure, and which exit code it earns.
@@ -86,11 +94,18 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         ))
     })?;
     let home = config::mecha_home()?;
-    let settings = config::Settings::load(&home, &workspace)?;
+    let mut settings = config::Settings::load(&home, &workspace)?;
+    for file in &cli.mcp_file {
+        settings.import_mcp_file(file, "--mcp-file")?;
+    }
+    for warning in &settings.warnings {
+        eprintln!("mecha: warning: {warning}");
+    }
     match cli.command {
         Command::Run(args) => commands::run::run(args, settings, &workspace),
         Command::Chat(args) => commands::chat::run(args, settings, &workspace),
-        Command::Tools(args) => commands::tools::run(args, settings).map(|()| 0),
+        Command::Tools(args) => commands::tools::run(args, settings, &workspace).map(|()| 0),
+        Command::Mcp(command) => commands::mcp::run(command, settings, &workspace),
     }
 }
 

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 
 use clap::Args;
-use mecha_agent::{Event, Outcome, Session};
+use mecha_agent::{Agent, Event, EventSink, Outcome, Session};
 
 use crate::Failure;
 use crate::commands::RunOptions;
@@ -20,9 +20,20 @@ pub struct ChatArgs {
 }
 
 pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, Failure> {
-    let agent = build_agent(settings, &args.options, workspace)?;
     let events = sink(OutputFormat::Text);
     let runtime = crate::runtime()?;
+    let (agent, toolbox) = runtime.block_on(build_agent(settings, &args.options, workspace))?;
+    let ended = converse(&runtime, &agent, events.as_ref());
+    toolbox.shutdown();
+    ended
+}
+
+/// Reads prompts until an empty line or end of input.
+fn converse(
+    runtime: &tokio::runtime::Runtime,
+    agent: &Agent,
+    events: &dyn EventSink,
+) -> Result<u8, Failure> {
     let mut session = Session::default();
     eprintln!("mecha chat: one prompt per line; an empty line or Ctrl-D ends it.");
     loop {
@@ -41,7 +52,7 @@ pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, F
         let before = session.messages.len();
         let outcome = runtime.block_on(async {
             tokio::select! {
-                outcome = agent.send(&mut session, prompt, events.as_ref()) => Some(outcome),
+                outcome = agent.send(&mut session, prompt, events) => Some(outcome),
                 _ = tokio::signal::ctrl_c() => None,
             }
         });

@@ -4,7 +4,7 @@ use std::io::Read;
 use std::path::Path;
 
 use clap::Args;
-use mecha_agent::{Event, Outcome, Session};
+use mecha_agent::{Agent, Event, EventSink, Outcome, Session};
 
 use crate::Failure;
 use crate::commands::RunOptions;
@@ -44,13 +44,22 @@ pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Fa
             "the prompt is empty; say what to do".to_owned(),
         ));
     }
-    let agent = build_agent(settings, &args.options, workspace)?;
     let events = sink(args.output_format);
     let runtime = crate::runtime()?;
     runtime.block_on(async {
+        let (agent, toolbox) = build_agent(settings, &args.options, workspace).await?;
+        let code = drive(&agent, &prompt, events.as_ref()).await;
+        toolbox.shutdown();
+        code
+    })
+}
+
+/// Runs the prompt to its end, or until Ctrl-C.
+async fn drive(agent: &Agent, prompt: &str, events: &dyn EventSink) -> Result<u8, Failure> {
+    {
         let mut session = Session::default();
         let outcome = tokio::select! {
-            outcome = agent.send(&mut session, &prompt, events.as_ref()) => outcome,
+            outcome = agent.send(&mut session, prompt, events) => outcome,
             _ = tokio::signal::ctrl_c() => {
                 eprintln!("\nmecha: interrupted; running tools were stopped");
                 return Ok(EXIT_INTERRUPTED);
@@ -75,5 +84,5 @@ pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Fa
             taint: session.taint,
         });
         Ok(code)
-    })
+    }
 }

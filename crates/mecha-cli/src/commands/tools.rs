@@ -1,14 +1,17 @@
-//! `mecha tools`: what a run would get, without needing a provider.
+//! `mecha tools`: what a run would get, without needing a provider. It does
+//! start the MCP servers, which makes it the smoke test for wiring one.
 
 use std::io::Write;
+use std::path::Path;
 
 use clap::Args;
-use mecha_core::Registry;
+use mecha_core::{Registry, Tool};
+use mecha_mcp::{McpHub, ServerState};
 use serde_json::json;
 
 use crate::Failure;
 use crate::config::Settings;
-use crate::wiring::{build_registry, narrow_by_flags};
+use crate::wiring::{Toolbox, build_toolbox};
 
 #[derive(Args, Debug)]
 pub struct ToolsArgs {
@@ -23,62 +26,78 @@ pub struct ToolsArgs {
     tools: Vec<String>,
 }
 
-pub fn run(args: ToolsArgs, mut settings: Settings) -> Result<(), Failure> {
-    narrow_by_flags(&mut settings, &args.tools)?;
-    let registry = build_registry(&settings)?;
+pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<(), Failure> {
+    let runtime = crate::runtime()?;
+    // The listing shows failed servers itself; the machine-readable forms
+    // report them on stderr.
+    let report = args.schema || args.json;
+    let toolbox = runtime.block_on(build_toolbox(
+        &mut settings,
+        &args.tools,
+        false,
+        workspace,
+        report,
+    ))?;
     let text = if args.schema {
-        schema(&registry)?
+        schema(&toolbox.registry)
     } else if args.json {
-        capabilities_json(&registry)?
+        capabilities_json(&toolbox)
     } else {
-        human(&registry, &settings)
+        human(&toolbox, &settings)
     };
+    toolbox.shutdown();
     let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| Failure::Run(e.into()))
+    text.map_err(|e| Failure::Run(e.into())).and_then(|text| {
+        out.write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(|e| Failure::Run(e.into()))
+    })
 }
 
 /// The tool list exactly as it goes to the model: compact JSON, sorted.
-fn schema(registry: &Registry) -> Result<String, Failure> {
-    let mut text =
-        serde_json::to_string(&registry.definitions()).map_err(|e| Failure::Run(e.into()))?;
-    text.push('\n');
-    Ok(text)
+fn schema(registry: &Registry) -> serde_json::Result<String> {
+    serde_json::to_string(&registry.definitions()).map(|text| text + "\n")
 }
 
-fn capabilities_json(registry: &Registry) -> Result<String, Failure> {
-    let tools: Vec<_> = registry
+fn capabilities_json(toolbox: &Toolbox) -> serde_json::Result<String> {
+    let tools: Vec<_> = toolbox
+        .registry
         .iter()
         .map(|t| {
-            json!({
+            let origin = toolbox.hub.as_ref().and_then(|hub| hub.origin(t.name()));
+            let mut entry = json!({
                 "name": t.name(),
-                "source": "builtin",
+                "source": origin.as_ref().map_or("builtin".to_owned(), |o| format!("mcp:{}", o.server)),
                 "read_only": t.read_only(),
                 "capabilities": t.capabilities(),
-            })
+            });
+            if let Some(origin) = origin {
+                entry["raw_name"] = json!(origin.raw_name);
+            }
+            entry
         })
         .collect();
-    let mut text = serde_json::to_string_pretty(&tools).map_err(|e| Failure::Run(e.into()))?;
-    text.push('\n');
-    Ok(text)
+    serde_json::to_string_pretty(&tools).map(|text| text + "\n")
 }
 
-fn human(registry: &Registry, settings: &Settings) -> String {
+fn human(toolbox: &Toolbox, settings: &Settings) -> serde_json::Result<String> {
     let mut out = String::from(
-        "sandbox: none (shell runs unconfined, as you; a sandbox backend is not configurable yet)\n",
+        "sandbox: none (shell and MCP servers run unconfined, as you; a sandbox backend is not \
+         configurable yet)\n",
     );
-    let width = registry.names().map(str::len).max().unwrap_or(0);
-    let plural = if registry.len() == 1 { "" } else { "s" };
-    out.push_str(&format!("{} tool{plural}:\n", registry.len()));
-    for tool in registry.iter() {
-        out.push_str(&format!(
-            "  {:width$}  {}\n",
-            tool.name(),
-            first_sentence(tool.description())
-        ));
+    let hub = toolbox.hub.as_deref();
+    let is_builtin =
+        |t: &&std::sync::Arc<dyn Tool>| hub.is_none_or(|h| h.origin(t.name()).is_none());
+    let builtins: Vec<_> = toolbox.registry.iter().filter(is_builtin).collect();
+    let width = toolbox.registry.names().map(str::len).max().unwrap_or(0);
+    out.push_str(&format!("built-in ({}):\n", builtins.len()));
+    for tool in builtins {
+        out.push_str(&line(tool.as_ref(), width));
     }
-    let present = |p: &std::path::Path| if p.exists() { "" } else { " (absent)" };
+    if let Some(hub) = hub {
+        out.push_str(&servers(hub, &toolbox.registry, settings, width));
+    }
+    let present = |p: &Path| if p.exists() { "" } else { " (absent)" };
     out.push_str(&format!(
         "config: {}{}\n",
         settings.global_file.display(),
@@ -87,9 +106,51 @@ fn human(registry: &Registry, settings: &Settings) -> String {
     if let Some(project) = &settings.project_file {
         out.push_str(&format!("narrowed by {}\n", project.display()));
     }
+    Ok(out)
+}
+
+/// Each server, where it was configured, its state, and its tools that the
+/// run keeps.
+fn servers(hub: &McpHub, registry: &Registry, settings: &Settings, width: usize) -> String {
+    let mut out = String::new();
+    for (status, configured) in hub.statuses().iter().zip(&settings.mcp) {
+        match &status.state {
+            ServerState::Ready { tools, .. } => {
+                out.push_str(&format!(
+                    "mcp server `{}` ({}): ready, {} tool{}\n",
+                    status.name,
+                    configured.source,
+                    tools.len(),
+                    if tools.len() == 1 { "" } else { "s" }
+                ));
+                for summary in tools {
+                    if let Some(tool) = registry.get(&summary.name) {
+                        out.push_str(&line(tool.as_ref(), width));
+                    }
+                }
+            }
+            ServerState::Failed { .. } => {
+                out.push_str(&format!(
+                    "{status}\n  (configured in {})\n",
+                    configured.source
+                ));
+            }
+        }
+    }
     out
 }
 
+fn line(tool: &dyn Tool, width: usize) -> String {
+    format!(
+        "  {:width$}  {}\n",
+        tool.name(),
+        first_sentence(tool.description())
+    )
+}
+
 fn first_sentence(text: &str) -> &str {
-    text.find(". ").map_or(text, |i| &text[..=i])
+    let text = text.trim();
+    let end = text.find(". ").map_or(text.len(), |i| i + 1);
+    let first_line = text.find('\n').unwrap_or(text.len());
+    &text[..end.min(first_line)]
 }

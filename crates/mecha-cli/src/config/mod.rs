@@ -7,10 +7,12 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use mecha_core::Tool;
 use mecha_core::{
     FALLBACK_TURN_BUDGET, MIN_CALL_SHARE, PermissionMode, RuleAction, RuleConfig,
     budget_for_context_window,
 };
+use mecha_mcp::McpServerConfig;
 use mecha_provider::ProviderSettings;
 use mecha_tools::{BuiltinConfig, FetchConfig, ShellConfig};
 use serde::de::DeserializeOwned;
@@ -54,6 +56,33 @@ pub fn mecha_home() -> Result<PathBuf, ConfigError> {
         .ok_or(ConfigError::NoHome)
 }
 
+/// Which tools a run keeps: config's enabled/disabled and `--tool` (already
+/// folded into the sets), and in a planning run only read-only tools.
+#[derive(Debug, Clone)]
+pub struct ToolFilter {
+    enabled: Option<BTreeSet<String>>,
+    disabled: BTreeSet<String>,
+    read_only_only: bool,
+}
+
+impl ToolFilter {
+    pub fn keeps(&self, tool: &dyn Tool) -> bool {
+        self.keeps_name(tool.name()) && (!self.read_only_only || tool.read_only())
+    }
+
+    /// Whether a tool of this name survives every layer.
+    pub fn keeps_name(&self, name: &str) -> bool {
+        self.enabled.as_ref().is_none_or(|e| e.contains(name)) && !self.disabled.contains(name)
+    }
+}
+
+/// An MCP server and the file (or flag) it came from.
+#[derive(Debug, Clone)]
+pub struct ConfiguredServer {
+    pub config: McpServerConfig,
+    pub source: String,
+}
+
 /// The settings a run uses, after every layer.
 #[derive(Debug)]
 pub struct Settings {
@@ -64,6 +93,11 @@ pub struct Settings {
     pub max_turns: u32,
     pub block_sends_after_private: bool,
     pub rules: Vec<RuleConfig>,
+    /// MCP servers, each with where it was configured.
+    pub mcp: Vec<ConfiguredServer>,
+    pub timezone: Option<String>,
+    /// Things worth telling the user that do not stop the run.
+    pub warnings: Vec<String>,
     /// `None` means every tool; otherwise only these.
     pub tools_enabled: Option<BTreeSet<String>>,
     pub tools_disabled: BTreeSet<String>,
@@ -117,7 +151,15 @@ impl Settings {
                 .map(budget_for_context_window)
         });
         let agent = &global.agent;
-        let settings = Self {
+        let here = path.parent().unwrap_or(Path::new("."));
+        let inline = global.mcp.into_iter().map(|config| ConfiguredServer {
+            config,
+            source: path.display().to_string(),
+        });
+        let mut settings = Self {
+            mcp: inline.collect(),
+            timezone: agent.timezone.clone(),
+            warnings: Vec::new(),
             permission_mode: agent.permission_mode.unwrap_or_default(),
             max_turns: agent.max_turns.unwrap_or(DEFAULT_MAX_TURNS),
             block_sends_after_private: agent.block_sends_after_private.unwrap_or(false),
@@ -131,6 +173,9 @@ impl Settings {
             project_file: None,
             provider: global.provider,
         };
+        for file in &global.mcp_files {
+            settings.import_mcp_file(&here.join(file), &path.display().to_string())?;
+        }
         settings.validate(&path)?;
         Ok(settings)
     }
@@ -142,6 +187,15 @@ impl Settings {
         path: &Path,
         project: ProjectConfig,
     ) -> Result<(), ConfigError> {
+        if project.mcp.is_some() || project.mcp_files.is_some() {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                message: "a project's mecha.toml cannot add MCP servers: a cloned repository \
+                          would start programs of its choosing. Add them to \
+                          $MECHA_HOME/config.toml, or pass --mcp-file for one run"
+                    .to_owned(),
+            });
+        }
         if project.provider.is_some() {
             return Err(ConfigError::Invalid {
                 path: path.to_path_buf(),
@@ -205,6 +259,35 @@ impl Settings {
         });
     }
 
+    /// Adds the servers of an `mcpServers` JSON file; `via` says what named
+    /// it (a config file, or --mcp-file). Entries mecha cannot run become
+    /// warnings, never silent omissions.
+    pub fn import_mcp_file(&mut self, file: &Path, via: &str) -> Result<(), ConfigError> {
+        let imported =
+            mecha_mcp::read_mcp_servers_json(file).map_err(|e| ConfigError::Invalid {
+                path: e.path.clone(),
+                message: format!("{} (named by {via})", e.message),
+            })?;
+        for skipped in imported.skipped {
+            self.warnings.push(format!(
+                "MCP server `{}` in {} is skipped: {}",
+                skipped.name,
+                file.display(),
+                skipped.reason
+            ));
+        }
+        self.mcp
+            .extend(imported.servers.into_iter().map(|config| ConfiguredServer {
+                config,
+                source: file.display().to_string(),
+            }));
+        let configs: Vec<McpServerConfig> = self.mcp.iter().map(|s| s.config.clone()).collect();
+        mecha_mcp::validate_all(&configs).map_err(|e| ConfigError::Invalid {
+            path: file.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
+
     /// Derives the budget from the provider's context window when config
     /// left it unset.
     pub fn adopt_context_window(&mut self, window: Option<u64>) {
@@ -213,10 +296,13 @@ impl Settings {
         }
     }
 
-    /// Whether a tool of this name survives every layer.
-    pub fn tool_allowed(&self, name: &str) -> bool {
-        self.tools_enabled.as_ref().is_none_or(|e| e.contains(name))
-            && !self.tools_disabled.contains(name)
+    /// What survives narrowing; `plan` keeps only read-only tools.
+    pub fn tool_filter(&self, plan: bool) -> ToolFilter {
+        ToolFilter {
+            enabled: self.tools_enabled.clone(),
+            disabled: self.tools_disabled.clone(),
+            read_only_only: plan,
+        }
     }
 
     fn validate(&self, path: &Path) -> Result<(), ConfigError> {
@@ -246,6 +332,10 @@ impl Settings {
         }
         if self.max_turns == 0 {
             return Err(invalid("[agent] max_turns must be at least 1".to_owned()));
+        }
+        let servers: Vec<McpServerConfig> = self.mcp.iter().map(|s| s.config.clone()).collect();
+        if let Err(e) = mecha_mcp::validate_all(&servers) {
+            return Err(invalid(e.to_string()));
         }
         if let Err(e) = mecha_core::Rules::compile(&self.rules) {
             return Err(invalid(e.to_string()));

@@ -3,7 +3,10 @@
 //! Unknown keys are errors in both: a misspelt key silently ignored is a
 //! setting the user believes in and nothing enforces.
 
+use std::path::PathBuf;
+
 use mecha_core::{PermissionMode, RuleConfig};
+use mecha_mcp::McpServerConfig;
 use mecha_provider::ProviderSettings;
 use serde::Deserialize;
 
@@ -19,6 +22,13 @@ pub struct GlobalConfig {
     pub tools: ToolsSection,
     #[serde(default)]
     pub rule: Vec<RuleConfig>,
+    /// `[[mcp]]`: MCP servers whose tools join the run.
+    #[serde(default)]
+    pub mcp: Vec<McpServerConfig>,
+    /// Files in the `mcpServers` JSON format other clients use, relative to
+    /// this file's directory.
+    #[serde(default)]
+    pub mcp_files: Vec<PathBuf>,
 }
 
 /// `[agent]`: how a run behaves.
@@ -31,6 +41,8 @@ pub struct AgentSection {
     pub max_turns: Option<u32>,
     /// Refuse every send, blind ones too, once private data is present.
     pub block_sends_after_private: Option<bool>,
+    /// An IANA name (`Europe/Berlin`), handed to MCP servers as MECHA_TZ.
+    pub timezone: Option<String>,
 }
 
 /// `[tools]`: which built-ins a run gets, and their limits.
@@ -79,5 +91,9 @@ pub struct ProjectConfig {
     /// Only `forbid` and `prompt` rules: an `allow` would widen.
     #[serde(default)]
     pub rule: Vec<RuleConfig>,
+    /// Caught by name to refuse with a reason: a project must not start
+    /// programs, nor choose where the conversation goes.
     pub provider: Option<toml::Value>,
+    pub mcp: Option<toml::Value>,
+    pub mcp_files: Option<toml::Value>,
 }

@@ -33,7 +33,7 @@ fn load(global: Option<&str>, project: Option<&str>) -> Result<Settings, ConfigE
 #[test]
 fn no_files_means_defaults() {
     let s = load(None, None).unwrap();
-    assert!(s.tool_allowed("shell"));
+    assert!(s.tool_filter(false).keeps_name("shell"));
     assert_eq!(s.turn_budget, FALLBACK_TURN_BUDGET);
     assert!(s.project_file.is_none());
 }
@@ -45,9 +45,9 @@ fn disabled_wins_over_enabled() {
         None,
     )
     .unwrap();
-    assert!(s.tool_allowed("fs_read"));
-    assert!(!s.tool_allowed("shell"));
-    assert!(!s.tool_allowed("fs_write"));
+    assert!(s.tool_filter(false).keeps_name("fs_read"));
+    assert!(!s.tool_filter(false).keeps_name("shell"));
+    assert!(!s.tool_filter(false).keeps_name("fs_write"));
 }
 
 #[test]
@@ -57,12 +57,15 @@ fn a_project_can_narrow_but_never_widen() {
         Some("[tools]\nenabled = [\"fs_read\", \"shell\"]\noutput_budget_bytes = 900000\n[tools.shell]\nmax_timeout_s = 9999\ndefault_timeout_s = 10\n"),
     )
     .unwrap();
-    assert!(s.tool_allowed("fs_read"));
+    assert!(s.tool_filter(false).keeps_name("fs_read"));
     assert!(
-        !s.tool_allowed("shell"),
+        !s.tool_filter(false).keeps_name("shell"),
         "a project enabled a tool the user did not"
     );
-    assert!(!s.tool_allowed("fs_list"), "the intersection drops fs_list");
+    assert!(
+        !s.tool_filter(false).keeps_name("fs_list"),
+        "the intersection drops fs_list"
+    );
     assert_eq!(s.turn_budget, 50_000, "a project cannot raise the budget");
     assert_eq!(s.builtins.shell.max_timeout, Duration::from_secs(100));
     assert_eq!(s.builtins.shell.default_timeout, Duration::from_secs(10));
@@ -75,8 +78,10 @@ fn a_project_disable_adds_to_the_user_disable() {
         Some("[tools]\ndisabled = [\"http_fetch\"]\n"),
     )
     .unwrap();
-    assert!(!s.tool_allowed("shell") && !s.tool_allowed("http_fetch"));
-    assert!(s.tool_allowed("fs_read"));
+    assert!(
+        !s.tool_filter(false).keeps_name("shell") && !s.tool_filter(false).keeps_name("http_fetch")
+    );
+    assert!(s.tool_filter(false).keeps_name("fs_read"));
 }
 
 #[test]

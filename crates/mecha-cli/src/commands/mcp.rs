@@ -1,0 +1,110 @@
+//! `mecha mcp list` and `mecha mcp check NAME`: help for wiring a server.
+
+use std::path::Path;
+
+use clap::Subcommand;
+use mecha_mcp::{ServerState, SpawnOptions};
+
+use crate::Failure;
+use crate::config::Settings;
+
+#[derive(Subcommand, Debug)]
+pub enum McpCommand {
+    /// The configured servers and where each came from; starts nothing.
+    List,
+    /// Start one server, list its tools with their capabilities, call nothing.
+    Check {
+        /// The server's name.
+        name: String,
+    },
+}
+
+pub fn run(command: McpCommand, settings: Settings, workspace: &Path) -> Result<u8, Failure> {
+    match command {
+        McpCommand::List => {
+            list(&settings);
+            Ok(0)
+        }
+        McpCommand::Check { name } => check(&settings, &name, workspace),
+    }
+}
+
+fn list(settings: &Settings) {
+    if settings.mcp.is_empty() {
+        println!(
+            "no MCP servers configured; add an [[mcp]] entry to {}, or point mcp_files or \
+             --mcp-file at an mcpServers JSON file",
+            settings.global_file.display()
+        );
+        return;
+    }
+    for server in &settings.mcp {
+        let c = &server.config;
+        let mut command = c.command.clone();
+        for arg in &c.args {
+            command.push(' ');
+            command.push_str(arg);
+        }
+        println!("{}  ({})", c.name, server.source);
+        println!("  command: {command}");
+        if !c.prefix_tools {
+            println!("  tools keep their own names (prefix_tools = false)");
+        }
+        if !c.env_passthrough.is_empty() {
+            println!("  passes through: {}", c.env_passthrough.join(", "));
+        }
+        if !c.env.is_empty() {
+            let names: Vec<&str> = c.env.keys().map(String::as_str).collect();
+            println!("  sets: {}", names.join(", "));
+        }
+    }
+}
+
+fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failure> {
+    let Some(server) = settings.mcp.iter().find(|s| s.config.name == name) else {
+        let names: Vec<&str> = settings
+            .mcp
+            .iter()
+            .map(|s| s.config.name.as_str())
+            .collect();
+        return Err(Failure::Usage(format!(
+            "no MCP server is named `{name}`; configured: {}",
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        )));
+    };
+    let mut options = SpawnOptions::new(workspace);
+    if let Some(tz) = &settings.timezone {
+        options = options.with_timezone(tz.clone());
+    }
+    let runtime = crate::runtime()?;
+    let status = runtime.block_on(mecha_mcp::check(server.config.clone(), &options));
+    println!("{status}");
+    match status.state {
+        ServerState::Ready {
+            server_info, tools, ..
+        } => {
+            if let Some(info) = server_info {
+                println!("server: {info}");
+            }
+            for tool in tools {
+                let caps = tool.capabilities;
+                println!(
+                    "  {}  (raw `{}`){}  private={} untrusted={} egress={:?} destructive={}",
+                    tool.name,
+                    tool.raw_name,
+                    if tool.read_only { " read-only" } else { "" },
+                    caps.private_data,
+                    caps.untrusted_input,
+                    caps.egress,
+                    caps.destructive
+                );
+            }
+            Ok(0)
+        }
+        ServerState::Failed { .. } => Ok(1),
+    }
+}
