@@ -4,46 +4,10 @@
 
 mod common;
 
-use common::{Api, env, stderr, stdout};
-use mecha_provider::script::{ScriptToolCall, ScriptTurn};
+use common::{Api, env, results_in, stderr, stdout, tool_turn};
+use mecha_provider::script::ScriptTurn;
 use mecha_testkit::{MockModel, MockReply};
 use serde_json::{Value, json};
-
-fn tool_turn(calls: &[(&str, Value)]) -> MockReply {
-    MockReply::Turn(ScriptTurn {
-        tool_calls: calls
-            .iter()
-            .map(|(name, input)| ScriptToolCall {
-                name: (*name).into(),
-                input: Some(input.clone()),
-                ..Default::default()
-            })
-            .collect(),
-        ..Default::default()
-    })
-}
-
-/// The tool results the model was sent in request `n`, whichever API.
-fn results_in(mock: &MockModel, n: usize) -> Vec<(String, bool)> {
-    let body = &mock.requests()[n].body;
-    let messages = body["messages"].as_array().unwrap();
-    let mut out = Vec::new();
-    for m in messages {
-        if m["role"] == "tool" {
-            let content = m["content"].as_str().unwrap_or_default().to_owned();
-            out.push((content.clone(), content.starts_with("Error")));
-        } else if let Some(blocks) = m["content"].as_array() {
-            for b in blocks.iter().filter(|b| b["type"] == "tool_result") {
-                let content = match &b["content"] {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                out.push((content, b["is_error"].as_bool().unwrap_or(false)));
-            }
-        }
-    }
-    out
-}
 
 async fn for_both(test: impl AsyncFn(Api)) {
     test(Api::Anthropic).await;

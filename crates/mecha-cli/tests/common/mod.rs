@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 use std::process::Output;
 
-use mecha_testkit::MockModel;
+use mecha_provider::script::{ScriptToolCall, ScriptTurn};
+use mecha_testkit::{MockModel, MockReply};
+use serde_json::Value;
 
 #[derive(Clone, Copy, Debug)]
 pub enum Api {
@@ -16,6 +18,10 @@ pub struct Env {
     _tmp: tempfile::TempDir,
     pub home: PathBuf,
     pub ws: PathBuf,
+    /// Appended to the generated config.toml (e.g. `[[mcp]]` entries).
+    pub extra_config: String,
+    /// Added to mecha's otherwise clean environment.
+    pub extra_env: Vec<(String, String)>,
 }
 
 pub fn env() -> Env {
@@ -28,6 +34,8 @@ pub fn env() -> Env {
         _tmp: tmp,
         home,
         ws,
+        extra_config: String::new(),
+        extra_env: Vec::new(),
     }
 }
 
@@ -52,7 +60,7 @@ impl Env {
             Api::Anthropic => "[provider]\nkind = \"anthropic\"\n".to_owned(),
             Api::OpenAi => "[provider]\nkind = \"openai\"\nmodel = \"test-model\"\n".to_owned(),
         };
-        std::fs::write(self.home.join("config.toml"), config).unwrap();
+        std::fs::write(self.home.join("config.toml"), config + &self.extra_config).unwrap();
         let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"));
         cmd.env_clear()
             .env("PATH", std::env::var("PATH").unwrap())
@@ -62,6 +70,7 @@ impl Env {
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
+            .envs(self.extra_env.iter().map(|(k, v)| (k, v)))
             .arg(command)
             .args(args);
         match api {
@@ -91,4 +100,41 @@ pub fn stdout(o: &Output) -> String {
 
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A model turn that makes these tool calls.
+pub fn tool_turn(calls: &[(&str, Value)]) -> MockReply {
+    MockReply::Turn(ScriptTurn {
+        tool_calls: calls
+            .iter()
+            .map(|(name, input)| ScriptToolCall {
+                name: (*name).into(),
+                input: Some(input.clone()),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    })
+}
+
+/// The tool results the model was sent in request `n`, whichever API.
+pub fn results_in(mock: &MockModel, n: usize) -> Vec<(String, bool)> {
+    let body = &mock.requests()[n].body;
+    let messages = body["messages"].as_array().unwrap();
+    let mut out = Vec::new();
+    for m in messages {
+        if m["role"] == "tool" {
+            let content = m["content"].as_str().unwrap_or_default().to_owned();
+            out.push((content.clone(), content.starts_with("Error")));
+        } else if let Some(blocks) = m["content"].as_array() {
+            for b in blocks.iter().filter(|b| b["type"] == "tool_result") {
+                let content = match &b["content"] {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                out.push((content, b["is_error"].as_bool().unwrap_or(false)));
+            }
+        }
+    }
+    out
 }
