@@ -31,6 +31,10 @@ pub struct ShellConfig {
     pub default_timeout: Duration,
     /// The most a call may ask for.
     pub max_timeout: Duration,
+    /// Variables the command never sees: the model API keys mecha itself
+    /// holds. A command has no use for them, and a prompt-injected one
+    /// would have a use for them.
+    pub hidden_env: Vec<String>,
 }
 
 impl Default for ShellConfig {
@@ -38,6 +42,7 @@ impl Default for ShellConfig {
         Self {
             default_timeout: Duration::from_secs(120),
             max_timeout: Duration::from_secs(600),
+            hidden_env: Vec::new(),
         }
     }
 }
@@ -151,7 +156,7 @@ impl Tool for Shell {
             Err(refusal) => return Ok(refusal),
         };
 
-        let (mut group, output) = match spawn(command, ctx.workspace()) {
+        let (mut group, output) = match spawn(command, ctx.workspace(), &self.config.hidden_env) {
             Ok(spawned) => spawned,
             Err(e) => {
                 return Ok(ToolOutput::err(format!(
@@ -184,7 +189,7 @@ impl Tool for Shell {
 
 /// Starts `bash -c command` in its own process group, with stdout and stderr
 /// on one pipe.
-fn spawn(command: &str, cwd: &Path) -> io::Result<(Group, pipe::Receiver)> {
+fn spawn(command: &str, cwd: &Path, hidden_env: &[String]) -> io::Result<(Group, pipe::Receiver)> {
     let (writer, reader) = pipe::pipe()?;
     let writer = writer.into_blocking_fd()?;
     let mut cmd = Command::new("bash");
@@ -199,6 +204,9 @@ fn spawn(command: &str, cwd: &Path) -> io::Result<(Group, pipe::Receiver)> {
         .env("GIT_TERMINAL_PROMPT", "0")
         .process_group(0)
         .kill_on_drop(true);
+    for name in hidden_env {
+        cmd.env_remove(name);
+    }
     let child = cmd.spawn()?;
     // `cmd` still owns our copies of the write end; dropping it here is what
     // lets the reader see end-of-file once the command's side closes.

@@ -161,6 +161,7 @@ async fn description_and_schema_name_the_timeouts() {
     let shell = Shell::new(ShellConfig {
         default_timeout: Duration::from_secs(30),
         max_timeout: Duration::from_secs(90),
+        ..ShellConfig::default()
     });
     assert!(shell.description().contains("30 s"));
     assert!(shell.description().contains("90 s"));
@@ -209,6 +210,7 @@ async fn timeout_is_capped_at_the_max_and_defaults_apply() {
     let shell = Shell::new(ShellConfig {
         default_timeout: Duration::from_secs(1),
         max_timeout: Duration::from_secs(2),
+        ..ShellConfig::default()
     });
     let out = run_with(&shell, &ctx, json!({"command": "sleep 30"})).await;
     assert!(
@@ -369,4 +371,23 @@ async fn status_lines_survive_truncation_within_budget() {
     );
     let full = std::fs::read_to_string(spill_path(&out.content)).unwrap();
     assert_eq!(full, seq(100_000));
+}
+
+/// The model API keys mecha holds never reach a command; other variables do.
+#[tokio::test]
+async fn hidden_variables_do_not_reach_the_command() {
+    let (_dir, ctx) = setup(BUDGET);
+    let shell = Shell::new(ShellConfig {
+        hidden_env: vec!["PATH_OF_SECRETS".into(), "HOME".into()],
+        ..ShellConfig::default()
+    });
+    // HOME is always set here, so hiding it is observable without touching
+    // this process's environment.
+    let out = run_with(
+        &shell,
+        &ctx,
+        json!({"command": "echo \"home=${HOME:-unset} path=${PATH:+set}\""}),
+    )
+    .await;
+    assert_eq!(out.content, "home=unset path=set\n");
 }

@@ -127,6 +127,7 @@ impl Settings {
     fn from_global(path: PathBuf, global: GlobalConfig) -> Result<Self, ConfigError> {
         let tools = &global.tools;
         let shell = ShellConfig {
+            hidden_env: provider_key_variables(&global.provider),
             default_timeout: secs_or(
                 tools.shell.default_timeout_s,
                 ShellConfig::default().default_timeout,
@@ -347,6 +348,13 @@ impl Settings {
         }
         Ok(())
     }
+}
+
+/// The variables that hold model API keys, which shell commands never see.
+fn provider_key_variables(provider: &ProviderSettings) -> Vec<String> {
+    let mut names = vec!["ANTHROPIC_API_KEY".to_owned(), "OPENAI_API_KEY".to_owned()];
+    names.extend(provider.api_key_env.clone());
+    names
 }
 
 /// Model requests per prompt when config names no limit.

@@ -208,3 +208,15 @@ fn a_bad_rule_is_a_config_error() {
     .to_string();
     assert!(err.contains("config.toml:3:"), "{err}");
 }
+
+#[test]
+fn shell_commands_never_see_the_model_api_keys() {
+    let s = load(Some("[provider]\napi_key_env = \"MY_GATEWAY_KEY\"\n"), None).unwrap();
+    let hidden = &s.builtins.shell.hidden_env;
+    for name in ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "MY_GATEWAY_KEY"] {
+        assert!(
+            hidden.iter().any(|h| h == name),
+            "{name} reaches shell: {hidden:?}"
+        );
+    }
+}
