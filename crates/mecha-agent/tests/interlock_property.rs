@@ -12,11 +12,21 @@ use proptest::prelude::*;
 use serde_json::json;
 use support::*;
 
+/// How a stub's call ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Ends {
+    Ok,
+    /// An error carrying content (`cat secret; exit 1`): still taints.
+    Error,
+    /// The harness's own refusal: adds nothing.
+    Refused,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Kind {
     name: &'static str,
     caps: Capabilities,
-    fails: bool,
+    ends: Ends,
 }
 
 const fn caps(private_data: bool, untrusted_input: bool, egress: Egress) -> Capabilities {
@@ -28,43 +38,33 @@ const fn caps(private_data: bool, untrusted_input: bool, egress: Egress) -> Capa
     }
 }
 
-const KINDS: [Kind; 7] = [
-    Kind {
-        name: "private_src",
-        caps: caps(true, false, Egress::None),
-        fails: false,
-    },
-    Kind {
-        name: "private_fails",
-        caps: caps(true, false, Egress::None),
-        fails: true,
-    },
-    Kind {
-        name: "untrusted_src",
-        caps: caps(false, true, Egress::None),
-        fails: false,
-    },
-    Kind {
-        name: "chosen_sink",
-        caps: caps(false, false, Egress::Chosen),
-        fails: false,
-    },
-    Kind {
-        name: "fetch_like",
-        caps: caps(false, true, Egress::Chosen),
-        fails: false,
-    },
-    Kind {
-        name: "blind_sink",
-        caps: caps(false, false, Egress::Blind),
-        fails: false,
-    },
-    Kind {
-        name: "neutral",
-        caps: caps(false, false, Egress::None),
-        fails: false,
-    },
+const KINDS: [Kind; 9] = [
+    kind_of("private_src", caps(true, false, Egress::None), Ends::Ok),
+    kind_of(
+        "private_errors",
+        caps(true, false, Egress::None),
+        Ends::Error,
+    ),
+    kind_of(
+        "private_refused",
+        caps(true, false, Egress::None),
+        Ends::Refused,
+    ),
+    kind_of("untrusted_src", caps(false, true, Egress::None), Ends::Ok),
+    kind_of(
+        "untrusted_refused",
+        caps(false, true, Egress::None),
+        Ends::Refused,
+    ),
+    kind_of("chosen_sink", caps(false, false, Egress::Chosen), Ends::Ok),
+    kind_of("fetch_like", caps(false, true, Egress::Chosen), Ends::Ok),
+    kind_of("blind_sink", caps(false, false, Egress::Blind), Ends::Ok),
+    kind_of("neutral", caps(false, false, Egress::None), Ends::Ok),
 ];
+
+const fn kind_of(name: &'static str, caps: Capabilities, ends: Ends) -> Kind {
+    Kind { name, caps, ends }
+}
 
 fn registry(log: &Log) -> Registry {
     let mut r = Registry::new();
@@ -73,10 +73,10 @@ fn registry(log: &Log) -> Registry {
             name: k.name,
             caps: k.caps,
             read_only: true,
-            reply: if k.fails {
-                ToolOutput::err("no such file")
-            } else {
-                ToolOutput::ok("data")
+            reply: match k.ends {
+                Ends::Ok => ToolOutput::ok("data"),
+                Ends::Error => ToolOutput::err("data\n[exit code 1]"),
+                Ends::Refused => ToolOutput::refusal("refused by a guard"),
             },
             log: Arc::clone(log),
         }))
@@ -113,7 +113,7 @@ proptest! {
             let before = executions.iter().filter(|(et, _, _)| *et < turn).map(|(_, n, _)| kind(n));
             let (mut private, mut untrusted) = (false, false);
             for k in before {
-                if !k.fails {
+                if k.ends != Ends::Refused {
                     private |= k.caps.private_data;
                     untrusted |= k.caps.untrusted_input;
                 }

@@ -16,33 +16,47 @@ pub struct ToolOutput {
     /// mecha's own guard is the harness speaking, and labelling it external
     /// makes the model invent explanations for its own harness.
     pub external: bool,
+    /// Written wholly by mecha: a refusal, an argument check, a connection
+    /// that never happened. It carries nothing from the tool's source, so it
+    /// adds no taint. Any other result of an executed call does, error or
+    /// not: a failing command's output is still the file it printed.
+    pub harness: bool,
 }
 
 impl ToolOutput {
-    /// A successful result written by the harness or a local tool.
+    /// A successful result from a local tool.
     pub fn ok(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
             is_error: false,
             external: false,
+            harness: false,
         }
     }
 
-    /// An expected failure; the text should name the fix.
+    /// An expected failure that may carry what the tool produced (a failing
+    /// command's output); the text should name the fix.
     pub fn err(content: impl Into<String>) -> Self {
         Self {
-            content: content.into(),
             is_error: true,
-            external: false,
+            ..Self::ok(content)
+        }
+    }
+
+    /// A failure in mecha's own words, carrying nothing from the tool's
+    /// source: bad arguments, a guard's refusal, a connection never made.
+    pub fn refusal(content: impl Into<String>) -> Self {
+        Self {
+            harness: true,
+            ..Self::err(content)
         }
     }
 
     /// Content that came from outside the machine.
     pub fn external(content: impl Into<String>) -> Self {
         Self {
-            content: content.into(),
-            is_error: false,
             external: true,
+            ..Self::ok(content)
         }
     }
 }

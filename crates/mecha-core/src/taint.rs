@@ -19,12 +19,12 @@ pub struct Taint {
 }
 
 impl Taint {
-    /// Records a result that entered the conversation from a tool with
-    /// `caps`. An error written by the harness or a local tool (a refusal,
-    /// a missing file) carries nothing of the tool's kind and adds nothing;
-    /// an error that came from outside (a remote 404 page) still does.
+    /// Records the result of an executed call to a tool with `caps`. Only
+    /// a result wholly in the harness's words (a refusal) adds nothing;
+    /// errors count, because a failing command still prints the file it
+    /// read and a remote 404 page is still a stranger's text.
     pub fn record(&mut self, caps: Capabilities, output: &ToolOutput) {
-        if output.is_error && !output.external {
+        if output.harness {
             return;
         }
         self.private_data |= caps.private_data;
@@ -94,14 +94,17 @@ mod tests {
     };
 
     #[test]
-    fn harness_errors_add_no_taint_but_external_errors_do() {
+    fn refusals_add_no_taint_but_errors_with_content_do() {
         let mut t = Taint::default();
-        t.record(UNTRUSTED_CHOSEN, &ToolOutput::err("refused: loopback"));
+        t.record(UNTRUSTED_CHOSEN, &ToolOutput::refusal("refused: loopback"));
         assert_eq!(t, Taint::default());
         let mut remote_404 = ToolOutput::external("not found");
         remote_404.is_error = true;
         t.record(UNTRUSTED_CHOSEN, &remote_404);
         assert!(t.untrusted_input);
+        // `cat secret; exit 1`: an error, and still the secret.
+        t.record(PRIVATE, &ToolOutput::err("sk-live-SECRET\n[exit code 1]"));
+        assert!(t.private_data);
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub(crate) fn render(result: &Value, external: bool) -> ToolOutput {
         content,
         is_error,
         external,
+        harness: false,
     }
 }
 

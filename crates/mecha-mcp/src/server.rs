@@ -162,7 +162,7 @@ impl Server {
     ) -> ToolOutput {
         let conn = match self.connection().await {
             Ok(conn) => conn,
-            Err(message) => return ToolOutput::err(message),
+            Err(message) => return ToolOutput::refusal(message),
         };
         let limit = Duration::from_secs(self.config.call_timeout_s);
         let (server, tool) = (&self.config.name, &spec.name);
@@ -171,7 +171,7 @@ impl Server {
                 lock(&self.state).strikes = 0;
                 render(&result, spec.external)
             }
-            Err(RequestError::Timeout(limit)) => ToolOutput::err(format!(
+            Err(RequestError::Timeout(limit)) => ToolOutput::refusal(format!(
                 "MCP call failed: server `{server}` did not answer `{tool}` within {} s, so mecha \
                  cancelled the request. The server is still running; ask for less, or use \
                  another tool.",
@@ -179,21 +179,29 @@ impl Server {
             )),
             Err(RequestError::Closed(_)) => {
                 let down = self.bury(&conn).await;
-                ToolOutput::err(format!(
+                ToolOutput::refusal(format!(
                     "MCP call failed: server `{server}` stopped during `{tool}`: {}. The call was \
                      not retried, because it may already have had its effect; mecha restarts \
                      the server on the next call to one of its tools.",
                     down.reason
                 ))
             }
-            Err(RequestError::Refused { code, message }) => ToolOutput::err(format!(
-                "MCP call failed: server `{server}` refused `{tool}`: {message} (JSON-RPC error \
-                 {code})"
-            )),
-            Err(RequestError::Unexpected(detail)) => ToolOutput::err(format!(
-                "MCP call failed: server `{server}` answered `{tool}` with something that is not \
-                 a tool result: {detail}"
-            )),
+            // The server wrote these words: they taint like its results,
+            // and are external when its results are.
+            Err(RequestError::Refused { code, message }) => ToolOutput {
+                external: spec.external,
+                ..ToolOutput::err(format!(
+                    "MCP call failed: server `{server}` refused `{tool}`: {message} (JSON-RPC \
+                     error {code})"
+                ))
+            },
+            Err(RequestError::Unexpected(detail)) => ToolOutput {
+                external: spec.external,
+                ..ToolOutput::err(format!(
+                    "MCP call failed: server `{server}` answered `{tool}` with something that is \
+                     not a tool result: {detail}"
+                ))
+            },
         }
     }
 

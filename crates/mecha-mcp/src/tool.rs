@@ -150,7 +150,7 @@ impl Tool for McpTool {
             Value::Object(map) => map,
             Value::Null => Map::new(),
             _ => {
-                return Ok(ToolOutput::err(format!(
+                return Ok(ToolOutput::refusal(format!(
                     "`{}` takes a JSON object as its input",
                     self.spec.name
                 )));

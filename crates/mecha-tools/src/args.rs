@@ -7,11 +7,11 @@ use serde_json::Value;
 pub(crate) fn required_str<'a>(input: &'a Value, key: &str) -> Result<&'a str, ToolOutput> {
     match input.get(key) {
         Some(Value::String(s)) => Ok(s),
-        Some(other) => Err(ToolOutput::err(format!(
+        Some(other) => Err(ToolOutput::refusal(format!(
             "`{key}` must be a string, got {}",
             type_name(other)
         ))),
-        None => Err(ToolOutput::err(format!(
+        None => Err(ToolOutput::refusal(format!(
             "missing required argument `{key}`"
         ))),
     }
@@ -22,7 +22,7 @@ pub(crate) fn optional_u64(input: &Value, key: &str) -> Result<Option<u64>, Tool
     match input.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => v.as_u64().map(Some).ok_or_else(|| {
-            ToolOutput::err(format!(
+            ToolOutput::refusal(format!(
                 "`{key}` must be a non-negative integer, got {}",
                 type_name(v)
             ))
@@ -35,7 +35,7 @@ pub(crate) fn optional_str<'a>(input: &'a Value, key: &str) -> Result<Option<&'a
     match input.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(other) => Err(ToolOutput::err(format!(
+        Some(other) => Err(ToolOutput::refusal(format!(
             "`{key}` must be a string, got {}",
             type_name(other)
         ))),

@@ -89,16 +89,16 @@ impl HttpFetch {
         let vetted = match vet(url, &self.guard, self.resolver.as_ref()).await {
             Ok(vetted) => vetted,
             Err(refusal) if refusal.is_policy() => {
-                return ToolOutput::err(format!("refused: `{shown}` {refusal}"));
+                return ToolOutput::refusal(format!("refused: `{shown}` {refusal}"));
             }
             Err(refusal) => {
-                return ToolOutput::err(format!("could not fetch `{shown}`: it {refusal}"));
+                return ToolOutput::refusal(format!("could not fetch `{shown}`: it {refusal}"));
             }
         };
         let client = match self.client(&vetted) {
             Ok(client) => client,
             Err(e) => {
-                return ToolOutput::err(format!(
+                return ToolOutput::refusal(format!(
                     "could not set up the HTTP client: {}",
                     error_chain(&e)
                 ));
@@ -108,7 +108,7 @@ impl HttpFetch {
             Ok(response) => response,
             Err(e) if e.is_connect() => {
                 let addrs: Vec<String> = vetted.addrs.iter().map(ToString::to_string).collect();
-                return ToolOutput::err(format!(
+                return ToolOutput::refusal(format!(
                     "could not connect to `{}` ({}) for `{shown}`: {}",
                     vetted.host,
                     addrs.join(", "),
@@ -116,7 +116,7 @@ impl HttpFetch {
                 ));
             }
             Err(e) => {
-                return ToolOutput::err(format!(
+                return ToolOutput::refusal(format!(
                     "request to `{shown}` failed: {}",
                     error_chain(&e)
                 ));
@@ -181,6 +181,7 @@ impl HttpFetch {
             content: out,
             is_error: status.as_u16() >= 400 || broke.is_some(),
             external: true,
+            harness: false,
         }
     }
 
@@ -202,7 +203,7 @@ impl HttpFetch {
     }
 
     fn timed_out(&self, shown: &str) -> ToolOutput {
-        ToolOutput::err(format!(
+        ToolOutput::refusal(format!(
             "`{shown}` timed out: no complete answer within {:?}, http_fetch's time limit set by \
              the harness. Try again later, or a smaller page",
             self.config.timeout
@@ -258,7 +259,7 @@ impl Tool for HttpFetch {
         let url = match Url::parse(raw.trim()) {
             Ok(url) => url,
             Err(e) => {
-                return Ok(ToolOutput::err(format!(
+                return Ok(ToolOutput::refusal(format!(
                     "`{shown}` is not a valid URL ({e}); give an absolute http:// or https:// URL"
                 )));
             }
