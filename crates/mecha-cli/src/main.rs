@@ -66,6 +66,7 @@ impl From<config::ConfigError> for Failure {
 }
 
 fn main() -> ExitCode {
+    hide_environment();
     init_logging();
     let cli = Cli::parse();
     match run(cli) {
@@ -116,6 +117,19 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::Run(anyhow::anyhow!("cannot start the async runtime: {e}")))
+}
+
+/// Makes this process undumpable, which also makes `/proc/<pid>/environ`
+/// and `/proc/<pid>/mem` unreadable to processes of the same user: a shell
+/// command or an MCP server could otherwise read the model API keys
+/// straight out of mecha's environment, whatever their own environment
+/// holds. (A process with CAP_SYS_PTRACE, e.g. root's, still can.)
+fn hide_environment() {
+    if let Err(e) =
+        rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+    {
+        eprintln!("mecha: warning: cannot protect this process's environment: {e}");
+    }
 }
 
 /// Logs go to stderr, filtered by `MECHA_LOG` (e.g. `MECHA_LOG=debug`);
