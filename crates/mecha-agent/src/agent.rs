@@ -136,6 +136,7 @@ impl Agent {
         };
         match refresh.refresh(&current.registry).await {
             Some(registry) => {
+                self.gate.schemas.forget();
                 let replaced = ToolSet::new(registry);
                 if let Ok(mut tools) = self.tools.lock() {
                     *tools = Arc::clone(&replaced);

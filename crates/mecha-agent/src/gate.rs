@@ -83,6 +83,12 @@ impl Gate {
                 return blocked(Hook, format!("refused by a hook: {reason}"));
             }
         }
+        // Read-only mode refuses whatever changes things, before any rule
+        // or person can be asked: neither an allow rule nor a yes to a
+        // prompt rule lifts it.
+        if self.mode == PermissionMode::ReadOnly && !tool.read_only() {
+            return blocked(Approval, read_only_refusal(tool.name()));
+        }
         match self.rules.evaluate(tool.name(), &call.input) {
             Some(RuleAction::Forbid) => blocked(
                 Rule,
@@ -102,12 +108,6 @@ impl Gate {
                     ),
                 ),
             },
-            // An allow rule spares the question, never read-only mode.
-            Some(RuleAction::Allow)
-                if self.mode == PermissionMode::ReadOnly && !tool.read_only() =>
-            {
-                blocked(Rule, read_only_refusal(tool.name()))
-            }
             Some(RuleAction::Allow) => GateVerdict::Allowed { stage: Rule },
             None => verdict(Approval, self.approver.approve(tool, &call.input).await),
         }

@@ -15,6 +15,14 @@ pub struct SchemaCheck {
 }
 
 impl SchemaCheck {
+    /// Drops every compiled validator: after the tool list changed, a tool
+    /// may keep its name and change its schema.
+    pub fn forget(&self) {
+        if let Ok(mut map) = self.compiled.lock() {
+            map.clear();
+        }
+    }
+
     /// `Err(message)` when `input` breaks the tool's schema. A schema that
     /// does not itself compile checks nothing (the tool still validates its
     /// own input), and is logged.

@@ -114,6 +114,7 @@ async fn approval_matrix() {
         (Ask, true, false, Some(Prompt), false, Refused),
         (Allow, false, true, Some(Prompt), false, Refused),
         (Ask, true, false, Some(Prompt), true, Runs),
+        (ReadOnly, false, false, Some(Prompt), true, Refused), // a yes does not lift read-only
         // Forbid always wins.
         (Allow, true, true, Some(Forbid), true, Refused),
         (Ask, false, false, Some(Forbid), true, Refused),

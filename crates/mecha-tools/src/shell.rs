@@ -279,7 +279,9 @@ async fn pump(
     let mut status = None;
     let mut timed_out = false;
     let mut phase = Phase::Running;
-    let deadline = sleep_until(Instant::now() + timeout);
+    // A timeout too far away to represent is as good as none.
+    let far = Instant::now() + Duration::from_secs(365 * 24 * 60 * 60);
+    let deadline = sleep_until(Instant::now().checked_add(timeout).unwrap_or(far).min(far));
     tokio::pin!(deadline);
 
     while open || status.is_none() {

@@ -318,6 +318,13 @@ impl Settings {
             )));
         }
         let shell = &self.builtins.shell;
+        if shell.max_timeout > MAX_SHELL_TIMEOUT {
+            return Err(invalid(format!(
+                "[tools.shell] max_timeout_s = {} is more than a day; use at most {}",
+                shell.max_timeout.as_secs(),
+                MAX_SHELL_TIMEOUT.as_secs()
+            )));
+        }
         if shell.default_timeout.is_zero() || shell.max_timeout.is_zero() {
             return Err(invalid(
                 "[tools.shell] timeouts must be at least 1 second".to_owned(),
@@ -356,6 +363,9 @@ fn provider_key_variables(provider: &ProviderSettings) -> Vec<String> {
     names.extend(provider.api_key_env.clone());
     names
 }
+
+/// The longest a shell command may be allowed to run.
+const MAX_SHELL_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Model requests per prompt when config names no limit.
 pub const DEFAULT_MAX_TURNS: u32 = 100;

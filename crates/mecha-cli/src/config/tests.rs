@@ -220,3 +220,14 @@ fn shell_commands_never_see_the_model_api_keys() {
         );
     }
 }
+
+#[test]
+fn an_absurd_shell_timeout_is_refused() {
+    let err = load(
+        Some("[tools.shell]\nmax_timeout_s = 18446744073709551615\n"),
+        None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("more than a day"), "{err}");
+}
