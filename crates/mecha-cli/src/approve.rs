@@ -41,9 +41,13 @@ impl TerminalApprover {
             "a rule asks for a fresh decision on this call. allow? [y]es / [n]o: "
         });
         let answer = tokio::task::spawn_blocking(move || {
-            let mut stderr = std::io::stderr().lock();
-            let _ = stderr.write_all(question.as_bytes());
-            let _ = stderr.flush();
+            {
+                // Released before waiting for the answer: an interrupt
+                // message must not queue behind a question nobody answers.
+                let mut stderr = std::io::stderr().lock();
+                let _ = stderr.write_all(question.as_bytes());
+                let _ = stderr.flush();
+            }
             let mut line = String::new();
             std::io::stdin().read_line(&mut line).map(|_| line)
         })

@@ -110,8 +110,29 @@ fn run(cli: Cli) -> Result<u8, Failure> {
     }
 }
 
-/// The async runtime, built only by the commands that talk to a model so
-/// `mecha tools` starts without one.
+/// Resolves when the user or the system asks mecha to stop: SIGINT
+/// (Ctrl-C), SIGTERM, or SIGHUP (the terminal went away). Tools run in
+/// process groups of their own, so these signals do not reach them; the
+/// caller stops them by dropping the run.
+pub async fn interrupted() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let listen = |kind| async move {
+        match signal(kind) {
+            Ok(mut stream) => {
+                stream.recv().await;
+            }
+            // Unlistenable: never resolves, the other signals still do.
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = listen(SignalKind::interrupt()) => {}
+        () = listen(SignalKind::terminate()) => {}
+        () = listen(SignalKind::hangup()) => {}
+    }
+}
+
+/// The async runtime, built only by the commands that need one.
 pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -1,11 +1,25 @@
-//! Ctrl-C during a run: the running tool's whole process group is killed
-//! and mecha exits with 130.
+//! Ctrl-C (or SIGTERM, or SIGHUP) during a run: the running tool's whole
+//! process group is killed and mecha exits with 130.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
 
 #[test]
 fn sigint_kills_running_tools_and_exits_130() {
+    stops_cleanly_on(rustix::process::Signal::INT);
+}
+
+#[test]
+fn sigterm_kills_running_tools_too() {
+    stops_cleanly_on(rustix::process::Signal::TERM);
+}
+
+#[test]
+fn sighup_kills_running_tools_too() {
+    stops_cleanly_on(rustix::process::Signal::HUP);
+}
+
+fn stops_cleanly_on(sig: rustix::process::Signal) {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let ws = tmp.path().join("ws");
@@ -41,7 +55,7 @@ fn sigint_kills_running_tools_and_exits_130() {
     // Let the shell call start, then interrupt.
     std::thread::sleep(Duration::from_millis(700));
     let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    rustix::process::kill_process(pid, sig).unwrap();
     let started = Instant::now();
     let out = child.wait_with_output().unwrap();
     assert_eq!(

@@ -25,6 +25,7 @@ pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, F
     let (agent, toolbox) = runtime.block_on(build_agent(settings, &args.options, workspace))?;
     let ended = converse(&runtime, &agent, events.as_ref());
     toolbox.shutdown();
+    runtime.shutdown_background();
     ended
 }
 
@@ -53,7 +54,7 @@ fn converse(
         let outcome = runtime.block_on(async {
             tokio::select! {
                 outcome = agent.send(&mut session, prompt, events) => Some(outcome),
-                _ = tokio::signal::ctrl_c() => None,
+                () = crate::interrupted() => None,
             }
         });
         if !matches!(outcome, Some(Ok(_))) {

@@ -46,21 +46,24 @@ pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Fa
     }
     let events = sink(args.output_format);
     let runtime = crate::runtime()?;
-    runtime.block_on(async {
+    let code = runtime.block_on(async {
         let (agent, toolbox) = build_agent(settings, &args.options, workspace).await?;
         let code = drive(&agent, &prompt, events.as_ref()).await;
         toolbox.shutdown();
         code
-    })
+    });
+    // An approval question may still be waiting on stdin; do not wait for it.
+    runtime.shutdown_background();
+    code
 }
 
-/// Runs the prompt to its end, or until Ctrl-C.
+/// Runs the prompt to its end, or until Ctrl-C, SIGTERM or SIGHUP.
 async fn drive(agent: &Agent, prompt: &str, events: &dyn EventSink) -> Result<u8, Failure> {
     {
         let mut session = Session::default();
         let outcome = tokio::select! {
             outcome = agent.send(&mut session, prompt, events) => outcome,
-            _ = tokio::signal::ctrl_c() => {
+            () = crate::interrupted() => {
                 eprintln!("\nmecha: interrupted; running tools were stopped");
                 return Ok(EXIT_INTERRUPTED);
             }
