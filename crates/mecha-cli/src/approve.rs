@@ -10,6 +10,8 @@ use mecha_core::{Approver, Decision, ModeApprover, PermissionMode, Tool, ToolCtx
 use serde_json::Value;
 use similar::TextDiff;
 
+use crate::terminal::printable;
+
 /// Longest preview of a call's input, so a huge write does not flood the
 /// terminal before the question.
 const PREVIEW_LINES: usize = 60;
@@ -34,7 +36,7 @@ impl TerminalApprover {
 
     async fn ask(&self, tool: &dyn Tool, input: &Value, offer_always: bool) -> Decision {
         let mut question = format!("\nmecha wants to run `{}`:\n", tool.name());
-        question.push_str(&preview(tool.name(), input, &self.ctx));
+        question.push_str(&printable(&preview(tool.name(), input, &self.ctx)));
         question.push_str(if offer_always {
             "allow? [y]es / [n]o / [a]lways for this tool in this session: "
         } else {
@@ -114,7 +116,9 @@ fn preview(tool: &str, input: &Value, ctx: &ToolCtx) -> String {
         _ => serde_json::to_string_pretty(input).unwrap_or_default() + "\n",
     };
     let lines: Vec<&str> = body.lines().collect();
-    if lines.len() <= PREVIEW_LINES {
+    // A command is shown whole, however long: what is hidden below a cut is
+    // what would run unseen.
+    if tool == "shell" || lines.len() <= PREVIEW_LINES {
         return body;
     }
     let mut cut = lines[..PREVIEW_LINES].join("\n");

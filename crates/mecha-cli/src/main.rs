@@ -8,6 +8,7 @@ mod approve;
 mod commands;
 mod config;
 mod render;
+mod terminal;
 mod wiring;
 
 use std::path::PathBuf;

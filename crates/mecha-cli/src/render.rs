@@ -1,12 +1,14 @@
 //! Showing a run: plain text for people, JSON for scripts.
 
 use std::collections::HashSet;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 
 use clap::ValueEnum;
 use mecha_agent::{Event, EventSink, GateVerdict};
 use serde_json::json;
+
+use crate::terminal::printable;
 
 /// How `mecha run` reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -22,16 +24,21 @@ pub enum OutputFormat {
 /// The sink for a format.
 pub fn sink(format: OutputFormat) -> Box<dyn EventSink> {
     match format {
-        OutputFormat::Text => Box::new(Text::default()),
+        OutputFormat::Text => Box::new(Text {
+            state: Mutex::default(),
+            stdout_is_terminal: std::io::stdout().is_terminal(),
+        }),
         OutputFormat::Json => Box::new(Summary::default()),
         OutputFormat::StreamJson => Box::new(StreamJson),
     }
 }
 
 /// The answer on stdout as it streams; one line per tool event on stderr.
-#[derive(Default)]
 struct Text {
     state: Mutex<TextState>,
+    /// A terminal gets the answer with control sequences escaped; a pipe
+    /// gets it exactly as the model wrote it.
+    stdout_is_terminal: bool,
 }
 
 #[derive(Default)]
@@ -50,7 +57,12 @@ impl EventSink for Text {
         match event {
             Event::Text { text } => {
                 let mut out = std::io::stdout().lock();
-                let _ = out.write_all(text.as_bytes());
+                let shown = if self.stdout_is_terminal {
+                    printable(&text)
+                } else {
+                    std::borrow::Cow::Borrowed(text.as_str())
+                };
+                let _ = out.write_all(shown.as_bytes());
                 let _ = out.flush();
                 if !text.is_empty() {
                     state.mid_line = !text.ends_with('\n');
@@ -158,10 +170,12 @@ impl EventSink for Summary {
 }
 
 /// One line of tool activity on stderr, in one write: stderr is unbuffered,
-/// and a line written piecemeal costs a syscall per piece.
+/// and a line written piecemeal costs a syscall per piece. The line carries
+/// model and tool text, so it is made printable first.
 fn activity(line: &str) {
+    let line = printable(line);
     let mut buf = String::with_capacity(line.len() + 1);
-    buf.push_str(line);
+    buf.push_str(&line);
     buf.push('\n');
     let _ = std::io::stderr().lock().write_all(buf.as_bytes());
 }
