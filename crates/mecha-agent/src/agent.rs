@@ -248,6 +248,7 @@ impl Agent {
         )
         .await
         .into_iter();
+        let echoes = registry.echoes();
         let mut blocks = Vec::with_capacity(calls.len());
         for (call, verdict) in calls.iter().zip(verdicts) {
             let output = match verdict {
@@ -277,11 +278,18 @@ impl Agent {
                 bytes: output.content.len(),
                 summary: summary(&output.content),
             });
-            let content = if output.external {
+            let mut content = if output.external {
                 format!("{EXTERNAL_HEADER}{}", output.content)
             } else {
                 output.content
             };
+            // Tools' own state (the todo list) closes every result: after
+            // the external content, so the harness's words are never
+            // inside a stranger's.
+            for echo in &echoes {
+                content.push_str("\n\n");
+                content.push_str(echo);
+            }
             blocks.push(Block::ToolResult {
                 tool_use_id: call.id.clone(),
                 content,

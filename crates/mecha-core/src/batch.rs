@@ -1,5 +1,5 @@
 //! Running one turn's approved calls: concurrently, each within its share of
-//! the turn's output budget, each result ending with the tools' echoes.
+//! the turn's output budget.
 //!
 //! Deciding *whether* a call may run (interlock, hooks, rules, approval) is
 //! the loop's job and happens before this.
@@ -34,7 +34,7 @@ pub async fn run_batch(
     let runs = calls.iter().map(|call| async move {
         let Some(tool) = registry.get(&call.name) else {
             let known: Vec<&str> = registry.names().collect();
-            return Ok(ToolOutput::err(format!(
+            return Ok(ToolOutput::refusal(format!(
                 "there is no tool named `{}`; the available tools are: {}",
                 call.name,
                 known.join(", ")
@@ -45,15 +45,5 @@ pub async fn run_batch(
         output.content = call_ctx.fit(tool.name(), &output.content);
         Ok(output)
     });
-    let mut results = join_all(runs).await;
-    let echoes = registry.echoes();
-    if !echoes.is_empty() {
-        for output in results.iter_mut().flatten() {
-            for echo in &echoes {
-                output.content.push_str("\n\n");
-                output.content.push_str(echo);
-            }
-        }
-    }
-    results
+    join_all(runs).await
 }

@@ -32,6 +32,10 @@ struct Input {
     items: Vec<Item>,
 }
 
+/// The most the list may take when shown: it follows every tool result, so
+/// a long one would eat the output budget of every later turn.
+const MAX_RENDERED_BYTES: usize = 2000;
+
 /// The list lives in the instance, so every run gets a fresh one.
 #[derive(Default)]
 pub struct Todo {
@@ -104,11 +108,18 @@ impl Tool for Todo {
         let parsed: Input = match serde_json::from_value(input) {
             Ok(p) => p,
             Err(e) => {
-                return Ok(ToolOutput::err(format!(
+                return Ok(ToolOutput::refusal(format!(
                     "invalid todo list: {e}; send {{\"items\": [{{\"content\": \"...\", \"status\": \"pending\"}}]}}"
                 )));
             }
         };
+        let rendered = Self::render(&parsed.items).len();
+        if rendered > MAX_RENDERED_BYTES {
+            return Ok(ToolOutput::refusal(format!(
+                "the todo list is {rendered} bytes, and it is repeated after every tool result; \
+                 keep it under {MAX_RENDERED_BYTES} bytes with fewer, shorter items"
+            )));
+        }
         let done = parsed
             .items
             .iter()

@@ -217,38 +217,6 @@ async fn a_failed_spill_admits_the_loss_and_names_no_path() {
 }
 
 #[tokio::test]
-async fn the_todo_list_is_echoed_at_the_end_of_every_result() {
-    let ws = tempfile::tempdir().unwrap();
-    let ctx = ToolCtx::new(ws.path(), 1 << 20).unwrap();
-    let reg = registry();
-    let items = json!({"items": [
-        {"content": "read the code", "status": "done"},
-        {"content": "fix the bug", "status": "in_progress"},
-        {"content": "run the tests", "status": "pending"}
-    ]});
-    let first = run_batch(&reg, &ctx, 1, 1 << 20, &[call("t", "todo", items)]).await;
-    let first = first[0].as_ref().unwrap();
-    assert!(first.content.contains("1 of 3 done"), "{}", first.content);
-    let expected = "Current todo list:\n[x] read the code\n[>] fix the bug\n[ ] run the tests";
-    assert!(first.content.ends_with(expected), "{}", first.content);
-    let later = run_batch(
-        &reg,
-        &ctx,
-        2,
-        1 << 20,
-        &[
-            call("a", "numbers", json!({"lines": 1})),
-            call("b", "nope", json!({})),
-        ],
-    )
-    .await;
-    for r in later {
-        let out = r.unwrap();
-        assert!(out.content.ends_with(expected), "{}", out.content);
-    }
-}
-
-#[tokio::test]
 async fn an_unknown_tool_is_a_result_naming_the_real_ones() {
     let ws = tempfile::tempdir().unwrap();
     let ctx = ToolCtx::new(ws.path(), 4096).unwrap();
