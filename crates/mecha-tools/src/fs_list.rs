@@ -18,6 +18,9 @@ const MAX_DEPTH: u64 = 16;
 /// Entries listed at most; a listing is for finding things, not for dumping
 /// a tree.
 const MAX_ENTRIES: usize = 1000;
+/// Entries looked at at most, matching or not: a glob that matches nothing
+/// must not walk the whole disk.
+const MAX_VISITED: usize = 50_000;
 /// Directories listed but never descended into: large, and never what the
 /// model is looking for.
 const NOT_DESCENDED: [&str; 3] = [".git", "node_modules", "target"];
@@ -91,6 +94,7 @@ fn list(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
         glob,
         lines: Vec::new(),
         truncated: false,
+        visited: 0,
     };
     listing.walk(&dir, Path::new(""), depth).map_err(cannot)?;
     Ok(ToolOutput::ok(listing.render(requested)))
@@ -100,6 +104,7 @@ struct Listing {
     glob: Option<GlobMatcher>,
     lines: Vec<String>,
     truncated: bool,
+    visited: usize,
 }
 
 impl Listing {
@@ -107,7 +112,8 @@ impl Listing {
         let mut entries: Vec<_> = dir.entries()?.collect::<Result<_, _>>()?;
         entries.sort_by_key(|e| e.file_name());
         for entry in entries {
-            if self.lines.len() >= MAX_ENTRIES {
+            self.visited += 1;
+            if self.lines.len() >= MAX_ENTRIES || self.visited > MAX_VISITED {
                 self.truncated = true;
                 return Ok(());
             }
@@ -150,6 +156,12 @@ impl Listing {
     }
 
     fn render(self, requested: &str) -> String {
+        if self.lines.is_empty() && self.truncated {
+            return format!(
+                "nothing matched among the first {MAX_VISITED} entries under {requested}; list a \
+                 subdirectory or narrow the glob"
+            );
+        }
         if self.lines.is_empty() {
             return if self.glob.is_some() {
                 format!("nothing in {requested} matches the glob")
@@ -161,7 +173,8 @@ impl Listing {
         out.push('\n');
         if self.truncated {
             out.push_str(&format!(
-                "[stopped at {MAX_ENTRIES} entries; list a subdirectory or narrow with `glob`]\n"
+                "[stopped early ({MAX_ENTRIES} entries listed or {MAX_VISITED} looked at); list a \
+                 subdirectory or narrow with `glob`]\n"
             ));
         }
         out

@@ -175,7 +175,7 @@ impl Settings {
             provider: global.provider,
         };
         for file in &global.mcp_files {
-            settings.import_mcp_file(&here.join(file), &path.display().to_string())?;
+            settings.import_mcp_file(&expand_home(here, file), &path.display().to_string())?;
         }
         settings.validate(&path)?;
         Ok(settings)
@@ -219,6 +219,14 @@ impl Settings {
         }
         self.rules.extend(project.rule);
         let agent = project.agent;
+        if agent.timezone.is_some() {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                message: "a project's mecha.toml cannot set [agent] timezone; it is yours, in \
+                          $MECHA_HOME/config.toml"
+                    .to_owned(),
+            });
+        }
         if let Some(mode) = agent.permission_mode {
             self.permission_mode = stricter(self.permission_mode, mode);
         }
@@ -362,6 +370,15 @@ fn provider_key_variables(provider: &ProviderSettings) -> Vec<String> {
     let mut names = vec!["ANTHROPIC_API_KEY".to_owned(), "OPENAI_API_KEY".to_owned()];
     names.extend(provider.api_key_env.clone());
     names
+}
+
+/// `~/x` is the user's home, as people write it in config; other relative
+/// paths are relative to the config file's directory.
+fn expand_home(base: &Path, file: &Path) -> PathBuf {
+    match (file.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => base.join(file),
+    }
 }
 
 /// The longest a shell command may be allowed to run.

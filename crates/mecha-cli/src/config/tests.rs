@@ -231,3 +231,25 @@ fn an_absurd_shell_timeout_is_refused() {
     .to_string();
     assert!(err.contains("more than a day"), "{err}");
 }
+
+#[test]
+fn a_project_cannot_set_the_timezone() {
+    let err = load(None, Some("[agent]\ntimezone = \"Asia/Tokyo\"\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("cannot set [agent] timezone"), "{err}");
+}
+
+#[test]
+fn mcp_files_expand_the_home_directory() {
+    let d = dirs(
+        Some("mcp_files = [\"~/definitely-missing-mecha-test.json\"]\n"),
+        None,
+    );
+    let err = Settings::load(&d.home, &d.ws).unwrap_err().to_string();
+    let home = std::env::var("HOME").unwrap();
+    assert!(
+        err.contains(&format!("{home}/definitely-missing-mecha-test.json")),
+        "{err}"
+    );
+}
