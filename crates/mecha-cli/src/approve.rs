@@ -42,22 +42,15 @@ impl TerminalApprover {
         } else {
             "a rule asks for a fresh decision on this call. allow? [y]es / [n]o: "
         });
-        let answer = tokio::task::spawn_blocking(move || {
-            {
-                // Released before waiting for the answer: an interrupt
-                // message must not queue behind a question nobody answers.
-                let mut stderr = std::io::stderr().lock();
-                let _ = stderr.write_all(question.as_bytes());
-                let _ = stderr.flush();
-            }
-            let mut line = String::new();
-            std::io::stdin().read_line(&mut line).map(|_| line)
-        })
-        .await;
-        let answer = match answer {
-            Ok(Ok(line)) => line.trim().to_ascii_lowercase(),
-            _ => String::new(),
-        };
+        {
+            let mut stderr = std::io::stderr().lock();
+            let _ = stderr.write_all(question.as_bytes());
+            let _ = stderr.flush();
+        }
+        let answer = crate::stdin::next_line()
+            .await
+            .map(|line| line.trim().to_ascii_lowercase())
+            .unwrap_or_default();
         match answer.as_str() {
             "y" | "yes" => Decision::Allow,
             "a" | "always" if offer_always => {

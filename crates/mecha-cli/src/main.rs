@@ -8,6 +8,7 @@ mod approve;
 mod commands;
 mod config;
 mod render;
+mod stdin;
 mod terminal;
 mod wiring;
 

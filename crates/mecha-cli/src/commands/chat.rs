@@ -9,6 +9,7 @@ use mecha_agent::{Agent, Event, EventSink, Outcome, Session};
 
 use crate::Failure;
 use crate::commands::RunOptions;
+use crate::commands::run::EXIT_INTERRUPTED;
 use crate::config::Settings;
 use crate::render::{OutputFormat, sink};
 use crate::wiring::build_agent;
@@ -40,12 +41,18 @@ fn converse(
     loop {
         eprint!("> ");
         let _ = std::io::stderr().flush();
-        let mut line = String::new();
-        match std::io::stdin().read_line(&mut line) {
-            Ok(0) => return Ok(0),
-            Ok(_) => {}
-            Err(e) => return Err(Failure::Run(e.into())),
-        }
+        // Ctrl-C at the prompt leaves chat; during a turn it stops the turn.
+        let line = runtime.block_on(async {
+            tokio::select! {
+                line = crate::stdin::next_line() => Ok(line),
+                () = crate::interrupted() => Err(()),
+            }
+        });
+        let line = match line {
+            Ok(Some(line)) => line,
+            Ok(None) => return Ok(0),
+            Err(()) => return Ok(EXIT_INTERRUPTED),
+        };
         let prompt = line.trim();
         if prompt.is_empty() {
             return Ok(0);
