@@ -2,11 +2,12 @@
 //! POST with its timeouts, turning an HTTP error into a [`ProviderError`] or a
 //! retry, and the backoff between retries.
 
-use std::error::Error as StdError;
 use std::time::Duration;
 
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::Value;
+
+use mecha_core::error_chain;
 
 use crate::ProviderError;
 
@@ -282,21 +283,6 @@ pub(crate) fn error_message(body: &str) -> String {
     } else {
         truncate(body, 500).to_owned()
     }
-}
-
-/// An error and its causes, which reqwest keeps in the source chain.
-pub(crate) fn error_chain(e: &dyn StdError) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 pub(crate) fn seconds(d: Duration) -> String {

@@ -10,8 +10,9 @@ use std::time::Duration;
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 
-use crate::http::{Attempt, HttpCore, error_chain, seconds, truncate};
+use crate::http::{Attempt, HttpCore, seconds, truncate};
 use crate::{ProviderError, Response, TextSink};
+use mecha_core::error_chain;
 
 /// How long to wait for the body's end after the answer is complete.
 const DRAIN_LIMIT: Duration = Duration::from_millis(500);

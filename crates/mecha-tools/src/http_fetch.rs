@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ipnet::IpNet;
-use mecha_core::{Capabilities, Egress, Tool, ToolCtx, ToolOutput};
+use mecha_core::{Capabilities, Egress, Tool, ToolCtx, ToolOutput, error_chain};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, LOCATION};
 use serde_json::{Value, json};
 use url::Url;
@@ -367,21 +367,6 @@ fn body_text(body: &[u8], cut: bool) -> String {
         if !chunk.invalid().is_empty() && !split_by_cut {
             text.push(char::REPLACEMENT_CHARACTER);
         }
-    }
-    text
-}
-
-/// An error with its causes, which reqwest keeps out of `Display`.
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
     }
     text
 }
