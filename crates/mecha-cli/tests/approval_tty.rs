@@ -2,6 +2,8 @@
 //! util-linux `script`), answering the questions through it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -34,21 +36,7 @@ fn env(calls: &[serde_json::Value], extra_config: &str) -> Env {
     let ws = tmp.path().join("ws");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&ws).unwrap();
-    let mut turns: Vec<serde_json::Value> = calls
-        .iter()
-        .map(|c| serde_json::json!({"tool_calls": [c]}))
-        .collect();
-    turns.push(serde_json::json!({"text": "Done."}));
-    let script = home.join("turns.json");
-    std::fs::write(&script, serde_json::json!({ "turns": turns }).to_string()).unwrap();
-    std::fs::write(
-        home.join("config.toml"),
-        format!(
-            "[provider]\nkind = \"scripted\"\nscript = {:?}\n{extra_config}",
-            script.display().to_string()
-        ),
-    )
-    .unwrap();
+    common::scripted_home(&home, calls, "Done.", extra_config);
     Env {
         _tmp: tmp,
         home,

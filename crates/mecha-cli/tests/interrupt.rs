@@ -2,6 +2,8 @@
 //! process group is killed and mecha exits with 130.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 #[test]
@@ -30,19 +32,8 @@ fn stops_cleanly_on(sig: rustix::process::Signal) {
         "(sleep 3; touch {m}) & sleep 3; touch {m}",
         m = marker.display()
     );
-    let script = serde_json::json!({"turns": [
-        {"tool_calls": [{"name": "shell", "input": {"command": command}}]},
-        {"text": "never reached"}
-    ]});
-    std::fs::write(home.join("turns.json"), script.to_string()).unwrap();
-    std::fs::write(
-        home.join("config.toml"),
-        format!(
-            "[provider]\nkind = \"scripted\"\nscript = {:?}\n",
-            home.join("turns.json").display().to_string()
-        ),
-    )
-    .unwrap();
+    let call = serde_json::json!({"name": "shell", "input": {"command": command}});
+    common::scripted_home(&home, &[call], "never reached", "");
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"))
         .env("MECHA_HOME", &home)
         .current_dir(&ws)

@@ -2,6 +2,8 @@
 //! mecha's own environment through /proc.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
@@ -39,19 +41,8 @@ fn the_model_api_key_is_not_readable_from_proc() {
     std::fs::copy(assert_cmd::cargo::cargo_bin("mecha"), &mecha).unwrap();
     std::fs::set_permissions(&mecha, std::fs::Permissions::from_mode(0o755)).unwrap();
     let command = "tr '\\0' '\\n' < /proc/$PPID/environ 2>/dev/null | grep -o 'sk-test-[A-Z]*' || echo NOT-READABLE";
-    let script = serde_json::json!({"turns": [
-        {"tool_calls": [{"name": "shell", "input": {"command": command}}]},
-        {"text": "done"}
-    ]});
-    std::fs::write(home.join("turns.json"), script.to_string()).unwrap();
-    std::fs::write(
-        home.join("config.toml"),
-        format!(
-            "[provider]\nkind = \"scripted\"\nscript = {:?}\n",
-            home.join("turns.json").display().to_string()
-        ),
-    )
-    .unwrap();
+    let call = serde_json::json!({"name": "shell", "input": {"command": command}});
+    common::scripted_home(&home, &[call], "done", "");
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(&mecha)

@@ -1,7 +1,7 @@
 //! Running the real `mecha` binary against the mock model server.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use mecha_provider::script::{ScriptToolCall, ScriptTurn};
@@ -137,4 +137,24 @@ pub fn results_in(mock: &MockModel, n: usize) -> Vec<(String, bool)> {
         }
     }
     out
+}
+
+/// Makes `home` a MECHA_HOME whose model is a script, played offline: one
+/// turn per tool call in `calls`, then a turn that answers `closing`.
+pub fn scripted_home(home: &Path, calls: &[Value], closing: &str, extra_config: &str) {
+    let mut turns: Vec<Value> = calls
+        .iter()
+        .map(|c| serde_json::json!({"tool_calls": [c]}))
+        .collect();
+    turns.push(serde_json::json!({ "text": closing }));
+    let script = home.join("turns.json");
+    std::fs::write(&script, serde_json::json!({ "turns": turns }).to_string()).unwrap();
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "[provider]\nkind = \"scripted\"\nscript = {:?}\n{extra_config}",
+            script.display().to_string()
+        ),
+    )
+    .unwrap();
 }
