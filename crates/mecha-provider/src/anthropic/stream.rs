@@ -130,7 +130,59 @@ pub(crate) struct StreamState {
 }
 
 impl StreamState {
-    pub fn handle(&mut self, event: &Event, on_text: &mut TextSink<'_>) -> Result<Flow, Attempt> {
+    fn update_usage(&mut self, wire: &WireUsage) {
+        let usage = &mut self.usage;
+        for (field, value) in [
+            (&mut usage.input_tokens, wire.input_tokens),
+            (&mut usage.output_tokens, wire.output_tokens),
+            (&mut usage.cache_read_tokens, wire.cache_read_input_tokens),
+            (
+                &mut usage.cache_write_tokens,
+                wire.cache_creation_input_tokens,
+            ),
+        ] {
+            if let Some(value) = value {
+                *field = value;
+            }
+        }
+    }
+
+    /// An `error` event in a 200 stream: overloaded and friends are worth
+    /// another try, but only while nothing of the answer was shown.
+    fn stream_error(&self, error: WireError) -> Attempt {
+        let what = format!("{} ({})", error.message, error.kind);
+        let transient = matches!(
+            error.kind.as_str(),
+            "overloaded_error" | "api_error" | "rate_limit_error"
+        );
+        if transient && !self.content_seen {
+            Attempt::Retry {
+                reason: format!("reported {what}"),
+                after: None,
+            }
+        } else if transient {
+            Attempt::Fatal(ProviderError::Transport(format!(
+                "the model's stream ended early: {API} failed mid-answer with {what}; try again"
+            )))
+        } else {
+            Attempt::Fatal(ProviderError::Api(format!("{API} reported {what}")))
+        }
+    }
+}
+
+fn stop_reason(reason: &str) -> StopReason {
+    match reason {
+        "end_turn" => StopReason::EndTurn,
+        "tool_use" => StopReason::ToolUse,
+        "max_tokens" => StopReason::MaxTokens,
+        "stop_sequence" => StopReason::StopSequence,
+        "refusal" => StopReason::Refusal,
+        other => StopReason::Other(other.to_owned()),
+    }
+}
+
+impl StreamDecoder for StreamState {
+    fn handle(&mut self, event: &Event, on_text: &mut TextSink<'_>) -> Result<Flow, Attempt> {
         let wire: WireEvent =
             serde_json::from_str(&event.data).map_err(|e| malformed(API, event, &e))?;
         match wire {
@@ -196,46 +248,7 @@ impl StreamState {
         Ok(Flow::Continue)
     }
 
-    fn update_usage(&mut self, wire: &WireUsage) {
-        let usage = &mut self.usage;
-        for (field, value) in [
-            (&mut usage.input_tokens, wire.input_tokens),
-            (&mut usage.output_tokens, wire.output_tokens),
-            (&mut usage.cache_read_tokens, wire.cache_read_input_tokens),
-            (
-                &mut usage.cache_write_tokens,
-                wire.cache_creation_input_tokens,
-            ),
-        ] {
-            if let Some(value) = value {
-                *field = value;
-            }
-        }
-    }
-
-    /// An `error` event in a 200 stream: overloaded and friends are worth
-    /// another try, but only while nothing of the answer was shown.
-    fn stream_error(&self, error: WireError) -> Attempt {
-        let what = format!("{} ({})", error.message, error.kind);
-        let transient = matches!(
-            error.kind.as_str(),
-            "overloaded_error" | "api_error" | "rate_limit_error"
-        );
-        if transient && !self.content_seen {
-            Attempt::Retry {
-                reason: format!("reported {what}"),
-                after: None,
-            }
-        } else if transient {
-            Attempt::Fatal(ProviderError::Transport(format!(
-                "the model's stream ended early: {API} failed mid-answer with {what}; try again"
-            )))
-        } else {
-            Attempt::Fatal(ProviderError::Api(format!("{API} reported {what}")))
-        }
-    }
-
-    pub fn finish(self) -> Response {
+    fn finish(self) -> Response {
         let mut content = Vec::new();
         for partial in self.blocks.into_values() {
             match partial {
@@ -268,27 +281,6 @@ impl StreamState {
             stop_reason,
             usage: self.usage,
         }
-    }
-}
-
-fn stop_reason(reason: &str) -> StopReason {
-    match reason {
-        "end_turn" => StopReason::EndTurn,
-        "tool_use" => StopReason::ToolUse,
-        "max_tokens" => StopReason::MaxTokens,
-        "stop_sequence" => StopReason::StopSequence,
-        "refusal" => StopReason::Refusal,
-        other => StopReason::Other(other.to_owned()),
-    }
-}
-
-impl StreamDecoder for StreamState {
-    fn handle(&mut self, event: &Event, on_text: &mut TextSink<'_>) -> Result<Flow, Attempt> {
-        StreamState::handle(self, event, on_text)
-    }
-
-    fn finish(self) -> Response {
-        StreamState::finish(self)
     }
 
     fn at_end_of_body(self) -> Result<Response, ProviderError> {

@@ -97,7 +97,47 @@ pub(crate) struct StreamState {
 }
 
 impl StreamState {
-    pub fn handle(&mut self, event: &Event, on_text: &mut TextSink<'_>) -> Result<Flow, Attempt> {
+    fn add_call_delta(&mut self, position: usize, delta: CallDelta) {
+        // Some servers leave out `index` and send each call whole: a new id
+        // then means a new call, no id means more of the last one.
+        let index = match delta.index {
+            Some(index) => index,
+            None if delta.id.is_some() => self
+                .calls
+                .keys()
+                .next_back()
+                .map_or(position, |last| last + 1),
+            None => self.calls.keys().next_back().copied().unwrap_or(position),
+        };
+        let call = self.calls.entry(index).or_default();
+        if let Some(id) = delta.id.filter(|id| !id.is_empty()) {
+            call.id = id;
+        }
+        if let Some(function) = delta.function {
+            if let Some(name) = function.name {
+                call.name.push_str(&name);
+            }
+            if let Some(arguments) = function.arguments {
+                call.arguments.push_str(&arguments);
+            }
+        }
+    }
+
+    /// Whether the answer is complete enough to use when the body ends
+    /// without `[DONE]`.
+    pub fn finished(&self) -> bool {
+        self.finish_reason.is_some()
+    }
+}
+
+pub(crate) fn ended_early(what: &str) -> ProviderError {
+    ProviderError::Transport(format!(
+        "the model's stream ended early: {API} {what}; try again"
+    ))
+}
+
+impl StreamDecoder for StreamState {
+    fn handle(&mut self, event: &Event, on_text: &mut TextSink<'_>) -> Result<Flow, Attempt> {
         if event.data.trim() == "[DONE]" {
             return if self.finish_reason.is_some() {
                 Ok(Flow::Done)
@@ -146,39 +186,7 @@ impl StreamState {
         Ok(Flow::Continue)
     }
 
-    fn add_call_delta(&mut self, position: usize, delta: CallDelta) {
-        // Some servers leave out `index` and send each call whole: a new id
-        // then means a new call, no id means more of the last one.
-        let index = match delta.index {
-            Some(index) => index,
-            None if delta.id.is_some() => self
-                .calls
-                .keys()
-                .next_back()
-                .map_or(position, |last| last + 1),
-            None => self.calls.keys().next_back().copied().unwrap_or(position),
-        };
-        let call = self.calls.entry(index).or_default();
-        if let Some(id) = delta.id.filter(|id| !id.is_empty()) {
-            call.id = id;
-        }
-        if let Some(function) = delta.function {
-            if let Some(name) = function.name {
-                call.name.push_str(&name);
-            }
-            if let Some(arguments) = function.arguments {
-                call.arguments.push_str(&arguments);
-            }
-        }
-    }
-
-    /// Whether the answer is complete enough to use when the body ends
-    /// without `[DONE]`.
-    pub fn finished(&self) -> bool {
-        self.finish_reason.is_some()
-    }
-
-    pub fn finish(self) -> Response {
+    fn finish(self) -> Response {
         let mut content = Vec::new();
         if !self.text.is_empty() {
             content.push(Block::Text { text: self.text });
@@ -217,29 +225,13 @@ impl StreamState {
             usage: self.usage,
         }
     }
-}
-
-pub(crate) fn ended_early(what: &str) -> ProviderError {
-    ProviderError::Transport(format!(
-        "the model's stream ended early: {API} {what}; try again"
-    ))
-}
-
-impl StreamDecoder for StreamState {
-    fn handle(&mut self, event: &Event, on_text: &mut TextSink<'_>) -> Result<Flow, Attempt> {
-        StreamState::handle(self, event, on_text)
-    }
-
-    fn finish(self) -> Response {
-        StreamState::finish(self)
-    }
 
     fn at_end_of_body(self) -> Result<Response, ProviderError> {
         // A server that ends the body after the finish_reason without
         // `[DONE]` has still given the whole answer.
         if self.finished() {
             tracing::debug!("stream ended without [DONE] after a finish_reason");
-            return Ok(StreamState::finish(self));
+            return Ok(self.finish());
         }
         Err(ended_early("closed it before a finish_reason"))
     }
