@@ -2,30 +2,20 @@
 //! and workspace, no provider.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use assert_cmd::Command;
+use common::{Env, env};
 use serde_json::{Value, json};
 
-struct Env {
-    _tmp: tempfile::TempDir,
-    home: std::path::PathBuf,
-    ws: std::path::PathBuf,
+/// `mecha` with the test's MECHA_HOME and workspace, no provider.
+trait Tools {
+    fn offline(&self, args: &[&str]) -> assert_cmd::assert::Assert;
+    fn offline_stdout(&self, args: &[&str]) -> String;
 }
 
-fn env() -> Env {
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    let ws = tmp.path().join("ws");
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::create_dir_all(&ws).unwrap();
-    Env {
-        _tmp: tmp,
-        home,
-        ws,
-    }
-}
-
-impl Env {
-    fn mecha(&self, args: &[&str]) -> assert_cmd::assert::Assert {
+impl Tools for Env {
+    fn offline(&self, args: &[&str]) -> assert_cmd::assert::Assert {
         Command::cargo_bin("mecha")
             .unwrap()
             .env("MECHA_HOME", &self.home)
@@ -35,8 +25,8 @@ impl Env {
             .assert()
     }
 
-    fn stdout(&self, args: &[&str]) -> String {
-        let out = self.mecha(args).success();
+    fn offline_stdout(&self, args: &[&str]) -> String {
+        let out = self.offline(args).success();
         String::from_utf8(out.get_output().stdout.clone()).unwrap()
     }
 }
@@ -45,7 +35,7 @@ impl Env {
 #[test]
 fn json_matches_the_spec_capability_table() {
     let e = env();
-    let tools: Value = serde_json::from_str(&e.stdout(&["tools", "--json"])).unwrap();
+    let tools: Value = serde_json::from_str(&e.offline_stdout(&["tools", "--json"])).unwrap();
     let caps = |private: bool, untrusted: bool, egress: &str, destructive: bool| json!({"private_data": private, "untrusted_input": untrusted, "egress": egress, "destructive": destructive});
     let expected = [
         ("fs_edit", false, caps(false, false, "none", true)),
@@ -68,8 +58,8 @@ fn json_matches_the_spec_capability_table() {
 #[test]
 fn schema_is_sorted_and_byte_identical_across_runs() {
     let e = env();
-    let first = e.stdout(&["tools", "--schema"]);
-    let second = e.stdout(&["tools", "--schema"]);
+    let first = e.offline_stdout(&["tools", "--schema"]);
+    let second = e.offline_stdout(&["tools", "--schema"]);
     assert_eq!(first, second);
     let defs: Value = serde_json::from_str(&first).unwrap();
     let names: Vec<&str> = defs
@@ -95,7 +85,7 @@ fn schema_is_sorted_and_byte_identical_across_runs() {
 #[test]
 fn human_listing_names_the_sandbox_and_every_tool() {
     let e = env();
-    let text = e.stdout(&["tools"]);
+    let text = e.offline_stdout(&["tools"]);
     assert!(text.starts_with("sandbox: none"), "{text}");
     for name in [
         "fs_read",
@@ -127,7 +117,7 @@ fn config_then_project_then_flag_each_narrow() {
     )
     .unwrap();
     let names = |args: &[&str]| -> Vec<String> {
-        let v: Value = serde_json::from_str(&e.stdout(args)).unwrap();
+        let v: Value = serde_json::from_str(&e.offline_stdout(args)).unwrap();
         v.as_array()
             .unwrap()
             .iter()
@@ -146,7 +136,7 @@ fn config_then_project_then_flag_each_narrow() {
 #[test]
 fn an_unknown_tool_flag_is_a_usage_error() {
     let e = env();
-    e.mecha(&["tools", "--tool", "fs_raed"])
+    e.offline(&["tools", "--tool", "fs_raed"])
         .code(2)
         .stderr(predicates::str::contains(
             "--tool names no such tool: fs_raed",
@@ -161,7 +151,7 @@ fn config_errors_name_file_line_and_key_and_exit_2() {
         "[tools]\nenabled = []\nshel = 1\n",
     )
     .unwrap();
-    e.mecha(&["tools"])
+    e.offline(&["tools"])
         .code(2)
         .stderr(predicates::str::contains(
             "config.toml:3:1: unknown field `shel`",
@@ -172,12 +162,12 @@ fn config_errors_name_file_line_and_key_and_exit_2() {
         "[tools]\noutput_budget_bytes = \"big\"\n",
     )
     .unwrap();
-    e.mecha(&["tools"])
+    e.offline(&["tools"])
         .code(2)
         .stderr(predicates::str::contains("mecha.toml:2:"))
         .stderr(predicates::str::contains("output_budget_bytes"));
     std::fs::write(e.ws.join("mecha.toml"), "[tools\n").unwrap();
-    e.mecha(&["tools"])
+    e.offline(&["tools"])
         .code(2)
         .stderr(predicates::str::contains("mecha.toml:1:"));
 }
@@ -186,7 +176,7 @@ fn config_errors_name_file_line_and_key_and_exit_2() {
 fn a_project_that_sets_the_provider_is_refused() {
     let e = env();
     std::fs::write(e.ws.join("mecha.toml"), "[provider]\ncontext_window = 1\n").unwrap();
-    e.mecha(&["tools"])
+    e.offline(&["tools"])
         .code(2)
         .stderr(predicates::str::contains("cannot set [provider]"));
 }
@@ -199,7 +189,7 @@ fn a_config_typo_in_tool_names_is_warned_about() {
         "[tools]\ndisabled = [\"shel\"]\n",
     )
     .unwrap();
-    e.mecha(&["tools"])
+    e.offline(&["tools"])
         .success()
         .stderr(predicates::str::contains("`shel`, which is no tool"));
 }
