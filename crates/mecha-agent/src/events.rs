@@ -57,17 +57,108 @@ pub enum Event {
     },
     /// Tokens used by one model request.
     Usage { turn: u32, usage: Usage },
-    /// The run is over.
+    /// The run is over, however it ended: scripts read this one object
+    /// (`stop_reason`, `is_error`, `error`) whether the model answered or
+    /// the run failed.
     Final {
         text: String,
-        stop_reason: Option<StopReason>,
+        #[serde(flatten)]
+        end: RunEnd,
         turns: u32,
         usage: Usage,
         taint: Taint,
     },
 }
 
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunEnd {
+    /// The model answered; why it stopped.
+    Answered(StopReason),
+    /// The run stopped before an answer; `error` says why and what to do.
+    Stopped { why: EarlyStop, error: String },
+}
+
+/// Why a run stopped before the model answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EarlyStop {
+    /// The model API or a tool failed in a way the run cannot go on from.
+    Error,
+    /// `max_turns` model requests were made and the model wanted more.
+    MaxTurns,
+    /// Ctrl-C, SIGTERM or SIGHUP.
+    Interrupted,
+}
+
+/// Shown as `stop_reason` (the model's, or why the run stopped early),
+/// `is_error` and `error`, so a script needs no second shape for failures.
+impl Serialize for RunEnd {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Shown<'a, R: Serialize> {
+            stop_reason: R,
+            is_error: bool,
+            error: Option<&'a str>,
+        }
+        match self {
+            RunEnd::Answered(reason) => Shown {
+                stop_reason: reason,
+                is_error: false,
+                error: None,
+            }
+            .serialize(serializer),
+            RunEnd::Stopped { why, error } => Shown {
+                stop_reason: why,
+                is_error: true,
+                error: Some(error),
+            }
+            .serialize(serializer),
+        }
+    }
+}
+
 /// Receives events. Called from the loop's task; keep it quick.
 pub trait EventSink: Send + Sync {
     fn emit(&self, event: Event);
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn shown(end: RunEnd) -> Value {
+        serde_json::to_value(Event::Final {
+            text: String::new(),
+            end,
+            turns: 1,
+            usage: Usage::default(),
+            taint: Taint::default(),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_final_event_has_one_shape_for_answers_and_failures() {
+        let answered = shown(RunEnd::Answered(StopReason::EndTurn));
+        assert_eq!(answered["type"], "final");
+        assert_eq!(answered["stop_reason"], "end_turn");
+        assert_eq!(answered["is_error"], false);
+        assert!(answered["error"].is_null());
+        for (why, name) in [
+            (EarlyStop::Error, "error"),
+            (EarlyStop::MaxTurns, "max_turns"),
+            (EarlyStop::Interrupted, "interrupted"),
+        ] {
+            let stopped = shown(RunEnd::Stopped {
+                why,
+                error: "what happened".into(),
+            });
+            assert_eq!(stopped["stop_reason"], name);
+            assert_eq!(stopped["is_error"], true);
+            assert_eq!(stopped["error"], "what happened");
+            assert_eq!(stopped["turns"], 1);
+        }
+    }
 }

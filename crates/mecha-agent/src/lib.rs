@@ -12,6 +12,6 @@ mod hook;
 mod validate;
 
 pub use agent::{Agent, AgentError, Limits, Outcome, Session, ToolRefresh};
-pub use events::{Event, EventSink, GateStage, GateVerdict};
+pub use events::{EarlyStop, Event, EventSink, GateStage, GateVerdict, RunEnd};
 pub use gate::Gate;
 pub use hook::Hook;

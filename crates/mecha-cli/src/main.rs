@@ -2,11 +2,13 @@
 //! into a registry and runs a command.
 //!
 //! Exit codes: 0 success, 1 a run failed, 2 bad usage or configuration,
-//! 3 a run stopped at --max-turns, 130 interrupted.
+//! 3 a run stopped at --max-turns, 130 interrupted, 141 stdout or stderr
+//! was closed by its reader (see `output`).
 
 mod approve;
 mod commands;
 mod config;
+mod output;
 mod render;
 mod stdin;
 mod terminal;
@@ -71,17 +73,20 @@ fn main() -> ExitCode {
     hide_environment();
     init_logging();
     let cli = Cli::parse();
-    match run(cli) {
-        Ok(code) => ExitCode::from(code),
+    let code = match run(cli) {
+        Ok(code) => code,
         Err(Failure::Usage(message)) => {
-            eprintln!("mecha: {message}");
-            ExitCode::from(2)
+            output::err_line(&format!("mecha: {message}"));
+            2
         }
         Err(Failure::Run(e)) => {
-            eprintln!("mecha: {e:#}");
-            ExitCode::from(1)
+            output::err_line(&format!("mecha: {e:#}"));
+            1
         }
-    }
+    };
+    // Output that nobody could read decides the code, whatever the run
+    // thought of itself.
+    ExitCode::from(output::exit_code().unwrap_or(code))
 }
 
 fn run(cli: Cli) -> Result<u8, Failure> {
@@ -102,7 +107,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         settings.import_mcp_file(file, "--mcp-file")?;
     }
     for warning in &settings.warnings {
-        eprintln!("mecha: warning: {warning}");
+        output::err_line(&format!("mecha: warning: {warning}"));
     }
     match cli.command {
         Command::Run(args) => commands::run::run(args, settings, &workspace),
@@ -151,7 +156,9 @@ fn hide_environment() {
     if let Err(e) =
         rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
     {
-        eprintln!("mecha: warning: cannot protect this process's environment: {e}");
+        output::err_line(&format!(
+            "mecha: warning: cannot protect this process's environment: {e}"
+        ));
     }
 }
 

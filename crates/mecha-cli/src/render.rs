@@ -1,13 +1,14 @@
 //! Showing a run: plain text for people, JSON for scripts.
 
 use std::collections::HashSet;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::Mutex;
 
 use clap::ValueEnum;
 use mecha_agent::{Event, EventSink, GateVerdict};
 use serde_json::json;
 
+use crate::output;
 use crate::terminal::printable;
 
 /// How `mecha run` reports.
@@ -15,9 +16,10 @@ use crate::terminal::printable;
 pub enum OutputFormat {
     /// The answer streams to stdout; tool activity goes to stderr.
     Text,
-    /// One JSON object on stdout when the run ends.
+    /// One JSON object on stdout when the run ends, also when it fails.
     Json,
-    /// One JSON object per event on stdout, as they happen.
+    /// One JSON object per event on stdout, as they happen; the last is the
+    /// object `json` prints.
     StreamJson,
 }
 
@@ -28,8 +30,14 @@ pub fn sink(format: OutputFormat) -> Box<dyn EventSink> {
             state: Mutex::default(),
             stdout_is_terminal: std::io::stdout().is_terminal(),
         }),
-        OutputFormat::Json => Box::new(Summary::default()),
-        OutputFormat::StreamJson => Box::new(StreamJson),
+        OutputFormat::Json => Box::new(Summary {
+            each_event: false,
+            tool_calls: Mutex::default(),
+        }),
+        OutputFormat::StreamJson => Box::new(Summary {
+            each_event: true,
+            tool_calls: Mutex::default(),
+        }),
     }
 }
 
@@ -56,21 +64,18 @@ impl EventSink for Text {
         };
         match event {
             Event::Text { text } => {
-                let mut out = std::io::stdout().lock();
-                let shown = if self.stdout_is_terminal {
-                    printable(&text)
+                if self.stdout_is_terminal {
+                    output::out(&printable(&text));
                 } else {
-                    std::borrow::Cow::Borrowed(text.as_str())
-                };
-                let _ = out.write_all(shown.as_bytes());
-                let _ = out.flush();
+                    output::out(&text);
+                }
                 if !text.is_empty() {
                     state.mid_line = !text.ends_with('\n');
                 }
             }
             Event::ToolCall { name, input, .. } => {
                 if std::mem::take(&mut state.mid_line) {
-                    println!();
+                    output::out("\n");
                 }
                 let args = serde_json::to_string(&input).unwrap_or_default();
                 activity(&format!("→ {name} {}", clip(&args, 160)));
@@ -100,7 +105,7 @@ impl EventSink for Text {
             }
             Event::Final { .. } => {
                 if std::mem::take(&mut state.mid_line) {
-                    println!();
+                    output::out("\n");
                 }
             }
             Event::Gate { .. } | Event::Usage { .. } => {}
@@ -108,76 +113,49 @@ impl EventSink for Text {
     }
 }
 
-struct StreamJson;
-
-impl EventSink for StreamJson {
-    fn emit(&self, event: Event) {
-        if let Ok(line) = serde_json::to_string(&event) {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{line}");
-            let _ = out.flush();
-        }
-    }
-}
-
-/// Collects the run and prints one object at the end.
-#[derive(Default)]
+/// The JSON formats: the run's result as one object at the end, and with
+/// `each_event`, every event as it happens before it.
 struct Summary {
+    each_event: bool,
     tool_calls: Mutex<Vec<serde_json::Value>>,
 }
 
 impl EventSink for Summary {
     fn emit(&self, event: Event) {
-        match event {
-            Event::ToolResult {
-                id,
-                name,
-                is_error,
-                bytes,
-                ..
-            } => {
-                if let Ok(mut calls) = self.tool_calls.lock() {
-                    calls.push(
-                        json!({"id": id, "name": name, "is_error": is_error, "bytes": bytes}),
-                    );
-                }
-            }
-            Event::Final {
-                text,
-                stop_reason,
-                turns,
-                usage,
-                taint,
-            } => {
-                let calls = self
-                    .tool_calls
-                    .lock()
-                    .map(|c| c.clone())
-                    .unwrap_or_default();
-                let summary = json!({
-                    "text": text,
-                    "stop_reason": stop_reason,
-                    "turns": turns,
-                    "usage": usage,
-                    "taint": taint,
-                    "tool_calls": calls,
-                });
-                println!("{summary}");
-            }
-            _ => {}
+        if let Event::ToolResult {
+            id,
+            name,
+            is_error,
+            bytes,
+            ..
+        } = &event
+            && let Ok(mut calls) = self.tool_calls.lock()
+        {
+            calls.push(json!({"id": id, "name": name, "is_error": is_error, "bytes": bytes}));
         }
+        let is_final = matches!(event, Event::Final { .. });
+        if !is_final && !self.each_event {
+            return;
+        }
+        let Ok(mut line) = serde_json::to_value(&event) else {
+            return;
+        };
+        if is_final {
+            let calls = self
+                .tool_calls
+                .lock()
+                .map(|c| c.clone())
+                .unwrap_or_default();
+            line["tool_calls"] = serde_json::Value::Array(calls);
+        }
+        output::out(&format!("{line}\n"));
     }
 }
 
-/// One line of tool activity on stderr, in one write: stderr is unbuffered,
-/// and a line written piecemeal costs a syscall per piece. The line carries
-/// model and tool text, so it is made printable first.
+/// One line of tool activity on stderr. The line carries model and tool
+/// text, so it is made printable first.
 fn activity(line: &str) {
-    let line = printable(line);
-    let mut buf = String::with_capacity(line.len() + 1);
-    buf.push_str(&line);
-    buf.push('\n');
-    let _ = std::io::stderr().lock().write_all(buf.as_bytes());
+    output::err_line(&printable(line));
 }
 
 fn clip(text: &str, max: usize) -> String {

@@ -6,29 +6,108 @@
 //! would swallow the next line the user types; the line simply goes to the
 //! next asker.
 
-use std::io::BufRead;
+use std::io::{BufRead, BufReader, IsTerminal};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use tokio::sync::{Mutex, mpsc};
 
-static LINES: OnceLock<Mutex<mpsc::UnboundedReceiver<String>>> = OnceLock::new();
+/// One line, and whether more input was already waiting behind it.
+struct Line {
+    text: String,
+    /// At a terminal, the next line arrived with this one: they were pasted
+    /// together, not typed.
+    pasted_with_next: bool,
+}
+
+static LINES: OnceLock<Mutex<mpsc::UnboundedReceiver<Line>>> = OnceLock::new();
+
+/// How long after a newline the rest of a paste may still be arriving: a
+/// terminal sends a large paste in several writes, and nobody types the
+/// next line this fast.
+const PASTE_GAP: Duration = Duration::from_millis(20);
 
 /// The next line typed (without its newline), or `None` at end of input.
 /// Cancel-safe: dropping the future consumes nothing.
 pub async fn next_line() -> Option<String> {
-    let lines = LINES.get_or_init(|| {
+    receiver().lock().await.recv().await.map(|line| line.text)
+}
+
+/// The next prompt, or `None` at end of input: a line, joined with the
+/// lines after it while it ends in `\` (the backslash is dropped) or while
+/// they were pasted together with it, blank lines included. Dropping the
+/// future mid-prompt loses the lines read so far; chat ends then anyway.
+pub async fn next_prompt() -> Option<String> {
+    let mut lines = receiver().lock().await;
+    let mut prompt: Option<String> = None;
+    loop {
+        let Some(line) = lines.recv().await else {
+            return prompt;
+        };
+        let (text, continued) = match line.text.strip_suffix('\\') {
+            Some(text) => (text, true),
+            None => (line.text.as_str(), false),
+        };
+        let prompt = prompt.get_or_insert_default();
+        prompt.push_str(text);
+        if !(continued || line.pasted_with_next) {
+            return Some(std::mem::take(prompt));
+        }
+        // The lines keep their breaks.
+        prompt.push('\n');
+    }
+}
+
+fn receiver() -> &'static Mutex<mpsc::UnboundedReceiver<Line>> {
+    LINES.get_or_init(|| {
         let (tx, rx) = mpsc::unbounded_channel();
         // A plain thread, not the runtime's blocking pool: it outlives any
         // one runtime and never holds up a shutdown.
-        std::thread::spawn(move || {
-            for line in std::io::stdin().lock().lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        std::thread::spawn(move || read_lines(&tx));
         Mutex::new(rx)
-    });
-    lines.lock().await.recv().await
+    })
+}
+
+fn read_lines(tx: &mpsc::UnboundedSender<Line>) {
+    let stdin = std::io::stdin();
+    // Pastes are told apart only at a terminal: piped input arrives all at
+    // once, and there each line is its own prompt, as scripts expect.
+    let at_terminal = stdin.is_terminal();
+    // Larger than std's own stdin buffer, so reads bypass it and what is
+    // buffered here is all that is buffered.
+    let mut reader = BufReader::with_capacity(64 * 1024, stdin);
+    let mut raw = Vec::new();
+    loop {
+        raw.clear();
+        match reader.read_until(b'\n', &mut raw) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let text = String::from_utf8_lossy(&raw);
+        let text = text.strip_suffix('\n').unwrap_or(&text);
+        let text = text.strip_suffix('\r').unwrap_or(text).to_owned();
+        let pasted_with_next =
+            at_terminal && (!reader.buffer().is_empty() || input_waiting(PASTE_GAP));
+        if tx
+            .send(Line {
+                text,
+                pasted_with_next,
+            })
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// Whether stdin has input to read within `wait`.
+fn input_waiting(wait: Duration) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+    let timeout = Timespec {
+        tv_sec: 0,
+        tv_nsec: i64::from(wait.subsec_nanos()),
+    };
+    poll(&mut fds, Some(&timeout)).is_ok_and(|ready| ready > 0)
 }

@@ -63,7 +63,7 @@ pub async fn build_toolbox(
         if report {
             for status in hub.statuses() {
                 if matches!(status.state, ServerState::Failed { .. }) {
-                    eprintln!("mecha: {status}");
+                    crate::output::err_line(&format!("mecha: {status}"));
                 }
             }
         }
@@ -116,11 +116,13 @@ fn check_names(settings: &Settings, flags: &[String], registry: &Registry) -> Re
         .chain(flags);
     for name in configured.filter(|n| !exists(n)) {
         if of_a_server(name) {
-            eprintln!("mecha: warning: `{name}` is not available: its MCP server did not offer it");
+            crate::output::err_line(&format!(
+                "mecha: warning: `{name}` is not available: its MCP server did not offer it"
+            ));
         } else {
-            eprintln!(
+            crate::output::err_line(&format!(
                 "mecha: warning: [tools] names `{name}`, which is no tool; check the spelling"
-            );
+            ));
         }
     }
     Ok(())

@@ -315,3 +315,235 @@ async fn chat_carries_the_conversation_between_lines() {
             && texts[2].contains("who am I?")
     );
 }
+
+/// The one JSON object a `--output-format json` run printed.
+fn the_object(out: &std::process::Output) -> Value {
+    let text = stdout(out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "one object expected: {text:?}");
+    serde_json::from_str(lines[0]).unwrap()
+}
+
+#[tokio::test]
+async fn json_prints_its_object_when_the_api_fails() {
+    for_both(async |api| {
+        let e = env();
+        let mock = MockModel::start(vec![MockReply::Unauthorized]).await;
+        let out = e
+            .run(api, &mock, "k", &["--output-format", "json", "go"])
+            .await;
+        assert_eq!(out.status.code(), Some(1), "{api:?}: {}", stderr(&out));
+        let object = the_object(&out);
+        assert_eq!(object["is_error"], true, "{object}");
+        assert_eq!(object["stop_reason"], "error", "{object}");
+        let error = object["error"].as_str().unwrap();
+        let var = match api {
+            Api::Anthropic => "ANTHROPIC_API_KEY",
+            Api::OpenAi => "OPENAI_API_KEY",
+        };
+        assert!(error.contains(var), "{api:?}: {error}");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn json_at_the_turn_limit_says_max_turns_and_that_a_rerun_starts_over() {
+    let e = env();
+    let mock = MockModel::start(
+        (0..3)
+            .map(|_| tool_turn(&[("fs_list", json!({}))]))
+            .collect(),
+    )
+    .await;
+    let out = e
+        .run(
+            Api::Anthropic,
+            &mock,
+            "k",
+            &["--output-format", "json", "--max-turns", "2", "go"],
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let object = the_object(&out);
+    assert_eq!(object["stop_reason"], "max_turns", "{object}");
+    assert_eq!(object["is_error"], true, "{object}");
+    assert_eq!(object["turns"], 2, "{object}");
+    assert_eq!(object["tool_calls"].as_array().unwrap().len(), 2);
+    for said in [object["error"].as_str().unwrap(), &stderr(&out)] {
+        assert!(said.contains("starts over"), "{said}");
+        assert!(said.contains("raise --max-turns"), "{said}");
+        assert!(
+            !said.contains("continue"),
+            "a rerun does not continue: {said}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn json_reports_a_run_that_cannot_start() {
+    let e = env();
+    let mock = MockModel::start(vec![]).await;
+    let out = e
+        .run(
+            Api::Anthropic,
+            &mock,
+            "k",
+            &["--output-format", "json", " "],
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let object = the_object(&out);
+    assert_eq!(object["stop_reason"], "error", "{object}");
+    assert!(
+        object["error"]
+            .as_str()
+            .unwrap()
+            .contains("prompt is empty"),
+        "{object}"
+    );
+}
+
+#[tokio::test]
+async fn stream_json_ends_with_the_json_object_also_on_failure() {
+    let e = env();
+    let mock = MockModel::start(vec![
+        tool_turn(&[("todo", json!({"items": []}))]),
+        MockReply::status(400),
+    ])
+    .await;
+    let out = e
+        .run(
+            Api::OpenAi,
+            &mock,
+            "k",
+            &["--output-format", "stream-json", "go"],
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "final", "{last}");
+    assert_eq!(last["stop_reason"], "error", "{last}");
+    assert_eq!(last["is_error"], true, "{last}");
+    assert!(last["error"].as_str().is_some_and(|e| !e.is_empty()));
+    assert_eq!(last["tool_calls"][0]["name"], "todo", "{last}");
+
+    // A run that answers ends with the same object json prints.
+    let mock = MockModel::start(vec![MockReply::text("ok")]).await;
+    let stream = e
+        .run(
+            Api::OpenAi,
+            &mock,
+            "k",
+            &["--output-format", "stream-json", "go"],
+        )
+        .await;
+    let mock = MockModel::start(vec![MockReply::text("ok")]).await;
+    let json = e
+        .run(Api::OpenAi, &mock, "k", &["--output-format", "json", "go"])
+        .await;
+    let last = stdout(&stream).lines().last().unwrap().to_owned();
+    let streamed: Value = serde_json::from_str(&last).unwrap();
+    let printed = the_object(&json);
+    assert_eq!(printed["stop_reason"], "end_turn");
+    assert_eq!(printed["is_error"], false);
+    assert_eq!(streamed, printed);
+}
+
+/// `mecha` with only the given variables, no config file.
+async fn with_env_only(e: &common::Env, vars: &[(&str, String)]) -> std::process::Output {
+    let (home, ws) = (e.home.clone(), e.ws.clone());
+    let vars: Vec<(String, String)> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
+    tokio::task::spawn_blocking(move || {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"))
+            .env_clear()
+            .env("MECHA_HOME", &home)
+            .envs(vars)
+            .current_dir(&ws)
+            .args(["run", "hi"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn openai_base_url_key_and_model_variables_are_enough() {
+    let e = env();
+    let mock = MockModel::start(vec![MockReply::text("hello")]).await;
+    let vars = [
+        ("OPENAI_BASE_URL", mock.openai_url()),
+        ("OPENAI_API_KEY", "k".to_owned()),
+        ("OPENAI_MODEL", "env-model".to_owned()),
+    ];
+    let out = with_env_only(&e, &vars).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "hello\n");
+    assert_eq!(mock.requests()[0].body["model"], "env-model");
+
+    let out = with_env_only(&e, &vars[..2]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    for needle in ["--model", "OPENAI_MODEL", "[provider]"] {
+        assert!(err.contains(needle), "missing {needle} in {err}");
+    }
+}
+
+#[tokio::test]
+async fn project_settings_that_cannot_take_effect_are_named_on_stderr() {
+    let e = env();
+    std::fs::write(
+        e.ws.join("mecha.toml"),
+        "[agent]\npermission_mode = \"allow\"\nmax_turns = 500\n",
+    )
+    .unwrap();
+    let mock = MockModel::start(vec![MockReply::text("ok")]).await;
+    let out = e.run(Api::Anthropic, &mock, "k", &["go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let project = e.ws.join("mecha.toml").canonicalize().unwrap();
+    for needle in [
+        format!(
+            "warning: {}: [agent] permission_mode = \"allow\" has no effect; it stays \"ask\"",
+            project.display()
+        ),
+        format!(
+            "warning: {}: [agent] max_turns = 500 has no effect; it stays 100",
+            project.display()
+        ),
+    ] {
+        assert!(err.contains(&needle), "missing {needle} in {err}");
+    }
+}
+
+#[tokio::test]
+async fn in_chat_an_empty_line_is_skipped_and_nothing_after_it_is_lost() {
+    let e = env();
+    let mock = MockModel::start(vec![
+        MockReply::text("first answer"),
+        MockReply::text("second answer"),
+        MockReply::text("third answer"),
+    ])
+    .await;
+    let input = "first half\n\n   \nsecond half\none \\\ncontinued\n/exit\nnever sent\n";
+    let out = e
+        .mecha(Api::Anthropic, &mock, "k", "chat", &[], input)
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "{}", stderr(&out));
+    let last = requests[2].body["messages"].to_string();
+    assert!(last.contains("first half"), "{last}");
+    assert!(last.contains("second half"), "{last}");
+    assert!(
+        last.contains(r"one \ncontinued"),
+        "a trailing backslash joins the next line: {last}"
+    );
+    assert!(!last.contains("never sent"));
+    assert!(stderr(&out).contains("/exit"), "the help names /exit");
+}

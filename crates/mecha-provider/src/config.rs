@@ -30,7 +30,8 @@ pub enum Kind {
 }
 
 /// The `[provider]` section. Everything optional: the environment fills the
-/// conventional gaps (keys, base URLs), and config wins over it.
+/// conventional gaps (keys, base URLs, `ANTHROPIC_MODEL` / `OPENAI_MODEL`),
+/// and config wins over it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderSettings {
@@ -49,8 +50,9 @@ pub struct ProviderSettings {
 }
 
 /// How to configure a provider; shown when none is.
-const HOW_TO_CONFIGURE: &str = "no model provider is configured. Set ANTHROPIC_API_KEY or \
-OPENAI_API_KEY, or add a [provider] section to config.toml, e.g.
+const HOW_TO_CONFIGURE: &str = "no model provider is configured. Set ANTHROPIC_API_KEY, or \
+OPENAI_API_KEY (or OPENAI_BASE_URL) with OPENAI_MODEL, or add a [provider] section to \
+config.toml, e.g.
 
   [provider]                      # Anthropic (key from ANTHROPIC_API_KEY)
   kind = \"anthropic\"
@@ -123,6 +125,7 @@ pub fn build_with(
                 model: settings
                     .model
                     .clone()
+                    .or_else(|| var("ANTHROPIC_MODEL"))
                     .unwrap_or_else(|| DEFAULT_ANTHROPIC_MODEL.to_owned()),
                 base_url,
                 api_key,
@@ -153,13 +156,18 @@ pub fn build_with(
                      ollama (http://localhost:11434/v1)"
                 )));
             }
-            let model = settings.model.clone().ok_or_else(|| {
-                ProviderError::NotConfigured(format!(
-                    "the openai provider needs a model: set `model` in [provider] (e.g. model = \
-                     \"gpt-4.1\", or the name your server lists at {}/models)",
-                    base_url.trim_end_matches('/')
-                ))
-            })?;
+            let model = settings
+                .model
+                .clone()
+                .or_else(|| var("OPENAI_MODEL"))
+                .ok_or_else(|| {
+                    ProviderError::NotConfigured(format!(
+                        "the openai provider needs a model: pass --model NAME, set OPENAI_MODEL, \
+                         or set `model` in [provider] (e.g. model = \"gpt-4.1\", or the name \
+                         your server lists at {}/models)",
+                        base_url.trim_end_matches('/')
+                    ))
+                })?;
             let provider = OpenAiProvider::new(OpenAiOptions {
                 model,
                 base_url,

@@ -1,16 +1,17 @@
-//! `mecha chat`: a line-mode conversation. Each line is a prompt; the
-//! session (history and taint) carries over between them.
+//! `mecha chat`: a line-mode conversation. Each line is a prompt (a line
+//! ending in `\`, or lines pasted together, make one); the session
+//! (history and taint) carries over between them.
 
-use std::io::Write;
 use std::path::Path;
 
 use clap::Args;
-use mecha_agent::{Agent, Event, EventSink, Outcome, Session};
+use mecha_agent::{Agent, AgentError, Event, EventSink, Outcome, RunEnd, Session};
 
 use crate::Failure;
 use crate::commands::RunOptions;
-use crate::commands::run::EXIT_INTERRUPTED;
+use crate::commands::run::{EXIT_INTERRUPTED, INTERRUPTED, turn_limit_message};
 use crate::config::Settings;
+use crate::output;
 use crate::render::{OutputFormat, sink};
 use crate::wiring::build_agent;
 
@@ -30,54 +31,74 @@ pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, F
     ended
 }
 
-/// Reads prompts until an empty line or end of input.
+/// How one prompt's turn ended.
+enum Turn {
+    Ended(Result<Outcome, AgentError>),
+    Interrupted,
+    /// stdout or stderr was closed.
+    Unread,
+}
+
+/// How to use chat, shown when it starts.
+const HELP: &str = "mecha chat: Enter sends the prompt. End a line with \\ to go on \
+on the next; lines pasted together stay one prompt. /exit or Ctrl-D ends the session.";
+
+/// Reads prompts until `/exit` or the end of input. An empty prompt is
+/// skipped: a stray Enter, or a blank line in pasted text, must not end the
+/// session and lose what follows.
 fn converse(
     runtime: &tokio::runtime::Runtime,
     agent: &Agent,
     events: &dyn EventSink,
 ) -> Result<u8, Failure> {
     let mut session = Session::default();
-    eprintln!("mecha chat: one prompt per line; an empty line or Ctrl-D ends it.");
+    output::err_line(HELP);
     loop {
-        eprint!("> ");
-        let _ = std::io::stderr().flush();
+        output::err("> ");
         // Ctrl-C at the prompt leaves chat; during a turn it stops the turn.
-        let line = runtime.block_on(async {
+        let prompt = runtime.block_on(async {
             tokio::select! {
-                line = crate::stdin::next_line() => Ok(line),
-                () = crate::interrupted() => Err(()),
+                prompt = crate::stdin::next_prompt() => Ok(prompt),
+                () = crate::interrupted() => Err(EXIT_INTERRUPTED),
+                () = output::closed() => Err(0),
             }
         });
-        let line = match line {
-            Ok(Some(line)) => line,
+        let prompt = match prompt {
+            Ok(Some(prompt)) => prompt,
             Ok(None) => return Ok(0),
-            Err(()) => return Ok(EXIT_INTERRUPTED),
+            Err(code) => return Ok(code),
         };
-        let prompt = line.trim();
+        let prompt = prompt.trim();
         if prompt.is_empty() {
+            continue;
+        }
+        if matches!(prompt, "/exit" | "/quit") {
             return Ok(0);
         }
         let before = session.messages.len();
         let outcome = runtime.block_on(async {
             tokio::select! {
-                outcome = agent.send(&mut session, prompt, events) => Some(outcome),
-                () = crate::interrupted() => None,
+                outcome = agent.send(&mut session, prompt, events) => Turn::Ended(outcome),
+                () = crate::interrupted() => Turn::Interrupted,
+                () = output::closed() => Turn::Unread,
             }
         });
-        if !matches!(outcome, Some(Ok(_))) {
+        if !matches!(outcome, Turn::Ended(Ok(_))) {
             // A turn cut short leaves tool calls without results, which no
             // API accepts; forget the whole exchange instead.
             session.messages.truncate(before);
         }
         match outcome {
-            None => eprintln!("\nmecha: interrupted; running tools were stopped"),
-            Some(Err(e)) => eprintln!("mecha: {e}"),
-            Some(Ok(Outcome::TurnLimit { turns })) => {
-                eprintln!("mecha: stopped after {turns} model requests (--max-turns)")
+            // Nobody reads the output: end quietly, main picks the code.
+            Turn::Unread => return Ok(0),
+            Turn::Interrupted => output::err_line(&format!("\nmecha: {INTERRUPTED}")),
+            Turn::Ended(Err(e)) => output::err_line(&format!("mecha: {e}")),
+            Turn::Ended(Ok(Outcome::TurnLimit { turns })) => {
+                output::err_line(&format!("mecha: {}", turn_limit_message(turns)));
             }
-            Some(Ok(Outcome::Answered { text, stop_reason })) => events.emit(Event::Final {
+            Turn::Ended(Ok(Outcome::Answered { text, stop_reason })) => events.emit(Event::Final {
                 text,
-                stop_reason: Some(stop_reason),
+                end: RunEnd::Answered(stop_reason),
                 turns: session.turns,
                 usage: session.usage,
                 taint: session.taint,

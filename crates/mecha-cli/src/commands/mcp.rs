@@ -7,6 +7,7 @@ use mecha_mcp::{ServerState, SpawnOptions};
 
 use crate::Failure;
 use crate::config::Settings;
+use crate::output::outln;
 
 #[derive(Subcommand, Debug)]
 pub enum McpCommand {
@@ -31,7 +32,7 @@ pub fn run(command: McpCommand, settings: Settings, workspace: &Path) -> Result<
 
 fn list(settings: &Settings) {
     if settings.mcp.is_empty() {
-        println!(
+        outln!(
             "no MCP servers configured; add an [[mcp]] entry to {}, or point mcp_files or \
              --mcp-file at an mcpServers JSON file",
             settings.global_file.display()
@@ -45,17 +46,17 @@ fn list(settings: &Settings) {
             command.push(' ');
             command.push_str(arg);
         }
-        println!("{}  ({})", c.name, server.source);
-        println!("  command: {command}");
+        outln!("{}  ({})", c.name, server.source);
+        outln!("  command: {command}");
         if !c.prefix_tools {
-            println!("  tools keep their own names (prefix_tools = false)");
+            outln!("  tools keep their own names (prefix_tools = false)");
         }
         if !c.env_passthrough.is_empty() {
-            println!("  passes through: {}", c.env_passthrough.join(", "));
+            outln!("  passes through: {}", c.env_passthrough.join(", "));
         }
         if !c.env.is_empty() {
             let names: Vec<&str> = c.env.keys().map(String::as_str).collect();
-            println!("  sets: {}", names.join(", "));
+            outln!("  sets: {}", names.join(", "));
         }
     }
 }
@@ -82,17 +83,17 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
     }
     let runtime = crate::runtime()?;
     let status = runtime.block_on(mecha_mcp::check(server.config.clone(), &options));
-    println!("{status}");
+    outln!("{status}");
     match status.state {
         ServerState::Ready {
             server_info, tools, ..
         } => {
             if let Some(info) = server_info {
-                println!("server: {info}");
+                outln!("server: {info}");
             }
             for tool in tools {
                 let caps = tool.capabilities;
-                println!(
+                outln!(
                     "  {}  (raw `{}`){}  private={} untrusted={} egress={:?} destructive={}",
                     tool.name,
                     tool.raw_name,

@@ -4,11 +4,12 @@ use std::io::Read;
 use std::path::Path;
 
 use clap::Args;
-use mecha_agent::{Agent, Event, EventSink, Outcome, Session};
+use mecha_agent::{Agent, EarlyStop, Event, EventSink, Outcome, RunEnd, Session};
 
 use crate::Failure;
 use crate::commands::RunOptions;
 use crate::config::Settings;
+use crate::output;
 use crate::render::{OutputFormat, sink};
 use crate::wiring::build_agent;
 
@@ -30,24 +31,24 @@ pub const EXIT_TURN_LIMIT: u8 = 3;
 pub const EXIT_INTERRUPTED: u8 = 130;
 
 pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Failure> {
-    let prompt = if args.prompt == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| Failure::Usage(format!("cannot read the prompt from stdin: {e}")))?;
-        text
-    } else {
-        args.prompt
-    };
-    if prompt.trim().is_empty() {
-        return Err(Failure::Usage(
-            "the prompt is empty; say what to do".to_owned(),
-        ));
-    }
     let events = sink(args.output_format);
-    let runtime = crate::runtime()?;
+    // A run that cannot start still ends with the final event, so a script
+    // reading JSON gets its one object whatever went wrong.
+    let failed = |failure: Failure| {
+        finish(
+            events.as_ref(),
+            &Session::default(),
+            String::new(),
+            failure_end(&failure),
+        );
+        failure
+    };
+    let prompt = read_prompt(args.prompt).map_err(failed)?;
+    let runtime = crate::runtime().map_err(failed)?;
     let code = runtime.block_on(async {
-        let (agent, toolbox) = build_agent(settings, &args.options, workspace).await?;
+        let (agent, toolbox) = build_agent(settings, &args.options, workspace)
+            .await
+            .map_err(failed)?;
         let code = drive(&agent, &prompt, events.as_ref()).await;
         toolbox.shutdown();
         code
@@ -57,35 +58,95 @@ pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Fa
     code
 }
 
-/// Runs the prompt to its end, or until Ctrl-C, SIGTERM or SIGHUP.
-async fn drive(agent: &Agent, prompt: &str, events: &dyn EventSink) -> Result<u8, Failure> {
-    {
-        let mut session = Session::default();
-        let outcome = tokio::select! {
-            outcome = agent.send(&mut session, prompt, events) => outcome,
-            () = crate::interrupted() => {
-                eprintln!("\nmecha: interrupted; running tools were stopped");
-                return Ok(EXIT_INTERRUPTED);
-            }
-        };
-        let outcome = outcome.map_err(|e| Failure::Run(e.into()))?;
-        let (text, stop_reason, code) = match outcome {
-            Outcome::Answered { text, stop_reason } => (text, Some(stop_reason), 0),
-            Outcome::TurnLimit { turns } => {
-                eprintln!(
-                    "mecha: stopped after {turns} model requests (--max-turns); the task may be \
-                     unfinished. Run again with a higher --max-turns to let it continue."
-                );
-                (String::new(), None, EXIT_TURN_LIMIT)
-            }
-        };
-        events.emit(Event::Final {
-            text,
-            stop_reason,
-            turns: session.turns,
-            usage: session.usage,
-            taint: session.taint,
-        });
-        Ok(code)
+/// The task: the argument, or stdin for `-`.
+fn read_prompt(arg: String) -> Result<String, Failure> {
+    let prompt = if arg == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| Failure::Usage(format!("cannot read the prompt from stdin: {e}")))?;
+        text
+    } else {
+        arg
+    };
+    if prompt.trim().is_empty() {
+        return Err(Failure::Usage(
+            "the prompt is empty; say what to do".to_owned(),
+        ));
     }
+    Ok(prompt)
+}
+
+/// Runs the prompt to its end, or until Ctrl-C, SIGTERM or SIGHUP, or
+/// until nobody reads the output any more. Every ending but the last is
+/// reported with one final event, so the JSON formats always print their
+/// object.
+async fn drive(agent: &Agent, prompt: &str, events: &dyn EventSink) -> Result<u8, Failure> {
+    let mut session = Session::default();
+    let outcome = tokio::select! {
+        outcome = agent.send(&mut session, prompt, events) => Some(outcome),
+        () = crate::interrupted() => None,
+        // Nobody can see a report: dropping the run stops its tools, as an
+        // interrupt does, and main exits with the closed pipe's code.
+        () = output::closed() => return Ok(0),
+    };
+    let (text, end, result) = match outcome {
+        Some(Ok(Outcome::Answered { text, stop_reason })) => {
+            (text, RunEnd::Answered(stop_reason), Ok(0))
+        }
+        Some(Ok(Outcome::TurnLimit { turns })) => {
+            let error = turn_limit_message(turns);
+            output::err_line(&format!("mecha: {error}"));
+            let end = RunEnd::Stopped {
+                why: EarlyStop::MaxTurns,
+                error,
+            };
+            (String::new(), end, Ok(EXIT_TURN_LIMIT))
+        }
+        Some(Err(e)) => {
+            let failure = Failure::Run(e.into());
+            (String::new(), failure_end(&failure), Err(failure))
+        }
+        None => {
+            output::err_line(&format!("\nmecha: {INTERRUPTED}"));
+            let end = RunEnd::Stopped {
+                why: EarlyStop::Interrupted,
+                error: INTERRUPTED.to_owned(),
+            };
+            (String::new(), end, Ok(EXIT_INTERRUPTED))
+        }
+    };
+    finish(events, &session, text, end);
+    result
+}
+
+/// Reports the end of the run.
+fn finish(events: &dyn EventSink, session: &Session, text: String, end: RunEnd) {
+    events.emit(Event::Final {
+        text,
+        end,
+        turns: session.turns,
+        usage: session.usage,
+        taint: session.taint,
+    });
+}
+
+/// A failure as the final event reports it, in the words main prints.
+fn failure_end(failure: &Failure) -> RunEnd {
+    RunEnd::Stopped {
+        why: EarlyStop::Error,
+        error: format!("{failure:#}"),
+    }
+}
+
+/// What an interrupt did.
+pub const INTERRUPTED: &str = "interrupted; running tools were stopped";
+
+/// Why a run stopped at the turn limit, and what to do: a rerun does not
+/// pick up where this one stopped.
+pub fn turn_limit_message(turns: u32) -> String {
+    format!(
+        "stopped after {turns} model requests (--max-turns); the task may be unfinished. A new \
+         run starts over: raise --max-turns (or [agent] max_turns) and run the task again"
+    )
 }

@@ -1,7 +1,6 @@
 //! `mecha tools`: what a run would get, without needing a provider. It does
 //! start the MCP servers, which makes it the smoke test for wiring one.
 
-use std::io::Write;
 use std::path::Path;
 
 use clap::Args;
@@ -46,12 +45,9 @@ pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<
         human(&toolbox, &settings)
     };
     toolbox.shutdown();
-    let mut out = std::io::stdout().lock();
-    text.map_err(|e| Failure::Run(e.into())).and_then(|text| {
-        out.write_all(text.as_bytes())
-            .and_then(|()| out.flush())
-            .map_err(|e| Failure::Run(e.into()))
-    })
+    let text = text.map_err(|e| Failure::Run(e.into()))?;
+    crate::output::out(&text);
+    Ok(())
 }
 
 /// The tool list exactly as it goes to the model: compact JSON, sorted.

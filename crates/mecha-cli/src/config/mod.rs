@@ -2,6 +2,7 @@
 //! `mecha.toml`, narrowed again by flags. Each layer can only take away.
 
 mod model;
+mod unheeded;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use mecha_tools::{BuiltinConfig, FetchConfig, ShellConfig};
 use serde::de::DeserializeOwned;
 
 use model::{GlobalConfig, ProjectConfig};
+use unheeded::Narrowing;
 
 /// A configuration file that could not be used; the text names the file, the
 /// line and the key.
@@ -227,35 +229,62 @@ impl Settings {
                     .to_owned(),
             });
         }
-        if let Some(mode) = agent.permission_mode {
-            self.permission_mode = stricter(self.permission_mode, mode);
-        }
-        if let Some(turns) = agent.max_turns {
-            self.max_turns = self.max_turns.min(turns);
-        }
-        self.block_sends_after_private |= agent.block_sends_after_private.unwrap_or(false);
+        let user_file = self.global_file.clone();
+        let mut narrowing = Narrowing::new(path, &user_file);
+        narrowing.mode(&mut self.permission_mode, agent.permission_mode);
+        narrowing.limit(
+            "[agent] max_turns",
+            &mut self.max_turns,
+            agent.max_turns,
+            |n| n,
+        );
+        narrowing.switch_on(
+            "[agent] block_sends_after_private",
+            &mut self.block_sends_after_private,
+            agent.block_sends_after_private,
+        );
         let tools = project.tools;
+        narrowing.enabled(
+            &tools.enabled,
+            self.tools_enabled.as_ref(),
+            &self.tools_disabled,
+        );
         self.narrow_enabled(non_empty_set(&tools.enabled));
         self.tools_disabled.extend(tools.disabled);
         if let Some(budget) = tools.output_budget_bytes {
             self.turn_budget = self.turn_budget.min(budget);
             self.budget_is_fallback = false;
         }
+        let secs = |s: Option<u64>| s.map(Duration::from_secs);
+        let shown = |d: Duration| d.as_secs();
         let shell = &mut self.builtins.shell;
-        if let Some(s) = tools.shell.default_timeout_s {
-            shell.default_timeout = shell.default_timeout.min(Duration::from_secs(s));
-        }
-        if let Some(s) = tools.shell.max_timeout_s {
-            shell.max_timeout = shell.max_timeout.min(Duration::from_secs(s));
-        }
+        narrowing.limit(
+            "[tools.shell] default_timeout_s",
+            &mut shell.default_timeout,
+            secs(tools.shell.default_timeout_s),
+            shown,
+        );
+        narrowing.limit(
+            "[tools.shell] max_timeout_s",
+            &mut shell.max_timeout,
+            secs(tools.shell.max_timeout_s),
+            shown,
+        );
         shell.default_timeout = shell.default_timeout.min(shell.max_timeout);
         let fetch = &mut self.builtins.fetch;
-        if let Some(s) = tools.http_fetch.timeout_s {
-            fetch.timeout = fetch.timeout.min(Duration::from_secs(s));
-        }
-        if let Some(b) = tools.http_fetch.max_body_bytes {
-            fetch.max_body_bytes = fetch.max_body_bytes.min(b);
-        }
+        narrowing.limit(
+            "[tools.http_fetch] timeout_s",
+            &mut fetch.timeout,
+            secs(tools.http_fetch.timeout_s),
+            shown,
+        );
+        narrowing.limit(
+            "[tools.http_fetch] max_body_bytes",
+            &mut fetch.max_body_bytes,
+            tools.http_fetch.max_body_bytes,
+            |b| b,
+        );
+        self.warnings.append(&mut narrowing.warnings);
         self.validate(path)
     }
 
@@ -386,16 +415,6 @@ const MAX_SHELL_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Model requests per prompt when config names no limit.
 pub const DEFAULT_MAX_TURNS: u32 = 100;
-
-/// The stricter of two modes: read-only, then ask, then allow.
-fn stricter(a: PermissionMode, b: PermissionMode) -> PermissionMode {
-    let rank = |m| match m {
-        PermissionMode::ReadOnly => 0,
-        PermissionMode::Ask => 1,
-        PermissionMode::Allow => 2,
-    };
-    if rank(a) <= rank(b) { a } else { b }
-}
 
 fn secs_or(secs: Option<u64>, default: Duration) -> Duration {
     secs.map_or(default, Duration::from_secs)

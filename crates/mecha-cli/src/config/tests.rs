@@ -253,3 +253,101 @@ fn mcp_files_expand_the_home_directory() {
         "{err}"
     );
 }
+
+/// The warnings a project file earns over a user file.
+fn warnings(global: &str, project: &str) -> Vec<String> {
+    load(Some(global), Some(project)).unwrap().warnings
+}
+
+/// Exactly one warning, and it names the project file, the key, the value
+/// asked for and the value that stays.
+fn one_warning(global: &str, project: &str, says: &[&str]) {
+    let w = warnings(global, project);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("mecha.toml: "), "{}", w[0]);
+    assert!(w[0].contains("config.toml"), "{}", w[0]);
+    for needle in says {
+        assert!(w[0].contains(needle), "missing {needle:?} in {}", w[0]);
+    }
+}
+
+#[test]
+fn a_wider_mode_in_a_project_is_named_with_the_mode_that_stays() {
+    one_warning(
+        "[agent]\npermission_mode = \"ask\"\n",
+        "[agent]\npermission_mode = \"allow\"\n",
+        &[
+            "[agent] permission_mode = \"allow\" has no effect",
+            "stays \"ask\"",
+            "stricter",
+        ],
+    );
+    assert!(warnings("", "[agent]\npermission_mode = \"read-only\"\n").is_empty());
+    assert!(warnings("", "[agent]\npermission_mode = \"ask\"\n").is_empty());
+}
+
+#[test]
+fn a_higher_limit_in_a_project_is_named_with_the_limit_that_stays() {
+    one_warning(
+        "[agent]\nmax_turns = 10\n",
+        "[agent]\nmax_turns = 50\n",
+        &["[agent] max_turns = 50 has no effect", "stays 10", "lower"],
+    );
+    one_warning(
+        "[tools.shell]\nmax_timeout_s = 100\n",
+        "[tools.shell]\nmax_timeout_s = 9999\n",
+        &["[tools.shell] max_timeout_s = 9999", "stays 100"],
+    );
+    one_warning(
+        "[tools.shell]\ndefault_timeout_s = 30\n",
+        "[tools.shell]\ndefault_timeout_s = 60\n",
+        &["[tools.shell] default_timeout_s = 60", "stays 30"],
+    );
+    one_warning(
+        "[tools.http_fetch]\ntimeout_s = 5\n",
+        "[tools.http_fetch]\ntimeout_s = 50\n",
+        &["[tools.http_fetch] timeout_s = 50", "stays 5"],
+    );
+    one_warning(
+        "[tools.http_fetch]\nmax_body_bytes = 1000\n",
+        "[tools.http_fetch]\nmax_body_bytes = 2000\n",
+        &["[tools.http_fetch] max_body_bytes = 2000", "stays 1000"],
+    );
+    // Lowering, or asking for what is already there, says nothing.
+    assert!(warnings("[agent]\nmax_turns = 10\n", "[agent]\nmax_turns = 5\n").is_empty());
+    assert!(warnings("[agent]\nmax_turns = 10\n", "[agent]\nmax_turns = 10\n").is_empty());
+}
+
+#[test]
+fn a_project_cannot_switch_off_the_send_block_and_is_told() {
+    one_warning(
+        "[agent]\nblock_sends_after_private = true\n",
+        "[agent]\nblock_sends_after_private = false\n",
+        &[
+            "[agent] block_sends_after_private = false has no effect",
+            "stays true",
+        ],
+    );
+    let s = load(
+        Some("[agent]\nblock_sends_after_private = true\n"),
+        Some("[agent]\nblock_sends_after_private = false\n"),
+    )
+    .unwrap();
+    assert!(s.block_sends_after_private);
+    assert!(warnings("", "[agent]\nblock_sends_after_private = false\n").is_empty());
+}
+
+#[test]
+fn enabling_a_tool_the_user_left_off_is_named() {
+    one_warning(
+        "[tools]\ndisabled = [\"shell\"]\n",
+        "[tools]\nenabled = [\"shell\", \"fs_read\"]\n",
+        &["[tools] enabled names `shell`", "stays off", "disabled"],
+    );
+    one_warning(
+        "[tools]\nenabled = [\"fs_read\"]\n",
+        "[tools]\nenabled = [\"fs_read\", \"fs_write\"]\n",
+        &["`fs_write`", "not enabled"],
+    );
+    assert!(warnings("", "[tools]\nenabled = [\"fs_read\"]\n").is_empty());
+}

@@ -173,3 +173,50 @@ fn idle_timeout_setting_parses() {
     let s = settings(r#"{"idle_timeout_secs": 600}"#);
     assert_eq!(s.idle_timeout_secs, Some(600));
 }
+
+#[test]
+fn the_model_comes_from_the_environment_when_config_names_none() {
+    let nothing = ProviderSettings::default();
+    let env = [
+        ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+        ("OPENAI_API_KEY", "o"),
+        ("OPENAI_MODEL", "from-env"),
+    ];
+    assert_eq!(
+        describe(&nothing, &env).as_deref(),
+        Ok("openai from-env at http://127.0.0.1:9/v1/chat/completions")
+    );
+    let anthropic = [
+        ("ANTHROPIC_API_KEY", "k"),
+        ("ANTHROPIC_MODEL", "claude-env"),
+    ];
+    assert_eq!(
+        describe(&nothing, &anthropic).as_deref(),
+        Ok("anthropic claude-env at https://api.anthropic.com/v1/messages")
+    );
+    // Config (and --model, which the CLI writes into it) wins.
+    let configured = settings(r#"{"model": "from-config"}"#);
+    assert_eq!(
+        describe(&configured, &env).as_deref(),
+        Ok("openai from-config at http://127.0.0.1:9/v1/chat/completions")
+    );
+    assert_eq!(
+        describe(&configured, &anthropic).as_deref(),
+        Ok("anthropic from-config at https://api.anthropic.com/v1/messages")
+    );
+}
+
+#[test]
+fn a_missing_openai_model_names_every_place_to_set_one() {
+    let error = describe(
+        &ProviderSettings::default(),
+        &[
+            ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+            ("OPENAI_API_KEY", "o"),
+        ],
+    )
+    .unwrap_err();
+    for needle in ["--model", "OPENAI_MODEL", "`model` in [provider]"] {
+        assert!(error.contains(needle), "missing {needle} in {error}");
+    }
+}

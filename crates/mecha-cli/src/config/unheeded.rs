@@ -1,0 +1,133 @@
+//! What a project's `mecha.toml` asked for and cannot have, said out loud.
+//!
+//! A project file only narrows, so a wider mode or a higher limit in it
+//! changes nothing. Left unsaid, the person who wrote it believes in a
+//! setting that nothing enforces; each such key becomes a warning naming
+//! the file, the key, the value that stays, and why.
+
+use std::collections::BTreeSet;
+use std::fmt::Display;
+use std::path::Path;
+
+use mecha_core::PermissionMode;
+
+/// Applies a project's values on top of the user's, collecting a warning
+/// for each one that cannot take effect.
+pub(super) struct Narrowing<'a> {
+    project_file: &'a Path,
+    user_file: &'a Path,
+    pub warnings: Vec<String>,
+}
+
+impl<'a> Narrowing<'a> {
+    pub fn new(project_file: &'a Path, user_file: &'a Path) -> Self {
+        Self {
+            project_file,
+            user_file,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Lowers `current` to `wanted`; a higher `wanted` leaves it, with a
+    /// warning. `show` writes a value as the key takes it.
+    pub fn limit<T: Ord + Copy, S: Display>(
+        &mut self,
+        key: &str,
+        current: &mut T,
+        wanted: Option<T>,
+        show: impl Fn(T) -> S,
+    ) {
+        let Some(wanted) = wanted else { return };
+        if wanted > *current {
+            self.unheeded(
+                key,
+                show(wanted),
+                show(*current),
+                "a project may only lower limits",
+            );
+        }
+        *current = (*current).min(wanted);
+    }
+
+    /// Makes `current` the stricter of it and `wanted`.
+    pub fn mode(&mut self, current: &mut PermissionMode, wanted: Option<PermissionMode>) {
+        let Some(wanted) = wanted else { return };
+        if rank(wanted) > rank(*current) {
+            self.unheeded(
+                "[agent] permission_mode",
+                format!("{:?}", mode_name(wanted)),
+                format!("{:?}", mode_name(*current)),
+                "a project may only make the mode stricter (read-only, then ask, then allow)",
+            );
+        }
+        if rank(wanted) < rank(*current) {
+            *current = wanted;
+        }
+    }
+
+    /// Switches `current` on if `wanted` is true; a project's `false` cannot
+    /// switch off what the user switched on.
+    pub fn switch_on(&mut self, key: &str, current: &mut bool, wanted: Option<bool>) {
+        match wanted {
+            Some(true) => *current = true,
+            Some(false) if *current => self.unheeded(
+                key,
+                false,
+                true,
+                "a project may only switch this protection on",
+            ),
+            _ => {}
+        }
+    }
+
+    /// Warns about each tool the project's `enabled` names that the user's
+    /// layer leaves off: enabling cannot bring it back.
+    pub fn enabled(
+        &mut self,
+        wanted: &[String],
+        user_enabled: Option<&BTreeSet<String>>,
+        user_disabled: &BTreeSet<String>,
+    ) {
+        for name in wanted {
+            let why = if user_disabled.contains(name) {
+                "disabled"
+            } else if user_enabled.is_some_and(|e| !e.contains(name)) {
+                "not enabled"
+            } else {
+                continue;
+            };
+            self.warnings.push(format!(
+                "{}: [tools] enabled names `{name}`, which stays off: it is {why} in {}, and a \
+                 project may only take tools away",
+                self.project_file.display(),
+                self.user_file.display()
+            ));
+        }
+    }
+
+    fn unheeded(&mut self, key: &str, wanted: impl Display, stays: impl Display, why: &str) {
+        self.warnings.push(format!(
+            "{}: {key} = {wanted} has no effect; it stays {stays}: {why} (change it in {})",
+            self.project_file.display(),
+            self.user_file.display()
+        ));
+    }
+}
+
+/// Strictest first: read-only, then ask, then allow.
+fn rank(mode: PermissionMode) -> u8 {
+    match mode {
+        PermissionMode::ReadOnly => 0,
+        PermissionMode::Ask => 1,
+        PermissionMode::Allow => 2,
+    }
+}
+
+/// The mode as config spells it.
+fn mode_name(mode: PermissionMode) -> &'static str {
+    match mode {
+        PermissionMode::ReadOnly => "read-only",
+        PermissionMode::Ask => "ask",
+        PermissionMode::Allow => "allow",
+    }
+}

@@ -1,0 +1,169 @@
+//! Everything mecha prints goes through here, so that a reader who goes
+//! away ends the run quietly instead of crashing it.
+//!
+//! `println!` panics when stdout is a pipe whose reader has exited
+//! (`mecha run … | head -1`), and a panic in a release build aborts,
+//! which skips every Drop that kills a tool's process group. Here a failed
+//! write marks the output closed instead; so does a watcher that sees the
+//! reader of a stdout or stderr pipe go away while nothing is being written
+//! (a long tool call). The run and chat loops stop on [`closed`] as they
+//! do on Ctrl-C, and `main` exits with [`exit_code`].
+
+use std::io::Write;
+use std::sync::Once;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use tokio::sync::Notify;
+
+/// The exit code for a closed pipe: 128 + SIGPIPE, what a shell reports for
+/// a writer the signal stopped (`yes | head -1`), so a pipeline under
+/// `set -o pipefail` sees mecha as it sees any other Unix tool.
+pub const EXIT_PIPE_CLOSED: u8 = 141;
+
+/// Any other failure to write: the output is lost, so the run failed.
+const EXIT_WRITE_FAILED: u8 = 1;
+
+/// 0 while the output is open, otherwise the exit code it earned.
+static CLOSED: AtomicU8 = AtomicU8::new(0);
+static CLOSING: Notify = Notify::const_new();
+static WATCH: Once = Once::new();
+
+/// Writes `text` to stdout and flushes it.
+pub fn out(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let written = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
+    if let Err(e) = written {
+        failed(&e, Stream::Stdout);
+    }
+}
+
+/// `println!` through [`out`]: a closed stdout is recorded, not a panic.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::output::out(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+pub(crate) use outln;
+
+/// Writes `text` to stderr in one write (stderr is unbuffered: a line
+/// written piecemeal costs a syscall per piece).
+pub fn err(text: &str) {
+    if let Err(e) = std::io::stderr().lock().write_all(text.as_bytes()) {
+        failed(&e, Stream::Stderr);
+    }
+}
+
+/// Writes `line` and a newline to stderr, in one write.
+pub fn err_line(line: &str) {
+    let mut buf = String::with_capacity(line.len() + 1);
+    buf.push_str(line);
+    buf.push('\n');
+    err(&buf);
+}
+
+/// The exit code the run earned by losing its output, if it did.
+pub fn exit_code() -> Option<u8> {
+    match CLOSED.load(Ordering::SeqCst) {
+        0 => None,
+        code => Some(code),
+    }
+}
+
+/// Resolves once stdout or stderr can no longer be written. The first call
+/// starts the watcher.
+pub async fn closed() {
+    WATCH.call_once(watch_pipes);
+    let notified = CLOSING.notified();
+    tokio::pin!(notified);
+    // Registered before the check, so a close between the two still wakes.
+    notified.as_mut().enable();
+    if exit_code().is_some() {
+        return;
+    }
+    notified.await;
+}
+
+#[derive(PartialEq, Eq)]
+enum Stream {
+    Stdout,
+    Stderr,
+}
+
+fn failed(error: &std::io::Error, stream: Stream) {
+    if error.kind() == std::io::ErrorKind::BrokenPipe {
+        mark(EXIT_PIPE_CLOSED);
+        return;
+    }
+    let first = mark(EXIT_WRITE_FAILED);
+    // Not a reader that left: something is wrong (a full disk), and the
+    // other stream may still be able to say so, once.
+    if first && stream == Stream::Stdout {
+        let _ = writeln!(std::io::stderr(), "mecha: cannot write to stdout: {error}");
+    }
+}
+
+/// Records the first closing; true if this was it.
+fn mark(code: u8) -> bool {
+    let first = CLOSED
+        .compare_exchange(0, code, Ordering::SeqCst, Ordering::SeqCst)
+        .is_ok();
+    CLOSING.notify_waiters();
+    first
+}
+
+/// Watches stdout and stderr when they are pipes or sockets: poll reports
+/// an error (or hang-up) on a pipe's write end once its reader has gone,
+/// which a run busy in a long tool call would otherwise only notice at its
+/// next write. Terminals are left out: a terminal that goes away sends
+/// SIGHUP, which the run already handles.
+fn watch_pipes() {
+    use rustix::event::{PollFd, PollFlags, poll};
+    use rustix::fs::{FileType, fstat};
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let is_pipe = |fd: &dyn std::os::fd::AsFd| {
+        fstat(fd).is_ok_and(|st| {
+            matches!(
+                FileType::from_raw_mode(st.st_mode),
+                FileType::Fifo | FileType::Socket
+            )
+        })
+    };
+    let watch_out = is_pipe(&stdout);
+    let watch_err = is_pipe(&stderr);
+    if !watch_out && !watch_err {
+        return;
+    }
+    // A plain thread parked in poll(2): it costs nothing while it waits and
+    // does not hold up the process's exit.
+    let spawned = std::thread::Builder::new()
+        .name("mecha-output-watch".to_owned())
+        .spawn(move || {
+            let mut fds = Vec::with_capacity(2);
+            if watch_out {
+                fds.push(PollFd::new(&stdout, PollFlags::empty()));
+            }
+            if watch_err {
+                fds.push(PollFd::new(&stderr, PollFlags::empty()));
+            }
+            loop {
+                match poll(&mut fds, None) {
+                    Ok(_) => {
+                        let gone = PollFlags::ERR | PollFlags::HUP | PollFlags::NVAL;
+                        if fds.iter().any(|fd| fd.revents().intersects(gone)) {
+                            mark(EXIT_PIPE_CLOSED);
+                            return;
+                        }
+                    }
+                    Err(rustix::io::Errno::INTR) => {}
+                    // Cannot watch: a failed write still closes the output.
+                    Err(_) => return,
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::debug!(error = %e, "cannot watch stdout and stderr for a closed pipe");
+    }
+}
