@@ -294,7 +294,7 @@ fn a_higher_limit_in_a_project_is_named_with_the_limit_that_stays() {
         &["[agent] max_turns = 50 has no effect", "stays 10", "lower"],
     );
     one_warning(
-        "[tools.shell]\nmax_timeout_s = 100\n",
+        "[tools.shell]\nmax_timeout_s = 100\ndefault_timeout_s = 50\n",
         "[tools.shell]\nmax_timeout_s = 9999\n",
         &["[tools.shell] max_timeout_s = 9999", "stays 100"],
     );
