@@ -31,7 +31,11 @@ async fn a_paste_with_a_blank_line_is_one_prompt_and_typed_lines_are_their_own()
         return;
     }
     let e = common::env();
-    std::fs::write(e.home.join("config.toml"), "[provider]\nkind = \"anthropic\"\n").unwrap();
+    std::fs::write(
+        e.home.join("config.toml"),
+        "[provider]\nkind = \"anthropic\"\n",
+    )
+    .unwrap();
     let mock = MockModel::start(vec![
         MockReply::text("got the paste"),
         MockReply::text("got the line"),
@@ -71,7 +75,11 @@ async fn a_paste_with_a_blank_line_is_one_prompt_and_typed_lines_are_their_own()
     let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
         .await
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let messages = first.body["messages"].as_array().unwrap().clone();
     assert_eq!(messages.len(), 1, "{messages:?}");
     assert!(
