@@ -73,12 +73,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => ExitCode::from(code),
+        // Both can carry outside text: an API's error message, a server's.
         Err(Failure::Usage(message)) => {
-            eprintln!("mecha: {message}");
+            terminal::report(&message);
             ExitCode::from(2)
         }
         Err(Failure::Run(e)) => {
-            eprintln!("mecha: {e:#}");
+            terminal::report(&format!("{e:#}"));
             ExitCode::from(1)
         }
     }

@@ -71,7 +71,7 @@ fn converse(
         }
         match outcome {
             None => eprintln!("\nmecha: interrupted; running tools were stopped"),
-            Some(Err(e)) => eprintln!("mecha: {e}"),
+            Some(Err(e)) => crate::terminal::report(&e.to_string()),
             Some(Ok(Outcome::TurnLimit { turns })) => {
                 eprintln!("mecha: stopped after {turns} model requests (--max-turns)")
             }
