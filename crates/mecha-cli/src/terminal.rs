@@ -66,8 +66,14 @@ fn needs_escape(c: char, previous: Option<char>) -> bool {
 fn invisible_mark(c: char, previous: Option<char>) -> bool {
     match c {
         '\u{fe0e}' | '\u{fe0f}' => previous.is_none_or(|p| p.is_ascii() || is_selector(p)),
-        '\u{034f}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}' | '\u{3164}'
-        | '\u{ffa0}' | '\u{180b}'..='\u{180f}' => true,
+        '\u{034f}'
+        | '\u{115f}'
+        | '\u{1160}'
+        | '\u{17b4}'
+        | '\u{17b5}'
+        | '\u{3164}'
+        | '\u{ffa0}'
+        | '\u{180b}'..='\u{180f}' => true,
         _ => is_selector(c),
     }
 }

@@ -187,7 +187,10 @@ fn a_very_long_change_is_paged_and_yes_waits_for_the_last_page() {
     let e = env(&[write("long.txt", &content)], "");
     let screen = run_at_terminal(&e, "'write it'", "y\nm\nw\ny\n");
     assert!(screen.contains("more lines to see"), "{screen}");
-    assert!(screen.contains("not yet"), "the early yes was refused: {screen}");
+    assert!(
+        screen.contains("not yet"),
+        "the early yes was refused: {screen}"
+    );
     let last = screen.find("+line 400").expect("the last line was shown");
     let allowed = screen.rfind("allow? [y]es").expect("the question");
     assert!(last < allowed, "the question came before the last page");
@@ -201,7 +204,10 @@ fn always_on_a_command_does_not_allow_other_commands() {
     if !have_script() {
         return;
     }
-    let e = env(&[shell("echo hi"), shell("echo hi again"), shell("rm x")], "");
+    let e = env(
+        &[shell("echo hi"), shell("echo hi again"), shell("rm x")],
+        "",
+    );
     std::fs::write(e.ws.join("x"), "keep me").unwrap();
     let screen = run_at_terminal(&e, "'go'", "a\nn\n");
     assert!(

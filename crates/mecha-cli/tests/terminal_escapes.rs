@@ -24,7 +24,10 @@ fn assert_escaped(text: &str) {
             raw as u32
         );
     }
-    assert!(text.contains("\\u{1b}]52;c;"), "the escape is shown: {text}");
+    assert!(
+        text.contains("\\u{1b}]52;c;"),
+        "the escape is shown: {text}"
+    );
 }
 
 #[tokio::test]
@@ -84,9 +87,7 @@ async fn an_api_error_message_is_escaped_in_run() {
 async fn an_api_error_message_is_escaped_in_chat() {
     let e = env();
     let mock = MockModel::start(vec![hostile_api_error()]).await;
-    let out = e
-        .mecha(Api::OpenAi, &mock, "k", "chat", &[], "hi\n")
-        .await;
+    let out = e.mecha(Api::OpenAi, &mock, "k", "chat", &[], "hi\n").await;
     let text = stderr(&out);
     assert!(text.contains("bad request"), "{text}");
     assert_escaped(&text);

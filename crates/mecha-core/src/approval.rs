@@ -71,7 +71,8 @@ impl Approver for ModeApprover {
     }
 }
 
-/// The refusal for a non-read-only tool in read-only mode.
+/// The refusal for a non-read-only tool in read-only mode, which the gate
+/// gives before any rule or approver is consulted.
 pub fn read_only_refusal(tool: &str) -> String {
     format!(
         "`{tool}` changes things and this run is read-only; use a read-only tool or ask the user"

@@ -57,7 +57,9 @@ impl TerminalApprover {
     async fn ask(&self, tool: &dyn Tool, input: &Value, fresh: bool) -> Decision {
         let standing = (!fresh).then(|| StandingAnswer::for_call(tool.name(), input));
         let choices = match &standing {
-            None => "a rule asks for a fresh decision on this call. allow? [y]es / [n]o: ".to_owned(),
+            None => {
+                "a rule asks for a fresh decision on this call. allow? [y]es / [n]o: ".to_owned()
+            }
             Some(Ok(answer)) => format!(
                 "allow? [y]es / [n]o / [a]lways allow {} in this session: ",
                 answer.describe()

@@ -47,7 +47,11 @@ fn write(path: &str, content: &str, ctx: &ToolCtx) -> String {
             return format!("  {path} already holds exactly this; nothing would change\n");
         }
         Current::Text(before) => (format!("a/{path}"), before, String::new()),
-        Current::Absent => ("/dev/null".to_owned(), String::new(), format!("  new file {path}\n")),
+        Current::Absent => (
+            "/dev/null".to_owned(),
+            String::new(),
+            format!("  new file {path}\n"),
+        ),
         Current::Unshown(why) => (
             "(current contents)".to_owned(),
             String::new(),
@@ -149,7 +153,10 @@ mod tests {
             &json!({"path": "big", "content": "small\n"}),
             &ctx,
         );
-        assert!(shown.contains("big is 3145728 bytes, too large to diff"), "{shown}");
+        assert!(
+            shown.contains("big is 3145728 bytes, too large to diff"),
+            "{shown}"
+        );
         assert!(shown.contains("+small"), "{shown}");
     }
 }

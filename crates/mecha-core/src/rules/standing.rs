@@ -139,7 +139,6 @@ fn quote(word: &str) -> String {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -163,7 +162,13 @@ mod tests {
         let r = standing("shell", &json!({"command": "echo hi"}));
         assert!(covers(&r, "echo hi"));
         assert!(covers(&r, "echo hi there"));
-        for not in ["rm x", "echo bye", "echo", "echo hi && rm x", "echo hi; rm x"] {
+        for not in [
+            "rm x",
+            "echo bye",
+            "echo",
+            "echo hi && rm x",
+            "echo hi; rm x",
+        ] {
             assert!(!covers(&r, not), "{not}");
         }
         assert_eq!(
@@ -211,7 +216,8 @@ mod tests {
             ("X=1", "only sets variables"),
             ("", "empty"),
         ] {
-            let err = StandingAnswer::for_call("shell", &json!({ "command": command })).unwrap_err();
+            let err =
+                StandingAnswer::for_call("shell", &json!({ "command": command })).unwrap_err();
             assert!(err.contains(why), "{command}: {err}");
         }
     }
