@@ -55,7 +55,7 @@ impl StandingAnswer {
             if end == assignments {
                 return Err("a part of it only sets variables".to_owned());
             }
-            if part.expands[..end].iter().any(|&e| e) {
+            if part.expands.iter().take(end).any(|&e| e) {
                 return Err(format!(
                     "the shell expands `{}`, so a prefix cannot pin down what runs",
                     part.words[..end].join(" ")
