@@ -169,9 +169,10 @@ async fn the_non_interactive_refusal_names_the_tool_and_the_fix() {
             &tool_call("writer", json!({})),
         )
         .await;
+    // Nobody answered, so nobody declined: policy, not a user's correction.
     assert_eq!(
         verdict,
-        GateVerdict::Denied {
+        GateVerdict::Blocked {
             stage: GateStage::Approval,
             reason: "`writer` needs approval and this run is non-interactive (use --yes to allow)"
                 .into()

@@ -75,12 +75,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match run(cli) {
         Ok(code) => code,
+        // Both can carry outside text: an API's error message, a server's.
         Err(Failure::Usage(message)) => {
-            output::err_line(&format!("mecha: {message}"));
+            terminal::report(&message);
             2
         }
         Err(Failure::Run(e)) => {
-            output::err_line(&format!("mecha: {e:#}"));
+            terminal::report(&format!("{e:#}"));
             1
         }
     };

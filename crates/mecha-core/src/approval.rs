@@ -47,29 +47,81 @@ pub enum PermissionMode {
 }
 
 /// Answers from the mode alone, asking nobody: for runs with no one to ask.
+///
+/// Read-only mode is not decided here: the gate refuses a changing tool in
+/// read-only mode before any rule or approver is consulted, so that one
+/// place decides it (see `read_only_refusal`). What reaches this approver
+/// and is not allowed outright needed a yes that nobody can give.
 #[derive(Debug, Clone, Copy)]
 pub struct ModeApprover(pub PermissionMode);
 
 #[async_trait]
 impl Approver for ModeApprover {
     async fn approve(&self, tool: &dyn Tool, _input: &Value) -> Decision {
-        match self.0 {
-            PermissionMode::Allow => Decision::Allow,
-            _ if tool.read_only() => Decision::Allow,
-            PermissionMode::ReadOnly => Decision::Blocked(read_only_refusal(tool.name())),
-            // Nothing is watching to answer, and the safe reading of a
-            // question nobody hears is no.
-            PermissionMode::Ask => Decision::Deny(format!(
-                "`{}` needs approval and this run is non-interactive (use --yes to allow)",
-                tool.name()
-            )),
+        if self.0 == PermissionMode::Allow || tool.read_only() {
+            return Decision::Allow;
         }
+        // Nothing is watching to answer, and the safe reading of a question
+        // nobody hears is no. Nobody said no, either: it is policy, not a
+        // user's correction.
+        Decision::Blocked(format!(
+            "`{}` needs approval and this run is non-interactive (use --yes to allow)",
+            tool.name()
+        ))
     }
 }
 
-/// The refusal for a non-read-only tool in read-only mode.
+/// The refusal for a non-read-only tool in read-only mode, which the gate
+/// gives before any rule or approver is consulted.
 pub fn read_only_refusal(tool: &str) -> String {
     format!(
         "`{tool}` changes things and this run is read-only; use a read-only tool or ask the user"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::{ToolCtx, ToolOutput};
+
+    struct Writer;
+
+    #[async_trait]
+    impl Tool for Writer {
+        fn name(&self) -> &str {
+            "writer"
+        }
+        fn description(&self) -> &str {
+            "changes things"
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type": "object"})
+        }
+        async fn call(&self, _input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
+            Ok(ToolOutput::ok("wrote"))
+        }
+    }
+
+    /// Nobody answered, so nobody declined: a refusal by policy, which is
+    /// never mined as a user's correction.
+    #[tokio::test]
+    async fn a_question_nobody_can_answer_is_blocked_not_denied() {
+        assert_eq!(
+            ModeApprover(PermissionMode::Ask)
+                .approve(&Writer, &json!({}))
+                .await,
+            Decision::Blocked(
+                "`writer` needs approval and this run is non-interactive (use --yes to allow)"
+                    .into()
+            )
+        );
+        assert_eq!(
+            ModeApprover(PermissionMode::Allow)
+                .approve(&Writer, &json!({}))
+                .await,
+            Decision::Allow
+        );
+    }
 }

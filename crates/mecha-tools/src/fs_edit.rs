@@ -54,15 +54,8 @@ fn edit(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
     let requested = required_str(input, "path")?;
     let old = required_str(input, "old")?;
     let new = required_str(input, "new")?;
-    if old.is_empty() {
-        return Err(ToolOutput::err(
-            "`old` is empty; give the exact text to replace, or use fs_write for a new file",
-        ));
-    }
-    if old == new {
-        return Err(ToolOutput::err(
-            "`old` and `new` are identical; nothing would change",
-        ));
+    if let Some(refusal) = refuse_pair(old, new) {
+        return Err(ToolOutput::err(refusal));
     }
     let target = ctx
         .resolve_in_workspace(requested)
@@ -84,6 +77,26 @@ fn edit(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
         .map_err(|e| ToolOutput::err(format!("cannot write {requested}: {e}")))?;
     let line = text[..text.find(old).unwrap_or(0)].matches('\n').count() + 1;
     Ok(ToolOutput::ok(format!("edited {requested} at line {line}")))
+}
+
+/// Why `old` → `new` is no edit at all, whatever the file holds.
+fn refuse_pair(old: &str, new: &str) -> Option<&'static str> {
+    if old.is_empty() {
+        Some("`old` is empty; give the exact text to replace, or use fs_write for a new file")
+    } else if old == new {
+        Some("`old` and `new` are identical; nothing would change")
+    } else {
+        None
+    }
+}
+
+/// The file's text after the edit fs_edit would make, or its refusal: what
+/// an approval question shows before the edit is allowed.
+pub fn apply_edit(text: &str, old: &str, new: &str) -> Result<String, String> {
+    match refuse_pair(old, new) {
+        Some(refusal) => Err(refusal.to_owned()),
+        None => replace_unique(text, old, new),
+    }
 }
 
 /// `text` with its single occurrence of `old` replaced; zero or several

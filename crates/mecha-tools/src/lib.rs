@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use mecha_core::Tool;
 
-pub use fs_edit::FsEdit;
+pub use fs_edit::{FsEdit, apply_edit};
 pub use fs_list::FsList;
 pub use fs_read::FsRead;
 pub use fs_write::FsWrite;

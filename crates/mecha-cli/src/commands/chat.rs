@@ -92,7 +92,7 @@ fn converse(
             // Nobody reads the output: end quietly, main picks the code.
             Turn::Unread => return Ok(0),
             Turn::Interrupted => output::err_line(&format!("\nmecha: {INTERRUPTED}")),
-            Turn::Ended(Err(e)) => output::err_line(&format!("mecha: {e}")),
+            Turn::Ended(Err(e)) => crate::terminal::report(&e.to_string()),
             Turn::Ended(Ok(Outcome::TurnLimit { turns })) => {
                 output::err_line(&format!("mecha: {}", turn_limit_message(turns)));
             }

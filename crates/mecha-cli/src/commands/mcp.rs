@@ -7,7 +7,8 @@ use mecha_mcp::{ServerState, SpawnOptions};
 
 use crate::Failure;
 use crate::config::Settings;
-use crate::output::outln;
+use crate::output::{self, outln};
+use crate::terminal::printable;
 
 #[derive(Subcommand, Debug)]
 pub enum McpCommand {
@@ -83,18 +84,19 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
     }
     let runtime = crate::runtime()?;
     let status = runtime.block_on(mecha_mcp::check(server.config.clone(), &options));
-    outln!("{status}");
-    match status.state {
+    // Everything below but the capability flags is the server's to write.
+    let mut out = format!("{status}\n");
+    let code = match status.state {
         ServerState::Ready {
             server_info, tools, ..
         } => {
             if let Some(info) = server_info {
-                outln!("server: {info}");
+                out.push_str(&format!("server: {info}\n"));
             }
             for tool in tools {
                 let caps = tool.capabilities;
-                outln!(
-                    "  {}  (raw `{}`){}  private={} untrusted={} egress={:?} destructive={}",
+                out.push_str(&format!(
+                    "  {}  (raw `{}`){}  private={} untrusted={} egress={:?} destructive={}\n",
                     tool.name,
                     tool.raw_name,
                     if tool.read_only { " read-only" } else { "" },
@@ -102,10 +104,12 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
                     caps.untrusted_input,
                     caps.egress,
                     caps.destructive
-                );
+                ));
             }
-            Ok(0)
+            0
         }
-        ServerState::Failed { .. } => Ok(1),
-    }
+        ServerState::Failed { .. } => 1,
+    };
+    output::out(&printable(&out));
+    Ok(code)
 }

@@ -10,6 +10,7 @@ use serde_json::json;
 
 use crate::Failure;
 use crate::config::Settings;
+use crate::terminal::printable;
 use crate::wiring::{Toolbox, build_toolbox};
 
 #[derive(Args, Debug)]
@@ -42,7 +43,9 @@ pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<
     } else if args.json {
         capabilities_json(&toolbox)
     } else {
-        human(&toolbox, &settings)
+        // Tool names, descriptions and failure reasons come from MCP
+        // servers; JSON output escapes control characters itself.
+        human(&toolbox, &settings).map(|text| printable(&text).into_owned())
     };
     toolbox.shutdown();
     let text = text.map_err(|e| Failure::Run(e.into()))?;

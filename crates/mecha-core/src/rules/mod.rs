@@ -20,7 +20,10 @@ use serde_json::Value;
 use crate::shell_words::{SimpleCommand, split_commands};
 
 mod options;
+mod standing;
 mod wrappers;
+
+pub use standing::StandingAnswer;
 
 /// What a rule does to a call it matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
