@@ -135,8 +135,7 @@ async fn approval_matrix() {
         let log: Log = Arc::default();
         let tool = if read_only { "reader" } else { "writer" };
         let verdict = gate
-            .judge(
-                &registry(&log),
+            .judge(&registry(&log), &unused_ctx(),
                 Taint::default(),
                 &tool_call(tool, json!({})),
             )
@@ -163,8 +162,7 @@ async fn the_non_interactive_refusal_names_the_tool_and_the_fix() {
         false,
     );
     let verdict = gate
-        .judge(
-            &registry(&Log::default()),
+        .judge(&registry(&Log::default()), &unused_ctx(),
             Taint::default(),
             &tool_call("writer", json!({})),
         )
@@ -223,7 +221,7 @@ async fn stages_run_in_order_interlock_hook_rule_approver() {
         untrusted_input: true,
     };
     // Armed: the interlock refuses before the hook is consulted.
-    let v = gate.judge(&reg, armed, &tool_call("send", json!({}))).await;
+    let v = gate.judge(&reg, &unused_ctx(), armed, &tool_call("send", json!({}))).await;
     assert!(
         matches!(
             v,
@@ -237,7 +235,7 @@ async fn stages_run_in_order_interlock_hook_rule_approver() {
     assert_eq!(*hook.0.lock().unwrap(), 0);
     // Not armed: the hook refuses, and the allow rule cannot override it.
     let v = gate
-        .judge(&reg, Taint::default(), &tool_call("send", json!({})))
+        .judge(&reg, &unused_ctx(), Taint::default(), &tool_call("send", json!({})))
         .await;
     assert!(
         matches!(
