@@ -135,7 +135,9 @@ async fn approval_matrix() {
         let log: Log = Arc::default();
         let tool = if read_only { "reader" } else { "writer" };
         let verdict = gate
-            .judge(&registry(&log), &unused_ctx(),
+            .judge(
+                &registry(&log),
+                &unused_ctx(),
                 Taint::default(),
                 &tool_call(tool, json!({})),
             )
@@ -162,7 +164,9 @@ async fn the_non_interactive_refusal_names_the_tool_and_the_fix() {
         false,
     );
     let verdict = gate
-        .judge(&registry(&Log::default()), &unused_ctx(),
+        .judge(
+            &registry(&Log::default()),
+            &unused_ctx(),
             Taint::default(),
             &tool_call("writer", json!({})),
         )
@@ -221,7 +225,9 @@ async fn stages_run_in_order_interlock_hook_rule_approver() {
         untrusted_input: true,
     };
     // Armed: the interlock refuses before the hook is consulted.
-    let v = gate.judge(&reg, &unused_ctx(), armed, &tool_call("send", json!({}))).await;
+    let v = gate
+        .judge(&reg, &unused_ctx(), armed, &tool_call("send", json!({})))
+        .await;
     assert!(
         matches!(
             v,
@@ -235,7 +241,12 @@ async fn stages_run_in_order_interlock_hook_rule_approver() {
     assert_eq!(*hook.0.lock().unwrap(), 0);
     // Not armed: the hook refuses, and the allow rule cannot override it.
     let v = gate
-        .judge(&reg, &unused_ctx(), Taint::default(), &tool_call("send", json!({})))
+        .judge(
+            &reg,
+            &unused_ctx(),
+            Taint::default(),
+            &tool_call("send", json!({})),
+        )
         .await;
     assert!(
         matches!(

@@ -156,20 +156,47 @@ async fn a_path_the_jail_refuses_is_refused_before_anyone_is_asked() {
             ("fs_write", outside_abs.as_str(), "outside the workspace"),
             ("fs_write", "away/x.txt", "outside the workspace"),
             ("fs_edit", "away/x.txt", "outside the workspace"),
-            ("fs_write", ".mecha/config.toml", "where mecha keeps its own config"),
-            ("fs_edit", "notes/../.mecha/config.toml", "where mecha keeps its own config"),
+            (
+                "fs_write",
+                ".mecha/config.toml",
+                "where mecha keeps its own config",
+            ),
+            (
+                "fs_edit",
+                "notes/../.mecha/config.toml",
+                "where mecha keeps its own config",
+            ),
             ("fs_read", "../outside/x.txt", "outside the workspace"),
         ] {
             let v = gate
-                .judge(&tools(), &f.ctx, Taint::default(), &call(tool, input_for(tool, path)))
+                .judge(
+                    &tools(),
+                    &f.ctx,
+                    Taint::default(),
+                    &call(tool, input_for(tool, path)),
+                )
                 .await;
-            assert_eq!(stage_of(&v), Some(GateStage::Validation), "{tool} {path}: {v:?}");
+            assert_eq!(
+                stage_of(&v),
+                Some(GateStage::Validation),
+                "{tool} {path}: {v:?}"
+            );
             assert!(reason_of(&v).contains(says), "{tool} {path}: {v:?}");
         }
     }
-    assert_eq!(approver.asked(), Vec::<String>::new(), "nobody may be asked");
+    assert_eq!(
+        approver.asked(),
+        Vec::<String>::new(),
+        "nobody may be asked"
+    );
     // The same approver is asked about a path inside the workspace.
-    let gate = Gate::new(PermissionMode::Ask, approver.clone(), Rules::default(), None, false);
+    let gate = Gate::new(
+        PermissionMode::Ask,
+        approver.clone(),
+        Rules::default(),
+        None,
+        false,
+    );
     let v = gate
         .judge(
             &tools(),
@@ -178,7 +205,12 @@ async fn a_path_the_jail_refuses_is_refused_before_anyone_is_asked() {
             &call("fs_write", json!({"path": "notes/ok.txt", "content": "x"})),
         )
         .await;
-    assert_eq!(v, GateVerdict::Allowed { stage: GateStage::Approval });
+    assert_eq!(
+        v,
+        GateVerdict::Allowed {
+            stage: GateStage::Approval
+        }
+    );
     assert_eq!(approver.asked().len(), 1);
 }
 
@@ -186,7 +218,13 @@ async fn a_path_the_jail_refuses_is_refused_before_anyone_is_asked() {
 async fn an_outside_write_never_reaches_the_approver_or_the_disk_in_a_run() {
     let f = fixture();
     let approver = Arc::new(Counting::default());
-    let gate = Gate::new(PermissionMode::Ask, approver.clone(), Rules::default(), None, false);
+    let gate = Gate::new(
+        PermissionMode::Ask,
+        approver.clone(),
+        Rules::default(),
+        None,
+        false,
+    );
     let queue = Queue::new(vec![vec![support::call(
         "w",
         "fs_write",
@@ -247,7 +285,11 @@ async fn forbid_and_prompt_path_globs_match_every_spelling_the_jail_resolves() {
             let input = input_for(tool, path);
             let forbid = rules(tool, "path", "secrets/*", RuleAction::Forbid);
             let (v, _) = under(&f, forbid, tool, input.clone()).await;
-            assert_eq!(stage_of(&v), Some(GateStage::Rule), "forbid {tool} {path}: {v:?}");
+            assert_eq!(
+                stage_of(&v),
+                Some(GateStage::Rule),
+                "forbid {tool} {path}: {v:?}"
+            );
             let prompt = rules(tool, "path", "secrets/*", RuleAction::Prompt);
             let (v, asked) = under(&f, prompt, tool, input).await;
             assert!(asked, "prompt {tool} {path} asked nobody: {v:?}");
@@ -261,7 +303,11 @@ async fn forbid_and_prompt_path_globs_match_every_spelling_the_jail_resolves() {
             input_for(tool, "link/key"),
         )
         .await;
-        assert_eq!(stage_of(&v), Some(GateStage::Rule), "absolute rule {tool}: {v:?}");
+        assert_eq!(
+            stage_of(&v),
+            Some(GateStage::Rule),
+            "absolute rule {tool}: {v:?}"
+        );
     }
     // Elsewhere in the workspace, the rule does not fire.
     let (v, asked) = under(
@@ -316,7 +362,12 @@ async fn forbid_and_prompt_url_globs_match_every_spelling_the_fetch_acts_on() {
     ] {
         let (v, _) = under(
             &f,
-            rules("http_fetch", "url", "http://example.com/*", RuleAction::Forbid),
+            rules(
+                "http_fetch",
+                "url",
+                "http://example.com/*",
+                RuleAction::Forbid,
+            ),
             "http_fetch",
             json!({ "url": url }),
         )

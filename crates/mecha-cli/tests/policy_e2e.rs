@@ -46,7 +46,10 @@ async fn a_workspace_containing_mecha_home_cannot_rewrite_its_config_or_skills()
         .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let config = std::fs::read_to_string(e.home.join("config.toml")).unwrap();
-    assert_eq!(config, "[provider]\nkind = \"anthropic\"\n", "the config changed");
+    assert_eq!(
+        config, "[provider]\nkind = \"anthropic\"\n",
+        "the config changed"
+    );
     assert!(!e.home.join("skills/evil").exists(), "a skill was planted");
     let results = results_in(&mock, 1);
     assert_eq!(results.len(), 3, "{results:?}");
@@ -63,8 +66,8 @@ async fn a_workspace_containing_mecha_home_cannot_rewrite_its_config_or_skills()
 #[tokio::test]
 async fn a_rule_that_names_no_tool_is_warned_about_once_at_start_up() {
     let mut e = env();
-    e.extra_config = "[[rule]]\ntool = \"shel\"\ncommand = \"git push\"\naction = \"forbid\"\n"
-        .to_owned();
+    e.extra_config =
+        "[[rule]]\ntool = \"shel\"\ncommand = \"git push\"\naction = \"forbid\"\n".to_owned();
     let mock = MockModel::start(vec![MockReply::text("hi")]).await;
     let out = e.run(Api::Anthropic, &mock, "k", &["go"]).await;
     assert!(out.status.success(), "{}", stderr(&out));

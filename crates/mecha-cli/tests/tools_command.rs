@@ -211,7 +211,10 @@ fn a_rule_for_no_tool_is_warned_about_and_a_glob_that_matches_one_is_not() {
         stderr.contains("a [[rule]] names `shel`, which matches no tool; check the spelling"),
         "{stderr}"
     );
-    assert!(stderr.contains("`files__*`, which matches no tool"), "{stderr}");
+    assert!(
+        stderr.contains("`files__*`, which matches no tool"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("`fs_*`"), "{stderr}");
     assert!(!stderr.contains("`shell`"), "{stderr}");
 }

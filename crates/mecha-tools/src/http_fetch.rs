@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ipnet::IpNet;
-use mecha_core::{ArgKind, Capabilities, Egress, Tool, ToolCtx, ToolOutput, error_chain, parse_url};
+use mecha_core::{
+    ArgKind, Capabilities, Egress, Tool, ToolCtx, ToolOutput, error_chain, parse_url,
+};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, LOCATION};
 use serde_json::{Value, json};
 use url::Url;

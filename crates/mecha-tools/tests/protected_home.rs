@@ -123,7 +123,11 @@ async fn a_sibling_of_the_home_and_reading_the_home_are_unaffected() {
     assert!(!out.is_error, "{}", out.content);
     assert!(dir.path().join(".mecha-notes/todo.md").exists());
     let out = call(&FsRead, json!({"path": ".mecha/config.toml"}), &ctx).await;
-    assert!(!out.is_error && out.content.contains("anthropic"), "{}", out.content);
+    assert!(
+        !out.is_error && out.content.contains("anthropic"),
+        "{}",
+        out.content
+    );
 }
 
 #[tokio::test]

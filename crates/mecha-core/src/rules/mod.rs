@@ -156,12 +156,7 @@ impl Rules {
     /// The strongest action among the rules that match this call, if any.
     /// `spellings` are what the call's declared arguments name, for forbid
     /// and prompt rules to match as well as the raw input.
-    pub fn evaluate(
-        &self,
-        tool: &str,
-        input: &Value,
-        spellings: &Spellings,
-    ) -> Option<RuleAction> {
+    pub fn evaluate(&self, tool: &str, input: &Value, spellings: &Spellings) -> Option<RuleAction> {
         let applicable: Vec<&Rule> = self
             .rules
             .iter()

@@ -49,7 +49,12 @@ fn rule(key: &str, pattern: &str, action: RuleAction) -> Rules {
 
 /// What the rules say about `input` once its declared arguments are
 /// spelled out; `Err` when the jail refuses a path first.
-fn judged(rules: &Rules, kind: ArgKind, input: &Value, ctx: &ToolCtx) -> Result<Option<RuleAction>, String> {
+fn judged(
+    rules: &Rules,
+    kind: ArgKind,
+    input: &Value,
+    ctx: &ToolCtx,
+) -> Result<Option<RuleAction>, String> {
     let tool = Declares(kind);
     let spellings = Spellings::of(&tool, input, ctx).map_err(|e| e.to_string())?;
     Ok(rules.evaluate("t", input, &spellings))
@@ -144,13 +149,22 @@ fn an_allow_rule_still_sees_only_the_raw_text() {
     let absolute = ws.join("src/a.rs").display().to_string();
     let at = |raw: &str| judged(&allow, ArgKind::WritePath, &json!({ "path": raw }), &ctx);
     assert_eq!(at("src/a.rs"), Ok(Some(RuleAction::Allow)));
-    for other in ["./src/a.rs", "SRC/a.rs", absolute.as_str(), "src/../src/a.rs"] {
+    for other in [
+        "./src/a.rs",
+        "SRC/a.rs",
+        absolute.as_str(),
+        "src/../src/a.rs",
+    ] {
         assert_eq!(at(other), Ok(None), "{other}");
     }
     let allow = rule("url", "https://docs.rs/*", RuleAction::Allow);
     let at = |raw: &str| judged(&allow, ArgKind::Url, &json!({ "url": raw }), &ctx);
     assert_eq!(at("https://docs.rs/x"), Ok(Some(RuleAction::Allow)));
-    for other in ["HTTPS://docs.rs/x", " https://docs.rs/x", "https:\\\\docs.rs\\x"] {
+    for other in [
+        "HTTPS://docs.rs/x",
+        " https://docs.rs/x",
+        "https:\\\\docs.rs\\x",
+    ] {
         assert_eq!(at(other), Ok(None), "{other}");
     }
 }
@@ -187,7 +201,15 @@ fn an_undeclared_argument_is_judged_raw() {
     let ctx = ToolCtx::new(dir.path(), 1024).unwrap();
     let forbid = rule("target", "http://*", RuleAction::Forbid);
     let input = json!({ "target": "HTTP://x/" });
-    assert_eq!(judged(&forbid, ArgKind::Url, &input, &ctx), Ok(Some(RuleAction::Forbid)), "case");
+    assert_eq!(
+        judged(&forbid, ArgKind::Url, &input, &ctx),
+        Ok(Some(RuleAction::Forbid)),
+        "case"
+    );
     let input = json!({ "target": " http://x/" });
-    assert_eq!(judged(&forbid, ArgKind::Url, &input, &ctx), Ok(None), "not a declared URL");
+    assert_eq!(
+        judged(&forbid, ArgKind::Url, &input, &ctx),
+        Ok(None),
+        "not a declared URL"
+    );
 }
