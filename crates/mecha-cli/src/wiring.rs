@@ -203,10 +203,11 @@ pub fn system_prompt(workspace: &Path) -> String {
     )
 }
 
-/// Refuses the file tools mecha's own files: its home (config, skills,
-/// hooks, sessions), which a run whose workspace contains it could
-/// otherwise rewrite for the next run, and every MCP servers file the
-/// config names, which would start whatever a model planted there.
+/// Keeps the file tools' writes out of mecha's own files: its home
+/// (config, skills, hooks, sessions), which a run whose workspace contains
+/// it could otherwise rewrite for the next run, and every MCP servers file
+/// the config or `--mcp-file` names, which would start whatever a model
+/// planted there.
 fn protect_mecha_files(mut ctx: ToolCtx, settings: &Settings) -> Result<ToolCtx, Failure> {
     let home = crate::config::mecha_home()?;
     let server_files = settings.mcp.iter().map(|s| PathBuf::from(&s.source));
