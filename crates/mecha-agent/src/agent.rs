@@ -221,7 +221,10 @@ impl Agent {
                 name: call.name.clone(),
                 input: call.input.clone(),
             });
-            let verdict = self.gate.judge(registry, session.taint, call).await;
+            let verdict = self
+                .gate
+                .judge(registry, &self.ctx, session.taint, call)
+                .await;
             events.emit(Event::Gate {
                 id: call.id.clone(),
                 name: call.name.clone(),

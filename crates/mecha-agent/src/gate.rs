@@ -1,12 +1,13 @@
 //! The dispatch gate: for every call, in call order, validation, then the
-//! interlock, then the hook, then the `[[rule]]`s, then the approver. Each
-//! stage can only refuse; a later stage never overrides an earlier refusal.
+//! interlock, then the hook, then the declared paths resolved through the
+//! jail, then the `[[rule]]`s, then the approver. Each stage can only
+//! refuse; a later stage never overrides an earlier refusal.
 
 use std::sync::Arc;
 
 use mecha_core::{
-    Approver, Decision, PermissionMode, Registry, RuleAction, Rules, Taint, Tool, ToolCall,
-    interlock, read_only_refusal,
+    Approver, Decision, PermissionMode, Registry, RuleAction, Rules, Spellings, Taint, Tool,
+    ToolCall, ToolCtx, interlock, read_only_refusal,
 };
 
 use crate::events::{GateStage, GateVerdict};
@@ -41,8 +42,15 @@ impl Gate {
         }
     }
 
-    /// Judges one call against the conversation's taint as it stands.
-    pub async fn judge(&self, registry: &Registry, taint: Taint, call: &ToolCall) -> GateVerdict {
+    /// Judges one call against the conversation's taint as it stands;
+    /// `ctx` is the context it would run in, whose jail judges its paths.
+    pub async fn judge(
+        &self,
+        registry: &Registry,
+        ctx: &ToolCtx,
+        taint: Taint,
+        call: &ToolCall,
+    ) -> GateVerdict {
         use GateStage::*;
         let blocked = |stage, reason: String| GateVerdict::Blocked { stage, reason };
         let Some(tool) = registry.get(&call.name) else {
@@ -83,13 +91,21 @@ impl Gate {
                 return blocked(Hook, format!("refused by a hook: {reason}"));
             }
         }
+        // A path the tool would refuse is refused now, in the jail's words:
+        // nobody should be asked to approve a write outside the workspace
+        // or into mecha's home. What the paths resolve to is also what
+        // forbid and prompt rules must judge.
+        let spellings = match Spellings::of(tool, &call.input, ctx) {
+            Ok(spellings) => spellings,
+            Err(refusal) => return blocked(Validation, refusal.to_string()),
+        };
         // Read-only mode refuses whatever changes things, before any rule
         // or person can be asked: neither an allow rule nor a yes to a
         // prompt rule lifts it.
         if self.mode == PermissionMode::ReadOnly && !tool.read_only() {
             return blocked(Approval, read_only_refusal(tool.name()));
         }
-        match self.rules.evaluate(tool.name(), &call.input) {
+        match self.rules.evaluate(tool.name(), &call.input, &spellings) {
             Some(RuleAction::Forbid) => blocked(
                 Rule,
                 format!(

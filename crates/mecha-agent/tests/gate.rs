@@ -137,6 +137,7 @@ async fn approval_matrix() {
         let verdict = gate
             .judge(
                 &registry(&log),
+                &unused_ctx(),
                 Taint::default(),
                 &tool_call(tool, json!({})),
             )
@@ -165,6 +166,7 @@ async fn the_non_interactive_refusal_names_the_tool_and_the_fix() {
     let verdict = gate
         .judge(
             &registry(&Log::default()),
+            &unused_ctx(),
             Taint::default(),
             &tool_call("writer", json!({})),
         )
@@ -224,7 +226,9 @@ async fn stages_run_in_order_interlock_hook_rule_approver() {
         untrusted_input: true,
     };
     // Armed: the interlock refuses before the hook is consulted.
-    let v = gate.judge(&reg, armed, &tool_call("send", json!({}))).await;
+    let v = gate
+        .judge(&reg, &unused_ctx(), armed, &tool_call("send", json!({})))
+        .await;
     assert!(
         matches!(
             v,
@@ -238,7 +242,12 @@ async fn stages_run_in_order_interlock_hook_rule_approver() {
     assert_eq!(*hook.0.lock().unwrap(), 0);
     // Not armed: the hook refuses, and the allow rule cannot override it.
     let v = gate
-        .judge(&reg, Taint::default(), &tool_call("send", json!({})))
+        .judge(
+            &reg,
+            &unused_ctx(),
+            Taint::default(),
+            &tool_call("send", json!({})),
+        )
         .await;
     assert!(
         matches!(

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -23,6 +23,8 @@ pub struct Toolbox {
     pub hub: Option<Arc<McpHub>>,
     /// What survives narrowing, for tools announced later.
     pub filter: ToolFilter,
+    /// The `[[rule]]`s, compiled, and checked against the tools.
+    pub rules: Rules,
 }
 
 impl Toolbox {
@@ -72,6 +74,8 @@ pub async fn build_toolbox(
         Some(Arc::new(hub))
     };
     check_names(settings, flags, &registry)?;
+    let rules = Rules::compile(&settings.rules).map_err(|e| Failure::Usage(e.to_string()))?;
+    warn_unmatched_rules(settings, &rules, &registry);
     if !flags.is_empty() {
         settings.narrow_enabled(Some(flags.iter().cloned().collect()));
     }
@@ -81,20 +85,44 @@ pub async fn build_toolbox(
         registry,
         hub,
         filter,
+        rules,
     })
+}
+
+/// A `[[rule]]` whose `tool` matches no tool (before narrowing: a rule for
+/// a disabled tool is no typo) is most likely misspelt, and a misspelt
+/// forbid protects nothing. Warned about, like `[tools]` names.
+fn warn_unmatched_rules(settings: &Settings, rules: &Rules, registry: &Registry) {
+    let names: Vec<&str> = registry.names().collect();
+    for pattern in rules.unmatched_tools(&names) {
+        if of_a_server(settings, pattern) {
+            eprintln!(
+                "mecha: warning: a [[rule]] names `{pattern}`, which its MCP server did not offer"
+            );
+        } else {
+            eprintln!(
+                "mecha: warning: a [[rule]] names `{pattern}`, which matches no tool; check the \
+                 spelling (the tools are: {})",
+                names.join(", ")
+            );
+        }
+    }
+}
+
+/// Whether `name` is in the namespace of a configured MCP server.
+fn of_a_server(settings: &Settings, name: &str) -> bool {
+    settings
+        .mcp
+        .iter()
+        .any(|s| name.starts_with(&format!("{}__", s.config.name)))
 }
 
 /// `--tool` must name a tool that exists (or belongs to a configured MCP
 /// server that did not start); names in config that match nothing are
 /// worth a warning, so a typo does not pass for a deliberate narrowing.
 fn check_names(settings: &Settings, flags: &[String], registry: &Registry) -> Result<(), Failure> {
-    let server_prefixes: Vec<String> = settings
-        .mcp
-        .iter()
-        .map(|s| format!("{}__", s.config.name))
-        .collect();
     let exists = |name: &str| registry.contains(name);
-    let of_a_server = |name: &str| server_prefixes.iter().any(|p| name.starts_with(p.as_str()));
+    let of_a_server = |name: &str| of_a_server(settings, name);
     let typos: Vec<&str> = flags
         .iter()
         .map(String::as_str)
@@ -177,6 +205,25 @@ pub fn system_prompt(workspace: &Path) -> String {
     )
 }
 
+/// Keeps the file tools' writes out of mecha's own files: its home
+/// (config, skills, hooks, sessions), which a run whose workspace contains
+/// it could otherwise rewrite for the next run, and every MCP servers file
+/// the config or `--mcp-file` names, which would start whatever a model
+/// planted there.
+fn protect_mecha_files(mut ctx: ToolCtx, settings: &Settings) -> Result<ToolCtx, Failure> {
+    let home = crate::config::mecha_home()?;
+    let server_files = settings.mcp.iter().map(|s| PathBuf::from(&s.source));
+    for path in std::iter::once(home).chain(server_files) {
+        ctx = ctx.protecting(&path).map_err(|e| {
+            Failure::Run(anyhow::anyhow!(
+                "cannot protect {} from the file tools: {e}",
+                path.display()
+            ))
+        })?;
+    }
+    Ok(ctx)
+}
+
 /// Everything a run needs, wired. The toolbox comes back too, so the caller
 /// can shut the MCP servers down when the run ends.
 pub async fn build_agent(
@@ -195,10 +242,11 @@ pub async fn build_agent(
     settings.adopt_context_window(provider.context_window());
     // Planning sees only what cannot change anything: the other tools are
     // absent, not merely refused.
-    let toolbox =
+    let mut toolbox =
         build_toolbox(&mut settings, &options.tools, options.plan, workspace, true).await?;
     let ctx = ToolCtx::new(workspace, settings.turn_budget)
         .map_err(|e| Failure::Run(anyhow::anyhow!("cannot set up the workspace: {e}")))?;
+    let ctx = protect_mecha_files(ctx, &settings)?;
     let mode = match (options.yes, settings.permission_mode) {
         (true, PermissionMode::Ask) => PermissionMode::Allow,
         (_, mode) => mode,
@@ -209,11 +257,10 @@ pub async fn build_agent(
     } else {
         Arc::new(ModeApprover(mode))
     };
-    let rules = Rules::compile(&settings.rules).map_err(|e| Failure::Usage(e.to_string()))?;
     let gate = Gate::new(
         mode,
         approver,
-        rules,
+        std::mem::take(&mut toolbox.rules),
         None,
         settings.block_sends_after_private,
     );

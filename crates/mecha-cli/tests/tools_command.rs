@@ -193,3 +193,28 @@ fn a_config_typo_in_tool_names_is_warned_about() {
         .success()
         .stderr(predicates::str::contains("`shel`, which is no tool"));
 }
+
+#[test]
+fn a_rule_for_no_tool_is_warned_about_and_a_glob_that_matches_one_is_not() {
+    let e = env();
+    std::fs::write(
+        e.home.join("config.toml"),
+        "[[rule]]\ntool = \"shel\"\naction = \"forbid\"\n\n\
+         [[rule]]\ntool = \"files__*\"\naction = \"prompt\"\n\n\
+         [[rule]]\ntool = \"fs_*\"\naction = \"prompt\"\n\n\
+         [[rule]]\ntool = \"shell\"\ncommand = \"git push\"\naction = \"forbid\"\n",
+    )
+    .unwrap();
+    let out = e.offline(&["tools"]).success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("a [[rule]] names `shel`, which matches no tool; check the spelling"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("`files__*`, which matches no tool"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("`fs_*`"), "{stderr}");
+    assert!(!stderr.contains("`shell`"), "{stderr}");
+}

@@ -1,7 +1,7 @@
 //! What a tool call gets to know about the run it is part of.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::jail::{self, Jail, JailError, ResolvedPath};
@@ -15,6 +15,8 @@ use crate::spill::{self, SpillDir, SpillingSink};
 pub struct ToolCtx {
     workspace: Jail,
     spill: Arc<SpillDir>,
+    /// Canonical directories the writers' resolver refuses (mecha's home).
+    protected: Arc<[PathBuf]>,
     /// Bytes this call's result may take in the transcript.
     pub output_budget_bytes: usize,
     /// The model's id for this call.
@@ -30,6 +32,7 @@ impl ToolCtx {
         Ok(Self {
             workspace: Jail::open(workspace)?,
             spill: Arc::new(SpillDir::create()?),
+            protected: Arc::from(Vec::new()),
             output_budget_bytes: turn_budget,
             call_id: String::new(),
             turn: 1,
@@ -44,6 +47,17 @@ impl ToolCtx {
             spill: Arc::new(SpillDir::create()?),
             ..self.clone()
         })
+    }
+
+    /// The same context, with `dir` (and everything under it) refused to the
+    /// writers: mecha's own config, skills and sessions must not be
+    /// rewritten by a tool, even when the workspace contains them. Kept by
+    /// [`rerooted`](Self::rerooted) and [`for_call`](Self::for_call).
+    pub fn protecting(mut self, dir: &Path) -> Result<Self, JailError> {
+        let mut protected = self.protected.to_vec();
+        protected.push(jail::canonical_protected(dir)?);
+        self.protected = Arc::from(protected);
+        Ok(self)
     }
 
     /// The context for one call of a batch.
@@ -73,10 +87,12 @@ impl ToolCtx {
         jail::resolve_in(&[&self.workspace, self.spill.jail()], requested)
     }
 
-    /// Like [`resolve`](Self::resolve), but the spill directory is not an
-    /// exception: for tools that write.
+    /// Like [`resolve`](Self::resolve), but for tools that write: the spill
+    /// directory is not an exception, and the protected directories are
+    /// refused.
     pub fn resolve_in_workspace(&self, requested: &str) -> Result<ResolvedPath, JailError> {
-        jail::resolve_in(&[&self.workspace], requested)
+        let resolved = jail::resolve_in(&[&self.workspace], requested)?;
+        jail::refuse_protected(resolved, &self.protected, requested)
     }
 
     /// A sink that keeps this call's result within its budget as it streams.

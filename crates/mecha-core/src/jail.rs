@@ -37,6 +37,16 @@ pub enum JailError {
          refusing to follow it"
     )]
     DanglingSymlink { requested: String, link: PathBuf },
+    #[error(
+        "`{requested}` resolves to {resolved}, inside {protected}, where mecha keeps its own \
+         config, skills, hooks and sessions; no tool may write there. Ask the user to make \
+         this change themselves"
+    )]
+    Protected {
+        requested: String,
+        resolved: PathBuf,
+        protected: PathBuf,
+    },
     #[error("cannot resolve `{requested}`: {source}")]
     Io {
         requested: String,
@@ -115,8 +125,13 @@ pub(crate) fn canonicalize_lenient(base: &Path, requested: &str) -> Result<PathB
     if requested.is_empty() {
         return Err(JailError::Empty);
     }
-    let joined = base.join(requested);
-    let mut existing = joined.as_path();
+    canonicalize_joined(&base.join(requested), requested)
+}
+
+/// [`canonicalize_lenient`] of an already joined path; `requested` is how
+/// error messages name it.
+fn canonicalize_joined(joined: &Path, requested: &str) -> Result<PathBuf, JailError> {
+    let mut existing = joined;
     let mut tail: Vec<&std::ffi::OsStr> = Vec::new();
     loop {
         match std::fs::canonicalize(existing) {
@@ -183,4 +198,33 @@ pub(crate) fn resolve_in(jails: &[&Jail], requested: &str) -> Result<ResolvedPat
             resolved: canonical,
             root: primary.root().to_path_buf(),
         })
+}
+
+/// Canonicalizes a directory no tool may write to, once, leniently (it may
+/// not exist yet, and a write could create it).
+pub(crate) fn canonical_protected(dir: &Path) -> Result<PathBuf, JailError> {
+    let named = dir.display().to_string();
+    let absolute = std::path::absolute(dir).map_err(|source| JailError::Io {
+        requested: named.clone(),
+        source,
+    })?;
+    canonicalize_joined(&absolute, &named)
+}
+
+/// Refuses `resolved` if it is at or under one of the `protected`
+/// directories (canonical, from [`canonical_protected`]). Canonical forms
+/// on both sides, so a symlink or `..` into one is caught.
+pub(crate) fn refuse_protected(
+    resolved: ResolvedPath,
+    protected: &[PathBuf],
+    requested: &str,
+) -> Result<ResolvedPath, JailError> {
+    match protected.iter().find(|p| resolved.absolute.starts_with(p)) {
+        Some(dir) => Err(JailError::Protected {
+            requested: requested.to_owned(),
+            resolved: resolved.absolute,
+            protected: dir.clone(),
+        }),
+        None => Ok(resolved),
+    }
 }

@@ -31,11 +31,11 @@ pub use error_text::error_chain;
 pub use jail::{Jail, JailError, ResolvedPath};
 pub use output::ToolOutput;
 pub use registry::{DuplicateTool, Registry, ToolDefinition};
-pub use rules::{RuleAction, RuleConfig, RuleError, Rules, StandingAnswer};
+pub use rules::{RuleAction, RuleConfig, RuleError, Rules, Spellings, StandingAnswer};
 pub use shell_words::{SimpleCommand, split_commands};
 pub use spill::{
     FALLBACK_TURN_BUDGET, MIN_CALL_SHARE, SpillDir, SpillingSink, budget_for_context_window,
     share_of,
 };
 pub use taint::{Taint, interlock};
-pub use tool::Tool;
+pub use tool::{ArgKind, Tool, parse_url};

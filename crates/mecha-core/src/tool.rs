@@ -2,8 +2,30 @@
 
 use async_trait::async_trait;
 use serde_json::Value;
+use url::Url;
 
 use crate::{Capabilities, ToolCtx, ToolOutput};
+
+/// What a string argument names, so the gate can judge what the tool will
+/// act on rather than how the model spelled it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgKind {
+    /// A path the tool reads: resolved with [`ToolCtx::resolve`].
+    ReadPath,
+    /// A path the tool writes: resolved with
+    /// [`ToolCtx::resolve_in_workspace`], protected directories refused.
+    WritePath,
+    /// A URL the tool fetches: parsed with [`crate::parse_url`].
+    Url,
+}
+
+/// How a [`ArgKind::Url`] argument is read, by the tool that fetches it and
+/// by the rules that judge it alike: surrounding whitespace trimmed, then
+/// parsed (which lowercases scheme and host, turns `\\` into `/`, adds
+/// missing slashes and drops the default port).
+pub fn parse_url(raw: &str) -> Result<Url, url::ParseError> {
+    Url::parse(raw.trim())
+}
 
 /// A tool the model can call: built-in, MCP, subagent or skill, the loop
 /// cannot tell which.
@@ -26,6 +48,14 @@ pub trait Tool: Send + Sync {
     /// Declared risk surface.
     fn capabilities(&self) -> Capabilities {
         Capabilities::default()
+    }
+
+    /// The string arguments that name a path or a URL. The gate resolves
+    /// declared paths before anyone is asked (refusing what the jail would),
+    /// and `forbid`/`prompt` rules match every spelling the tool acts on.
+    /// Tools whose schema is not ours (MCP) declare nothing.
+    fn argument_kinds(&self) -> &'static [(&'static str, ArgKind)] {
+        &[]
     }
 
     /// State this tool echoes at the end of every tool result of the run, so

@@ -1,7 +1,7 @@
 //! `fs_edit`: replaces one exact occurrence of a string in a file.
 
 use async_trait::async_trait;
-use mecha_core::{Capabilities, Tool, ToolCtx, ToolOutput};
+use mecha_core::{ArgKind, Capabilities, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 
 use crate::args::required_str;
@@ -36,6 +36,10 @@ impl Tool for FsEdit {
             "required": ["path", "old", "new"],
             "additionalProperties": false
         })
+    }
+
+    fn argument_kinds(&self) -> &'static [(&'static str, ArgKind)] {
+        &[("path", ArgKind::WritePath)]
     }
 
     fn capabilities(&self) -> Capabilities {

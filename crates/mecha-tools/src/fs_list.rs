@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 use cap_std::fs::Dir;
 use globset::{Glob, GlobMatcher};
-use mecha_core::{Capabilities, Tool, ToolCtx, ToolOutput};
+use mecha_core::{ArgKind, Capabilities, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 
 use crate::args::{optional_str, optional_u64};
@@ -54,6 +54,10 @@ impl Tool for FsList {
 
     fn read_only(&self) -> bool {
         true
+    }
+
+    fn argument_kinds(&self) -> &'static [(&'static str, ArgKind)] {
+        &[("path", ArgKind::ReadPath)]
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -6,7 +6,7 @@
 use std::io::{self, BufRead, BufReader, Read};
 
 use async_trait::async_trait;
-use mecha_core::{Capabilities, ResolvedPath, Tool, ToolCtx, ToolOutput};
+use mecha_core::{ArgKind, Capabilities, ResolvedPath, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 
 use crate::args::{optional_u64, required_str};
@@ -47,6 +47,10 @@ impl Tool for FsRead {
 
     fn read_only(&self) -> bool {
         true
+    }
+
+    fn argument_kinds(&self) -> &'static [(&'static str, ArgKind)] {
+        &[("path", ArgKind::ReadPath)]
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -1,7 +1,7 @@
 //! `fs_write`: creates or replaces a whole file, atomically.
 
 use async_trait::async_trait;
-use mecha_core::{Capabilities, Tool, ToolCtx, ToolOutput};
+use mecha_core::{ArgKind, Capabilities, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 
 use crate::args::required_str;
@@ -30,6 +30,10 @@ impl Tool for FsWrite {
             "required": ["path", "content"],
             "additionalProperties": false
         })
+    }
+
+    fn argument_kinds(&self) -> &'static [(&'static str, ArgKind)] {
+        &[("path", ArgKind::WritePath)]
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ipnet::IpNet;
-use mecha_core::{Capabilities, Egress, Tool, ToolCtx, ToolOutput, error_chain};
+use mecha_core::{
+    ArgKind, Capabilities, Egress, Tool, ToolCtx, ToolOutput, error_chain, parse_url,
+};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, LOCATION};
 use serde_json::{Value, json};
 use url::Url;
@@ -239,6 +241,10 @@ impl Tool for HttpFetch {
         true
     }
 
+    fn argument_kinds(&self) -> &'static [(&'static str, ArgKind)] {
+        &[("url", ArgKind::Url)]
+    }
+
     fn capabilities(&self) -> Capabilities {
         // Read-only towards the user's data, yet a send: the query string
         // carries a payload to a host the model picks.
@@ -256,7 +262,7 @@ impl Tool for HttpFetch {
             Err(out) => return Ok(out),
         };
         let shown = shorten(raw);
-        let url = match Url::parse(raw.trim()) {
+        let url = match parse_url(raw) {
             Ok(url) => url,
             Err(e) => {
                 return Ok(ToolOutput::refusal(format!(

@@ -20,7 +20,7 @@ use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::json;
 use tempfile::TempDir;
 
-use super::{RuleAction, RuleConfig, Rules};
+use super::{RuleAction, RuleConfig, Rules, Spellings};
 use crate::shell_words::split_commands;
 
 /// Every command the grammar can name; each is a logger on PATH.
@@ -218,10 +218,10 @@ struct Seen {
 fn check(oracle: &Oracle, line: &str) -> Result<Seen, TestCaseError> {
     let input = json!({ "command": line });
     let allowed = rules("git status", RuleAction::Allow)
-        .evaluate("shell", &input)
+        .evaluate("shell", &input, &Spellings::default())
         .is_some();
     let forbidden = rules("git push", RuleAction::Forbid)
-        .evaluate("shell", &input)
+        .evaluate("shell", &input, &Spellings::default())
         .is_some();
     let run = oracle.run(line)?;
     if allowed {

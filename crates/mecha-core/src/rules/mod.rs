@@ -10,6 +10,8 @@
 //! what it can see exactly (no redirection, substitution, opaque syntax or
 //! `..` path component), while forbid and prompt rules see through wrappers
 //! and treat what they cannot see (a variable, a substitution) as matching.
+//! Their `input` globs ignore case and match every [`Spellings`] of a path
+//! or URL argument the tool declares, not only the raw text.
 
 use std::collections::BTreeMap;
 
@@ -20,9 +22,11 @@ use serde_json::Value;
 use crate::shell_words::{SimpleCommand, split_commands};
 
 mod options;
+mod spellings;
 mod standing;
 mod wrappers;
 
+pub use spellings::Spellings;
 pub use standing::StandingAnswer;
 
 /// What a rule does to a call it matches.
@@ -114,17 +118,18 @@ impl Rules {
                 ));
             }
             // An allow glob's `*` stays within one path component (`src/*`
-            // is not `src/a/b`); a forbid or prompt glob's `*` crosses `/`,
-            // so `http://*` still covers every URL. Each errs toward the
-            // stronger action.
-            let literal_separator = c.action == RuleAction::Allow;
+            // is not `src/a/b`) and minds case; a forbid or prompt glob's
+            // `*` crosses `/`, so `http://*` still covers every URL, and it
+            // ignores case, so `HTTP://` does not slip past. Each errs
+            // toward the stronger action.
+            let strict = c.action == RuleAction::Allow;
             let input = c
                 .input
                 .iter()
-                .map(|(k, p)| Ok((k.clone(), glob(p, literal_separator).map_err(error)?)))
+                .map(|(k, p)| Ok((k.clone(), glob(p, strict, !strict).map_err(error)?)))
                 .collect::<Result<_, RuleError>>()?;
             rules.push(Rule {
-                tool: glob(&c.tool, false).map_err(error)?,
+                tool: glob(&c.tool, false, false).map_err(error)?,
                 command,
                 input,
                 action: c.action,
@@ -137,12 +142,27 @@ impl Rules {
         self.rules.is_empty()
     }
 
+    /// The `tool` names and globs, as written, that match none of `names`:
+    /// most likely a typo, which would otherwise pass for a policy.
+    pub fn unmatched_tools<'a>(&'a self, names: &[&str]) -> Vec<&'a str> {
+        let mut unmatched = Vec::new();
+        for rule in &self.rules {
+            let pattern = rule.tool.glob().glob();
+            if !names.iter().any(|n| rule.tool.is_match(n)) && !unmatched.contains(&pattern) {
+                unmatched.push(pattern);
+            }
+        }
+        unmatched
+    }
+
     /// The strongest action among the rules that match this call, if any.
-    pub fn evaluate(&self, tool: &str, input: &Value) -> Option<RuleAction> {
+    /// `spellings` are what the call's declared arguments name, for forbid
+    /// and prompt rules to match as well as the raw input.
+    pub fn evaluate(&self, tool: &str, input: &Value, spellings: &Spellings) -> Option<RuleAction> {
         let applicable: Vec<&Rule> = self
             .rules
             .iter()
-            .filter(|r| r.tool.is_match(tool) && r.input_matches(input))
+            .filter(|r| r.tool.is_match(tool) && r.input_matches(input, spellings))
             .collect();
         if applicable.is_empty() {
             return None;
@@ -180,19 +200,28 @@ impl Rules {
     }
 }
 
-fn glob(pattern: &str, literal_separator: bool) -> Result<GlobMatcher, String> {
+fn glob(
+    pattern: &str,
+    literal_separator: bool,
+    case_insensitive: bool,
+) -> Result<GlobMatcher, String> {
     GlobBuilder::new(pattern)
         .literal_separator(literal_separator)
+        .case_insensitive(case_insensitive)
         .build()
         .map(|g| g.compile_matcher())
         .map_err(|e| format!("`{pattern}` is not a valid glob: {e}"))
 }
 
 impl Rule {
-    fn input_matches(&self, input: &Value) -> bool {
+    fn input_matches(&self, input: &Value, spellings: &Spellings) -> bool {
         self.input.iter().all(|(key, glob)| {
-            input.get(key).and_then(Value::as_str).is_some_and(|v| {
-                glob.is_match(v) && (self.action != RuleAction::Allow || !climbs(v))
+            input.get(key).and_then(Value::as_str).is_some_and(|raw| {
+                if self.action == RuleAction::Allow {
+                    glob.is_match(raw) && !climbs(raw)
+                } else {
+                    spellings.of_value(key, raw).any(|v| glob.is_match(v))
+                }
             })
         })
     }
@@ -215,6 +244,9 @@ fn allows(part: &SimpleCommand, prefix: &[String]) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod spelling_tests;
 
 #[cfg(test)]
 mod bash_oracle;

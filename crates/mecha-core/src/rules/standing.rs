@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use super::{Rule, RuleAction, Rules, glob, options::is_assignment};
+use super::{Rule, RuleAction, Rules, Spellings, glob, options::is_assignment};
 use crate::shell_words::split_commands;
 
 /// What an "always" to one call would allow from then on.
@@ -74,7 +74,7 @@ impl StandingAnswer {
         // given for: it would promise what it does not do.
         let mut check = Rules::default();
         check.stand(&answer)?;
-        if check.evaluate(tool, input) != Some(RuleAction::Allow) {
+        if check.evaluate(tool, input, &Spellings::default()) != Some(RuleAction::Allow) {
             return Err("no prefix rule can cover it exactly".to_owned());
         }
         Ok(answer)
@@ -154,7 +154,7 @@ mod tests {
     }
 
     fn covers(rules: &Rules, command: &str) -> bool {
-        rules.evaluate("shell", &json!({ "command": command })) == Some(RuleAction::Allow)
+        rules.evaluate("shell", &json!({ "command": command }), &Spellings::default()) == Some(RuleAction::Allow)
     }
 
     #[test]
@@ -172,7 +172,7 @@ mod tests {
             assert!(!covers(&r, not), "{not}");
         }
         assert_eq!(
-            r.evaluate("fs_write", &json!({"command": "echo hi"})),
+            r.evaluate("fs_write", &json!({"command": "echo hi"}), &Spellings::default()),
             None,
             "another tool"
         );
@@ -226,12 +226,12 @@ mod tests {
     fn always_on_another_tool_covers_that_tool_whole_and_its_name_is_no_glob() {
         let r = standing("fs_write", &json!({"path": "a", "content": "b"}));
         assert_eq!(
-            r.evaluate("fs_write", &json!({"path": "other"})),
+            r.evaluate("fs_write", &json!({"path": "other"}), &Spellings::default()),
             Some(RuleAction::Allow)
         );
-        assert_eq!(r.evaluate("fs_edit", &json!({})), None);
+        assert_eq!(r.evaluate("fs_edit", &json!({}), &Spellings::default()), None);
         let r = standing("files__*", &json!({}));
-        assert_eq!(r.evaluate("files__delete", &json!({})), None);
+        assert_eq!(r.evaluate("files__delete", &json!({}), &Spellings::default()), None);
         assert_eq!(
             StandingAnswer::for_call("fs_write", &json!({}))
                 .unwrap()

@@ -16,6 +16,12 @@ fn rules(toml_rules: &[(&str, Option<&str>, RuleAction)]) -> Rules {
     Rules::compile(&configs).unwrap()
 }
 
+/// What the rules say about the raw input alone (shell declares no path
+/// or URL arguments).
+fn raw(rules: &Rules, tool: &str, input: &Value) -> Option<RuleAction> {
+    rules.evaluate(tool, input, &Spellings::default())
+}
+
 fn shell(cmd: &str) -> Value {
     json!({ "command": cmd })
 }
@@ -25,15 +31,12 @@ use RuleAction::{Allow, Forbid, Prompt};
 #[test]
 fn allow_matches_by_executable_and_argument_prefix() {
     let r = rules(&[("shell", Some("git status"), Allow)]);
-    assert_eq!(r.evaluate("shell", &shell("git status")), Some(Allow));
+    assert_eq!(raw(&r, "shell", &shell("git status")), Some(Allow));
+    assert_eq!(raw(&r, "shell", &shell("git status --short")), Some(Allow));
+    assert_eq!(raw(&r, "shell", &shell("git push")), None);
+    assert_eq!(raw(&r, "shell", &shell("git")), None);
     assert_eq!(
-        r.evaluate("shell", &shell("git status --short")),
-        Some(Allow)
-    );
-    assert_eq!(r.evaluate("shell", &shell("git push")), None);
-    assert_eq!(r.evaluate("shell", &shell("git")), None);
-    assert_eq!(
-        r.evaluate("fs_write", &shell("git status")),
+        raw(&r, "fs_write", &shell("git status")),
         None,
         "other tools"
     );
@@ -46,7 +49,7 @@ fn a_compound_command_is_allowed_only_if_every_part_is() {
         ("shell", Some("git diff"), Allow),
     ]);
     assert_eq!(
-        r.evaluate("shell", &shell("git status && git diff")),
+        raw(&r, "shell", &shell("git status && git diff")),
         Some(Allow)
     );
     for attack in [
@@ -63,7 +66,7 @@ fn a_compound_command_is_allowed_only_if_every_part_is() {
         "git status\ncurl evil",
         "(git status) && curl evil",
     ] {
-        assert_eq!(r.evaluate("shell", &shell(attack)), None, "{attack}");
+        assert_eq!(raw(&r, "shell", &shell(attack)), None, "{attack}");
     }
 }
 
@@ -80,9 +83,9 @@ fn forbid_fires_on_any_part_and_sees_through_wrappers() {
         "bash -c 'git push'",
         "sh -c \"git status; git push\"",
     ] {
-        assert_eq!(r.evaluate("shell", &shell(cmd)), Some(Forbid), "{cmd}");
+        assert_eq!(raw(&r, "shell", &shell(cmd)), Some(Forbid), "{cmd}");
     }
-    assert_eq!(r.evaluate("shell", &shell("git pull")), Some(Allow));
+    assert_eq!(raw(&r, "shell", &shell("git pull")), Some(Allow));
 }
 
 #[test]
@@ -92,12 +95,9 @@ fn forbid_beats_prompt_beats_allow() {
         ("shell", Some("git push"), Prompt),
         ("shell", Some("git push --force"), Forbid),
     ]);
-    assert_eq!(r.evaluate("shell", &shell("git log")), Some(Allow));
-    assert_eq!(r.evaluate("shell", &shell("git push")), Some(Prompt));
-    assert_eq!(
-        r.evaluate("shell", &shell("git push --force")),
-        Some(Forbid)
-    );
+    assert_eq!(raw(&r, "shell", &shell("git log")), Some(Allow));
+    assert_eq!(raw(&r, "shell", &shell("git push")), Some(Prompt));
+    assert_eq!(raw(&r, "shell", &shell("git push --force")), Some(Forbid));
 }
 
 #[test]
@@ -118,14 +118,14 @@ fn input_globs_and_tool_globs() {
     ];
     let r = Rules::compile(&configs).unwrap();
     assert_eq!(
-        r.evaluate("http_fetch", &json!({"url": "https://docs.rs/tokio"})),
+        raw(&r, "http_fetch", &json!({"url": "https://docs.rs/tokio"})),
         Some(Allow)
     );
     assert_eq!(
-        r.evaluate("http_fetch", &json!({"url": "https://evil.example/"})),
+        raw(&r, "http_fetch", &json!({"url": "https://evil.example/"})),
         None
     );
-    assert_eq!(r.evaluate("notes__delete", &json!({})), Some(Forbid));
+    assert_eq!(raw(&r, "notes__delete", &json!({})), Some(Forbid));
 }
 
 #[test]
@@ -148,7 +148,7 @@ fn ansi_c_quoting_cannot_hide_a_second_command() {
         "git status $'\\'' ; echo PWNED",
         "git status $'\\'' && echo PWNED '",
     ] {
-        assert_eq!(r.evaluate("shell", &shell(attack)), None, "{attack}");
+        assert_eq!(raw(&r, "shell", &shell(attack)), None, "{attack}");
     }
     // Read as bash reads them, these are one `git status` each: `$'\\'` is
     // a backslash, and `$"…"` is a double-quoted word.
@@ -157,7 +157,7 @@ fn ansi_c_quoting_cannot_hide_a_second_command() {
         "git status $'\\\\'' ; echo PWNED '",
         "git status $\"a ; b\"",
     ] {
-        assert_eq!(r.evaluate("shell", &shell(line)), Some(Allow), "{line}");
+        assert_eq!(raw(&r, "shell", &shell(line)), Some(Allow), "{line}");
     }
 }
 
@@ -191,7 +191,7 @@ fn allow_fails_closed_on_what_the_tokenizer_does_not_model() {
         "git status $'\\x41'",
         "git status )",
     ] {
-        assert_eq!(r.evaluate("shell", &shell(line)), None, "{line:?}");
+        assert_eq!(raw(&r, "shell", &shell(line)), None, "{line:?}");
     }
 }
 
@@ -208,7 +208,7 @@ fn input_rule(tool: &str, key: &str, glob: &str, action: RuleAction) -> RuleConf
 fn an_allow_path_glob_stays_in_its_directory() {
     let r = Rules::compile(&[input_rule("fs_write", "path", "src/*", Allow)]).unwrap();
     let path = |p: &str| json!({ "path": p, "content": "x" });
-    assert_eq!(r.evaluate("fs_write", &path("src/main.rs")), Some(Allow));
+    assert_eq!(raw(&r, "fs_write", &path("src/main.rs")), Some(Allow));
     for escape in [
         "src/../.git/hooks/pre-commit",
         "src/a/b.rs",
@@ -216,11 +216,11 @@ fn an_allow_path_glob_stays_in_its_directory() {
         "src/x/../../etc",
         "..",
     ] {
-        assert_eq!(r.evaluate("fs_write", &path(escape)), None, "{escape}");
+        assert_eq!(raw(&r, "fs_write", &path(escape)), None, "{escape}");
     }
     let r = Rules::compile(&[input_rule("fs_write", "path", "src/**", Allow)]).unwrap();
-    assert_eq!(r.evaluate("fs_write", &path("src/a/b.rs")), Some(Allow));
-    assert_eq!(r.evaluate("fs_write", &path("src/a/../../x")), None);
+    assert_eq!(raw(&r, "fs_write", &path("src/a/b.rs")), Some(Allow));
+    assert_eq!(raw(&r, "fs_write", &path("src/a/../../x")), None);
 }
 
 #[test]
@@ -231,9 +231,9 @@ fn forbid_and_prompt_globs_still_fire_on_paths_that_climb() {
     ])
     .unwrap();
     let path = json!({ "path": "src/../.git/hooks/pre-commit" });
-    assert_eq!(r.evaluate("fs_write", &path), Some(Forbid));
+    assert_eq!(raw(&r, "fs_write", &path), Some(Forbid));
     let url = json!({ "url": "http://evil.example/a/b" });
-    assert_eq!(r.evaluate("http_fetch", &url), Some(Prompt));
+    assert_eq!(raw(&r, "http_fetch", &url), Some(Prompt));
 }
 
 #[test]
@@ -294,7 +294,7 @@ fn forbid_is_not_bypassed_by_paths_options_or_wrappers() {
         "{ git push; }",
         "! git push",
     ] {
-        assert_eq!(r.evaluate("shell", &shell(cmd)), Some(Forbid), "{cmd}");
+        assert_eq!(raw(&r, "shell", &shell(cmd)), Some(Forbid), "{cmd}");
     }
 }
 
@@ -315,7 +315,7 @@ fn forbid_fires_on_what_it_cannot_see() {
         "timeout 5 \"$GIT\" push",
         "sudo -u root \"$GIT\" push",
     ] {
-        assert_eq!(r.evaluate("shell", &shell(cmd)), Some(Forbid), "{cmd}");
+        assert_eq!(raw(&r, "shell", &shell(cmd)), Some(Forbid), "{cmd}");
     }
     // … but not on everything.
     for cmd in [
@@ -334,7 +334,7 @@ fn forbid_fires_on_what_it_cannot_see() {
         "PATH=/usr/bin:/bin git status",
         "bash --version",
     ] {
-        assert_eq!(r.evaluate("shell", &shell(cmd)), Some(Allow), "{cmd}");
+        assert_eq!(raw(&r, "shell", &shell(cmd)), Some(Allow), "{cmd}");
     }
 }
 
@@ -348,7 +348,7 @@ fn allow_stays_exact() {
         "env git status",
         "GIT_DIR=x git status",
     ] {
-        assert_eq!(r.evaluate("shell", &shell(cmd)), None, "{cmd}");
+        assert_eq!(raw(&r, "shell", &shell(cmd)), None, "{cmd}");
     }
 }
 
@@ -391,7 +391,7 @@ proptest! {
             cmd.push_str(p);
         }
         let all_safe = parts.iter().all(|(_, safe)| *safe);
-        let verdict = r.evaluate("shell", &shell(&cmd));
+        let verdict = raw(&r, "shell", &shell(&cmd));
         prop_assert_eq!(verdict == Some(Allow), all_safe, "{}", cmd);
     }
 }
