@@ -70,6 +70,7 @@ impl From<config::ConfigError> for Failure {
 fn main() -> ExitCode {
     hide_environment();
     init_logging();
+    adopt_orphans();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => ExitCode::from(code),
@@ -152,6 +153,18 @@ fn hide_environment() {
         rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
     {
         eprintln!("mecha: warning: cannot protect this process's environment: {e}");
+    }
+}
+
+/// Makes what a command leaves behind mecha's to kill (see
+/// `mecha_core::process_tree`), and makes a panic still kill it.
+fn adopt_orphans() {
+    mecha_core::install_panic_cleanup();
+    if let Err(e) = mecha_core::become_subreaper() {
+        eprintln!(
+            "mecha: warning: cannot become a child subreaper ({e}); a process a command detaches \
+             with setsid may outlive it"
+        );
     }
 }
 
