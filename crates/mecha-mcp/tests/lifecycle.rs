@@ -182,6 +182,26 @@ async fn list_changed_reaches_the_loop_at_take_changed() {
     assert!(hub.take_changed().await.is_none());
 }
 
+/// The notification comes before the call's result on the wire, so it must
+/// be seen at the very next turn boundary, whatever the scheduler does.
+/// rmcp runs each notification handler on a task of its own; with the log
+/// messages sent ahead, dozens of those are queued in front of the
+/// list_changed handler when the result wakes the caller, so leaving the
+/// ordering to the scheduler misses it within a few rounds.
+#[tokio::test]
+async fn list_changed_before_a_result_is_seen_at_the_next_boundary_every_time() {
+    let ws = tempfile::tempdir().unwrap();
+    for round in 0..20 {
+        let hub = McpHub::start([fixture_config("fx", &[])], &opts(ws.path())).await;
+        call(&hub, "fx__notify", json!({"noise": 500}), ws.path()).await;
+        assert!(
+            hub.take_changed().await.is_some(),
+            "round {round}: the list_changed sent before the result was missed"
+        );
+        hub.shutdown();
+    }
+}
+
 #[tokio::test]
 async fn list_changed_without_a_change_keeps_the_registry() {
     let ws = tempfile::tempdir().unwrap();

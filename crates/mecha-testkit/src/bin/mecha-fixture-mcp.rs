@@ -5,8 +5,8 @@
 //! (destructiveHint), `read` (readOnlyHint), `env` (the environment it sees,
 //! as JSON), `cwd` (its working directory), `pid` (its process id), `big`
 //! (`bytes` bytes of text), `crash` (exits mid-call), `hang` (never
-//! answers), `notify` (sends `notifications/tools/list_changed`, then adds a
-//! tool `added`), `sample`, `elicit`, `roots` (send that request to the
+//! answers), `notify` (sends `noise` log notifications, then
+//! `notifications/tools/list_changed`, then adds a tool `added`), `sample`, `elicit`, `roots` (send that request to the
 //! client and report its answer), `image`, `resource`, `resource_link`,
 //! `structured`, `fail` (one of each result shape).
 //!
@@ -290,8 +290,8 @@ impl Fixture {
             tool("hang", "Never answer.", &empty, None),
             tool(
                 "notify",
-                "Send tools/list_changed, then add a tool.",
-                &empty,
+                "Send `noise` log messages and tools/list_changed, then add a tool.",
+                &json!({"type": "object", "properties": {"noise": {"type": "integer"}}}),
                 None,
             ),
             tool(
@@ -400,6 +400,14 @@ impl Fixture {
             "hang" => return,
             "notify" => {
                 self.added = true;
+                // Log messages first: a client that handles notifications
+                // on tasks of its own has that many queued ahead of the
+                // list_changed handler when the result arrives.
+                let noise = args.get("noise").and_then(Value::as_u64).unwrap_or(0);
+                for i in 0..noise {
+                    self.send(&json!({"jsonrpc": "2.0", "method": "notifications/message",
+                        "params": {"level": "debug", "data": format!("noise {i}")}}));
+                }
                 self.send(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
                 text("notified")
             }
