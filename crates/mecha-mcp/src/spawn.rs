@@ -115,13 +115,15 @@ pub fn server_env(config: &McpServerConfig, opts: &SpawnOptions) -> BTreeMap<OsS
 pub(crate) fn resolve_command(command: &str, opts: &SpawnOptions) -> Result<PathBuf, StartError> {
     if command.contains('/') {
         let path = Path::new(command);
-        let path = if path.is_relative() {
-            std::env::current_dir()
-                .map(|cwd| cwd.join(path))
-                .unwrap_or_else(|_| path.to_owned())
-        } else {
-            path.to_owned()
-        };
+        // Config files anchor a relative path at their own directory; one
+        // that is still relative has nothing to mean, and must not mean
+        // wherever mecha was started.
+        if path.is_relative() {
+            return Err(StartError::RelativeCommand {
+                command: command.to_owned(),
+            });
+        }
+        let path = path.to_owned();
         return if is_executable(&path) {
             Ok(path)
         } else {
@@ -368,6 +370,11 @@ mod tests {
         // A relative PATH entry would mean "wherever mecha was started".
         let e = resolve_command("my-mcp", &opts(&[("PATH", "")])).unwrap_err();
         assert!(matches!(e, StartError::NotOnPath { .. }));
+        // A relative path never resolves against the current directory.
+        assert!(matches!(
+            resolve_command("./my-mcp", &opts(&[("PATH", &path)])),
+            Err(StartError::RelativeCommand { .. })
+        ));
         // Not executable.
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert!(resolve_command("my-mcp", &opts(&[("PATH", &path)])).is_err());

@@ -253,3 +253,39 @@ fn mcp_files_expand_the_home_directory() {
         "{err}"
     );
 }
+
+#[test]
+fn a_relative_mcp_command_resolves_against_the_file_that_names_it() {
+    let d = dirs(
+        Some(
+            "mcp_files = [\"servers/desk.json\"]\n[[mcp]]\nname = \"inline\"\ncommand = \
+             \"./bin/server\"\n[[mcp]]\nname = \"bare\"\ncommand = \"npx\"\n",
+        ),
+        None,
+    );
+    std::fs::create_dir_all(d.home.join("servers")).unwrap();
+    std::fs::write(
+        d.home.join("servers/desk.json"),
+        r#"{"mcpServers": {"desk": {"command": "bin/desk-server"}}}"#,
+    )
+    .unwrap();
+    let s = Settings::load(&d.home, &d.ws).unwrap();
+    let command = |name: &str| {
+        s.mcp
+            .iter()
+            .find(|m| m.config.name == name)
+            .unwrap()
+            .config
+            .command
+            .clone()
+    };
+    assert_eq!(
+        PathBuf::from(command("inline")),
+        d.home.join("./bin/server")
+    );
+    assert_eq!(
+        PathBuf::from(command("desk")),
+        d.home.join("servers/bin/desk-server")
+    );
+    assert_eq!(command("bare"), "npx");
+}
