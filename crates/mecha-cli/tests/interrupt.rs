@@ -91,6 +91,12 @@ fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 /// Whether a process still runs; a zombie (killed, not yet reaped by
 /// whoever inherited it) counts as dead.
 fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
 }

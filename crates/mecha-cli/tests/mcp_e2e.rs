@@ -270,7 +270,8 @@ async fn a_failed_servers_stderr_reaches_the_terminal_only_as_a_debug_log() {
         assert!(shown.contains("exit status 7"), "{shown}");
         assert!(!shown.contains("fixture: exiting at start"), "{shown}");
     }
-    e.extra_env.push(("MECHA_LOG".into(), "mecha_mcp=debug".into()));
+    e.extra_env
+        .push(("MECHA_LOG".into(), "mecha_mcp=debug".into()));
     let out = e.mecha(Api::Anthropic, &mock, "k", "tools", &[], "").await;
     let log = stderr(&out);
     assert!(log.contains("fixture: exiting at start"), "{log}");

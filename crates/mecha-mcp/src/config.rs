@@ -394,8 +394,14 @@ mod tests {
             c.anchor_command(Path::new(dir));
             c.command
         };
-        assert_eq!(anchored("./bin/server", "/home/me/.mecha"), "/home/me/.mecha/./bin/server");
-        assert_eq!(anchored("bin/server", "/etc/mecha"), "/etc/mecha/bin/server");
+        assert_eq!(
+            anchored("./bin/server", "/home/me/.mecha"),
+            "/home/me/.mecha/./bin/server"
+        );
+        assert_eq!(
+            anchored("bin/server", "/etc/mecha"),
+            "/etc/mecha/bin/server"
+        );
         assert_eq!(anchored("../tools/s", "/a/b"), "/a/b/../tools/s");
         assert_eq!(anchored("/usr/bin/s", "/a"), "/usr/bin/s");
         assert_eq!(anchored("npx", "/a"), "npx");

@@ -159,16 +159,16 @@ impl Tool for Shell {
             Err(refusal) => return Ok(refusal),
         };
 
-        let (mut child, group, output) = match spawn(command, ctx.workspace(), &self.config.hidden_env)
-        {
-            Ok(spawned) => spawned,
-            Err(e) => {
-                return Ok(ToolOutput::err(format!(
-                    "could not start `bash -c` in {}: {e}",
-                    ctx.workspace().display()
-                )));
-            }
-        };
+        let (mut child, group, output) =
+            match spawn(command, ctx.workspace(), &self.config.hidden_env) {
+                Ok(spawned) => spawned,
+                Err(e) => {
+                    return Ok(ToolOutput::err(format!(
+                        "could not start `bash -c` in {}: {e}",
+                        ctx.workspace().display()
+                    )));
+                }
+            };
         let mut sink = SpillingSink::new(
             ctx.spill(),
             "shell",

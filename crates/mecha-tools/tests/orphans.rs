@@ -13,7 +13,9 @@ use serde_json::json;
 
 fn ctx(dir: &Path) -> ToolCtx {
     mecha_core::become_subreaper().unwrap();
-    ToolCtx::new(dir, 1 << 16).unwrap().for_call("t1", 1, 1 << 16)
+    ToolCtx::new(dir, 1 << 16)
+        .unwrap()
+        .for_call("t1", 1, 1 << 16)
 }
 
 async fn run(ctx: &ToolCtx, command: &str) -> ToolOutput {
