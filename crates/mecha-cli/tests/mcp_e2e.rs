@@ -279,6 +279,28 @@ async fn a_failed_servers_stderr_reaches_the_terminal_only_as_a_debug_log() {
 }
 
 #[tokio::test]
+async fn a_changed_tool_that_collides_is_reported_and_shadows_nothing() {
+    let mut e = env();
+    e.extra_config = fixture_server("fix", &["--added-name", "shell"]) + "prefix_tools = false\n";
+    let mock = MockModel::start(vec![
+        tool_turn(&[("notify", json!({}))]),
+        tool_turn(&[("shell", json!({"command": "echo built-in"}))]),
+        MockReply::text("done"),
+    ])
+    .await;
+    let out = e.run(Api::Anthropic, &mock, "k", &["--yes", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("MCP server `fix` registers a tool named `shell`")
+            && err.contains("prefix_tools = true"),
+        "{err}"
+    );
+    let shell = results_in(&mock, 2).last().cloned().unwrap();
+    assert_eq!(shell.0, "built-in\n", "{shell:?}");
+}
+
+#[tokio::test]
 async fn an_mcp_servers_json_file_works_with_mcp_file() {
     let e = env();
     let file = e.home.join("claude_desktop_config.json");

@@ -94,6 +94,15 @@ pub struct NameConflict {
     message: String,
 }
 
+impl NameConflict {
+    /// `server`'s tool `name` collides with a tool already registered, for
+    /// a list that changed after start-up, when there is no start-up left
+    /// to fail: the tool is left out and this is reported.
+    pub fn with_registered(name: &str, server: &str) -> Self {
+        conflict(name, server, None)
+    }
+}
+
 enum Entry {
     Server(Arc<Server>),
     /// Refused before it could start (invalid config, `sandbox = true`).

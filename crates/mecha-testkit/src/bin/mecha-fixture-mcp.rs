@@ -24,6 +24,7 @@
 //! --page-size N          paginate tools/list
 //! --extra-tools N        add tools extra_000 .. extra_N-1 (for pagination)
 //! --tool-name NAME       add an echo tool with this raw name (repeatable)
+//! --added-name NAME      the name of the tool `notify` adds (default `added`)
 //! --odd-schemas          add tools whose inputSchema is missing or not an object
 //! ```
 
@@ -47,6 +48,7 @@ struct Options {
     page_size: Option<usize>,
     extra_tools: usize,
     tool_names: Vec<String>,
+    added_name: Option<String>,
     odd_schemas: bool,
 }
 
@@ -76,6 +78,7 @@ fn parse_args() -> Result<Options, String> {
                 opts.extra_tools = value(&arg)?.parse().map_err(|e| format!("{e}"))?;
             }
             "--tool-name" => opts.tool_names.push(value(&arg)?),
+            "--added-name" => opts.added_name = Some(value(&arg)?),
             "--odd-schemas" => opts.odd_schemas = true,
             other => return Err(format!("unknown argument `{other}`")),
         }
@@ -314,7 +317,8 @@ impl Fixture {
             tool("fail", "Return isError.", &empty, None),
         ];
         if self.added {
-            tools.push(tool("added", "Added by notify.", &empty, None));
+            let name = self.opts.added_name.as_deref().unwrap_or("added");
+            tools.push(tool(name, "Added by notify.", &empty, None));
         }
         for i in 0..self.opts.extra_tools {
             tools.push(tool(
