@@ -65,6 +65,9 @@ fn registry_if_free() -> Option<MutexGuard<'static, Registry>> {
 const MAX_ROUNDS: usize = 64;
 /// How long one round waits for the processes it killed to die.
 const DEATH_WAIT: Duration = Duration::from_millis(500);
+/// How long one reap may take in all: a process stuck in the kernel (an
+/// NFS read) dies late, and is collected by a later reap instead.
+const REAP_LIMIT: Duration = Duration::from_secs(3);
 
 /// Makes mecha a child subreaper (`PR_SET_CHILD_SUBREAPER`), so that what a
 /// command leaves running is re-parented to mecha, where [`reap_orphans`]
@@ -163,8 +166,12 @@ pub fn reap_orphans_now() -> usize {
 
 fn reap(lock: impl Fn() -> Option<MutexGuard<'static, Registry>>) -> usize {
     let me = own_pid();
+    let give_up = Instant::now() + REAP_LIMIT;
     let mut collected = 0;
     for _ in 0..MAX_ROUNDS {
+        if Instant::now() >= give_up {
+            break;
+        }
         let doomed = {
             let Some(mut reg) = lock() else { break };
             let children = scan::children_of(me);
