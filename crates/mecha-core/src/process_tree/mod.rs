@@ -15,6 +15,10 @@
 //! the server's group). A leader's exit status belongs to tokio, which
 //! waits for it; this module only ever waits for processes it killed or
 //! found dead, never for a leader.
+//!
+//! So a subreaper must start every child of its own through
+//! [`spawn_group`]: a child of mecha that is not registered looks exactly
+//! like an orphan, and the next reap kills it.
 
 mod scan;
 
