@@ -72,6 +72,7 @@ impl From<config::ConfigError> for Failure {
 fn main() -> ExitCode {
     hide_environment();
     init_logging();
+    adopt_orphans();
     let cli = Cli::parse();
     let code = match run(cli) {
         Ok(code) => code,
@@ -121,22 +122,34 @@ fn run(cli: Cli) -> Result<u8, Failure> {
 /// Resolves when the user or the system asks mecha to stop: SIGINT
 /// (Ctrl-C), SIGTERM, or SIGHUP (the terminal went away). Tools run in
 /// process groups of their own, so these signals do not reach them; the
-/// caller stops them by dropping the run.
-pub async fn interrupted() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let listen = |kind| async move {
-        match signal(kind) {
-            Ok(mut stream) => {
+/// caller stops them by dropping the run. The handlers are installed when
+/// this is called, not when it is first polled: a signal that arrives while
+/// the run's first poll is still starting a tool must be caught, not kill
+/// mecha outright with the tool left running. Call it inside the runtime.
+pub fn interrupted() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{Signal, SignalKind, signal};
+    let mut streams = [
+        SignalKind::interrupt(),
+        SignalKind::terminate(),
+        SignalKind::hangup(),
+    ]
+    .map(|kind| signal(kind).ok());
+    async fn recv(stream: &mut Option<Signal>) {
+        match stream {
+            Some(stream) => {
                 stream.recv().await;
             }
             // Unlistenable: never resolves, the other signals still do.
-            Err(_) => std::future::pending::<()>().await,
+            None => std::future::pending::<()>().await,
         }
-    };
-    tokio::select! {
-        () = listen(SignalKind::interrupt()) => {}
-        () = listen(SignalKind::terminate()) => {}
-        () = listen(SignalKind::hangup()) => {}
+    }
+    async move {
+        let [int, term, hup] = &mut streams;
+        tokio::select! {
+            () = recv(int) => {}
+            () = recv(term) => {}
+            () = recv(hup) => {}
+        }
     }
 }
 
@@ -160,6 +173,18 @@ fn hide_environment() {
         output::err_line(&format!(
             "mecha: warning: cannot protect this process's environment: {e}"
         ));
+    }
+}
+
+/// Makes what a command leaves behind mecha's to kill (see
+/// `mecha_core::process_tree`), and makes a panic still kill it.
+fn adopt_orphans() {
+    mecha_core::install_panic_cleanup();
+    if let Err(e) = mecha_core::become_subreaper() {
+        eprintln!(
+            "mecha: warning: cannot become a child subreaper ({e}); a process a command detaches \
+             with setsid may outlive it"
+        );
     }
 }
 

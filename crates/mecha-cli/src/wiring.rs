@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use mecha_agent::{Agent, Gate, Limits, ToolRefresh};
 use mecha_core::{Approver, ModeApprover, PermissionMode, Registry, Rules, ToolCtx};
-use mecha_mcp::{McpHub, ServerState, SpawnOptions};
+use mecha_mcp::{McpHub, NameConflict, ServerState, SpawnOptions};
 use mecha_provider::ProviderError;
 
 use crate::Failure;
@@ -181,8 +181,13 @@ impl ToolRefresh for McpRefresh {
                 Ok(()) => {
                     names.insert(name);
                 }
+                // Reported like a server that failed to start: a tool that
+                // is silently absent looks like the server's own doing.
                 Err(e) => {
-                    tracing::warn!(error = %e, "a changed MCP tool list collides; tool skipped")
+                    let server = self.hub.origin(&e.name).map(|o| o.server);
+                    let conflict =
+                        NameConflict::with_registered(&e.name, server.as_deref().unwrap_or("?"));
+                    eprintln!("mecha: the changed tool list is not taken in whole: {conflict}");
                 }
             }
         }

@@ -27,11 +27,9 @@ fn stops_cleanly_on(sig: rustix::process::Signal) {
     let ws = tmp.path().join("ws");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&ws).unwrap();
-    let marker = ws.join("survived");
-    let command = format!(
-        "(sleep 3; touch {m}) & sleep 3; touch {m}",
-        m = marker.display()
-    );
+    // The command records its own pid and its background child's, then
+    // waits: only the interrupt can end it.
+    let command = "echo $$ > bash.pid; sleep 300 & echo $! > bg.pid; wait";
     let call = serde_json::json!({"name": "shell", "input": {"command": command}});
     common::scripted_home(&home, &[call], "never reached", "");
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"))
@@ -43,8 +41,12 @@ fn stops_cleanly_on(sig: rustix::process::Signal) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Let the shell call start, then interrupt.
-    std::thread::sleep(Duration::from_millis(700));
+    // Interrupt once the shell call is running, however long a loaded
+    // machine takes to get there.
+    assert!(
+        eventually(Duration::from_secs(60), || ws.join("bg.pid").exists()),
+        "the shell call never started"
+    );
     let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
     rustix::process::kill_process(pid, sig).unwrap();
     let started = Instant::now();
@@ -55,12 +57,46 @@ fn stops_cleanly_on(sig: rustix::process::Signal) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Far below the 300 s the command would take: mecha did not wait for it.
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(30),
         "mecha did not stop promptly"
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted"));
-    // Past the point where either process would have written the marker.
-    std::thread::sleep(Duration::from_millis(3000));
-    assert!(!marker.exists(), "a tool process outlived the interrupt");
+    for file in ["bash.pid", "bg.pid"] {
+        let pid: u32 = std::fs::read_to_string(ws.join(file))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            eventually(Duration::from_secs(10), || !alive(pid)),
+            "{file}: a tool process outlived the interrupt"
+        );
+    }
+}
+
+/// Polls `cond` until it holds or `limit` passes.
+fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    cond()
+}
+
+/// Whether a process still runs; a zombie (killed, not yet reaped by
+/// whoever inherited it) counts as dead.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
 }

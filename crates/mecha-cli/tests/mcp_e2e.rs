@@ -211,6 +211,96 @@ async fn tools_announced_by_list_changed_reach_the_next_turn() {
 }
 
 #[tokio::test]
+async fn what_a_shell_command_detaches_dies_with_it_and_the_mcp_server_lives_on() {
+    let mut e = env();
+    e.extra_config = fixture_server("fix", &[]);
+    let mock = MockModel::start(vec![
+        tool_turn(&[("fix__pid", json!({}))]),
+        tool_turn(&[(
+            "shell",
+            json!({"command": "setsid sleep 300 > /dev/null 2>&1 & echo $! > bg.pid"}),
+        )]),
+        // A zombie still has a /proc entry: gone means killed and reaped.
+        tool_turn(&[(
+            "shell",
+            json!({"command": "if [ -e /proc/$(cat bg.pid) ]; then echo ALIVE; else echo GONE; fi"}),
+        )]),
+        tool_turn(&[("fix__pid", json!({}))]),
+        MockReply::text("done"),
+    ])
+    .await;
+    let out = e.run(Api::Anthropic, &mock, "k", &["--yes", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results = results_in(&mock, 4);
+    assert_eq!(results[2].0.trim(), "GONE", "{results:?}");
+    assert_eq!(
+        results[0].0, results[3].0,
+        "the MCP server was killed with the command's leftovers: {results:?}"
+    );
+    let bg: u32 = std::fs::read_to_string(e.ws.join("bg.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!Path::new(&format!("/proc/{bg}")).exists());
+}
+
+#[tokio::test]
+async fn a_relative_command_resolves_against_the_config_files_directory() {
+    let mut e = env();
+    std::fs::create_dir_all(e.home.join("bin")).unwrap();
+    std::os::unix::fs::symlink(fixture_mcp(), e.home.join("bin/fixture")).unwrap();
+    // mecha runs in the workspace, where ./bin/fixture does not exist.
+    e.extra_config = "[[mcp]]\nname = \"rel\"\ncommand = \"./bin/fixture\"\n".to_owned();
+    let mock = MockModel::start(vec![]).await;
+    let out = e.mecha(Api::Anthropic, &mock, "k", "tools", &[], "").await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("rel__echo"), "{}", stdout(&out));
+}
+
+#[tokio::test]
+async fn a_failed_servers_stderr_reaches_the_terminal_only_as_a_debug_log() {
+    let mut e = env();
+    e.extra_config = fixture_server("broken", &["--exit-at-start", "7"]);
+    let mock = MockModel::start(vec![]).await;
+    for args in [&[][..], &["--json"][..]] {
+        let out = e.mecha(Api::Anthropic, &mock, "k", "tools", args, "").await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let shown = stdout(&out) + &stderr(&out);
+        assert!(shown.contains("exit status 7"), "{shown}");
+        assert!(!shown.contains("fixture: exiting at start"), "{shown}");
+    }
+    e.extra_env
+        .push(("MECHA_LOG".into(), "mecha_mcp=debug".into()));
+    let out = e.mecha(Api::Anthropic, &mock, "k", "tools", &[], "").await;
+    let log = stderr(&out);
+    assert!(log.contains("fixture: exiting at start"), "{log}");
+    assert!(log.contains("broken"), "{log}");
+}
+
+#[tokio::test]
+async fn a_changed_tool_that_collides_is_reported_and_shadows_nothing() {
+    let mut e = env();
+    e.extra_config = fixture_server("fix", &["--added-name", "shell"]) + "prefix_tools = false\n";
+    let mock = MockModel::start(vec![
+        tool_turn(&[("notify", json!({}))]),
+        tool_turn(&[("shell", json!({"command": "echo built-in"}))]),
+        MockReply::text("done"),
+    ])
+    .await;
+    let out = e.run(Api::Anthropic, &mock, "k", &["--yes", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("MCP server `fix` registers a tool named `shell`")
+            && err.contains("prefix_tools = true"),
+        "{err}"
+    );
+    let shell = results_in(&mock, 2).last().cloned().unwrap();
+    assert_eq!(shell.0, "built-in\n", "{shell:?}");
+}
+
+#[tokio::test]
 async fn an_mcp_servers_json_file_works_with_mcp_file() {
     let e = env();
     let file = e.home.join("claude_desktop_config.json");

@@ -2,7 +2,8 @@
 //! its [`ToolOutput`], [`Capabilities`], the [`ToolCtx`] a call runs in (with
 //! the path jail, the spill directory and the output budget), the sorted
 //! [`Registry`], the provider-neutral conversation types, and running one
-//! turn's calls as a batch.
+//! turn's calls as a batch, and the tree of processes mecha starts (each in
+//! a registered process group, orphans reaped, a panic still cleaning up).
 //!
 //! It deliberately knows nothing of models, networks or MCP, and nothing of
 //! which concrete tools exist.
@@ -15,6 +16,8 @@ mod ctx;
 mod error_text;
 mod jail;
 mod output;
+mod panic_cleanup;
+mod process_tree;
 mod registry;
 mod rules;
 mod shell_words;
@@ -30,6 +33,10 @@ pub use ctx::ToolCtx;
 pub use error_text::error_chain;
 pub use jail::{Jail, JailError, ResolvedPath};
 pub use output::ToolOutput;
+pub use panic_cleanup::{clean_up_after_panic, install_panic_cleanup};
+pub use process_tree::{
+    ProcessGroup, become_subreaper, reap_orphans, reap_orphans_now, spawn_group,
+};
 pub use registry::{DuplicateTool, Registry, ToolDefinition};
 pub use rules::{RuleAction, RuleConfig, RuleError, Rules, Spellings, StandingAnswer};
 pub use shell_words::{SimpleCommand, split_commands};

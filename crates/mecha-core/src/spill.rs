@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::jail::Jail;
+use crate::panic_cleanup::TrackedDir;
 
 /// Room kept for the truncation marker inside a result's budget.
 const MARKER_RESERVE: usize = 600;
@@ -43,6 +44,8 @@ pub fn share_of(turn_budget: usize, calls: usize) -> usize {
 /// contexts (two eval cases, say) cannot read each other's output.
 #[derive(Debug)]
 pub struct SpillDir {
+    /// So a panic hook can remove the directory when no destructor runs.
+    _tracked: TrackedDir,
     _temp: tempfile::TempDir,
     jail: Jail,
     counter: AtomicU64,
@@ -54,6 +57,7 @@ impl SpillDir {
         let temp = tempfile::Builder::new().prefix("mecha-spill-").tempdir()?;
         let jail = Jail::open(temp.path())?;
         Ok(Self {
+            _tracked: TrackedDir::new(temp.path()),
             _temp: temp,
             jail,
             counter: AtomicU64::new(0),

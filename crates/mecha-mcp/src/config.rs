@@ -2,13 +2,15 @@
 //! entry fail at load time with a message that names the server and the fix.
 
 use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
 
 use mecha_core::{Capabilities, Egress};
 use serde::{Deserialize, Serialize};
 
-/// Seconds a server gets to start, answer `initialize` and list its tools.
-/// Generous because `npx`/`uvx` launchers download on their first run.
-pub const DEFAULT_STARTUP_TIMEOUT_S: u64 = 30;
+/// Seconds a server gets to start, answer `initialize` and list its tools:
+/// the spec's 120 s for a request, which `npx`/`uvx` launchers downloading
+/// on their first run need.
+pub const DEFAULT_STARTUP_TIMEOUT_S: u64 = 120;
 /// Seconds one request may take (the spec's 120 s).
 pub const DEFAULT_CALL_TIMEOUT_S: u64 = 120;
 /// Server names stay short so `<server>__<tool>` keeps room under the
@@ -21,7 +23,9 @@ pub const MAX_SERVER_NAME_LEN: usize = 32;
 pub struct McpServerConfig {
     /// Short name: the tool prefix, and how messages refer to the server.
     pub name: String,
-    /// A bare name (resolved against mecha's own PATH) or a path.
+    /// A bare name (resolved against mecha's own PATH) or a path; a relative
+    /// path is made absolute against the directory of the file that
+    /// configured it (see [`anchor_command`](Self::anchor_command)).
     pub command: String,
     #[serde(default)]
     pub args: Vec<String>,
@@ -78,6 +82,26 @@ impl McpServerConfig {
             call_timeout_s: DEFAULT_CALL_TIMEOUT_S,
             force: ForcedCapabilities::default(),
         }
+    }
+
+    /// Makes a relative `command` with a `/` (`./bin/server`) absolute
+    /// against `dir`, the directory of the file that configured it, so it
+    /// means the same wherever mecha is started. A bare name stays as it is,
+    /// for the PATH lookup.
+    pub fn anchor_command(&mut self, dir: &Path) {
+        let command = Path::new(&self.command);
+        if !self.command.contains('/') || command.is_absolute() {
+            return;
+        }
+        // A directory given relative to where mecha started (`--mcp-file
+        // servers.json`) is made absolute first.
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
+        self.command = dir.join(command).to_string_lossy().into_owned();
     }
 
     /// Checks this entry on its own; [`validate_all`] adds the checks that
@@ -312,7 +336,7 @@ mod tests {
         let c = parse("name = \"graph\"\ncommand = \"mecha-graph-mcp\"").unwrap();
         assert_eq!(c, McpServerConfig::new("graph", "mecha-graph-mcp"));
         assert!(c.prefix_tools);
-        assert_eq!(c.startup_timeout_s, 30);
+        assert_eq!(c.startup_timeout_s, 120);
         assert_eq!(c.call_timeout_s, 120);
         assert_eq!(c.force.capabilities(), Capabilities::NONE);
         c.validate().unwrap();
@@ -361,6 +385,28 @@ mod tests {
             parse("name = \"x\"\ncommand = \"x\"\nforce = { egress = \"everywhere\" }").is_err()
         );
         assert!(parse("name = \"x\"\ncommand = \"x\"\nforce = { narrow = true }").is_err());
+    }
+
+    #[test]
+    fn a_relative_command_is_anchored_at_its_config_files_directory() {
+        let anchored = |command: &str, dir: &str| {
+            let mut c = McpServerConfig::new("s", command);
+            c.anchor_command(Path::new(dir));
+            c.command
+        };
+        assert_eq!(
+            anchored("./bin/server", "/home/me/.mecha"),
+            "/home/me/.mecha/./bin/server"
+        );
+        assert_eq!(
+            anchored("bin/server", "/etc/mecha"),
+            "/etc/mecha/bin/server"
+        );
+        assert_eq!(anchored("../tools/s", "/a/b"), "/a/b/../tools/s");
+        assert_eq!(anchored("/usr/bin/s", "/a"), "/usr/bin/s");
+        assert_eq!(anchored("npx", "/a"), "npx");
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(anchored("./s", ""), cwd.join("./s").to_string_lossy());
     }
 
     #[test]

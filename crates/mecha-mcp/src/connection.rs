@@ -17,11 +17,12 @@ use rmcp::ServiceExt;
 use rmcp::model::{CancelledNotificationParam, ClientRequest, CustomRequest, RequestId};
 use rmcp::service::ClientInitializeError;
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
+use rmcp::transport::async_rw::AsyncRwTransport;
 use serde_json::{Map, Value, json};
 
 use crate::config::McpServerConfig;
 use crate::error::{Failure, StartError};
-use crate::handler::{Handler, Signals};
+use crate::handler::{Handler, Signals, Watched};
 use crate::spawn::{ServerProcess, SpawnOptions, Spawned, spawn};
 
 /// How long to wait for a dying server's exit status and last stderr lines.
@@ -57,11 +58,16 @@ pub(crate) async fn connect(
         process,
     } = spawn(config, opts).map_err(Failure::bare)?;
     let limit = Duration::from_secs(config.startup_timeout_s);
-    let handler = Handler::new(config.name.clone(), signals);
+    let handler = Handler::new(config.name.clone());
+    let transport = Watched::new(
+        AsyncRwTransport::new_client(stdout, stdin),
+        config.name.clone(),
+        signals,
+    );
     // Each early failure says whether the pipe closed under it: then the
     // exit status explains more than the closed pipe does.
     let handshake = async {
-        let service = handler.serve((stdout, stdin)).await.map_err(|e| {
+        let service = handler.serve(transport).await.map_err(|e| {
             let closed = matches!(
                 e,
                 ClientInitializeError::ConnectionClosed(_)

@@ -12,6 +12,8 @@ pub enum StartError {
          absolute path"
     )]
     NotOnPath { command: String, path: String },
+    #[error("command `{command}` is a relative path that no config file anchors; make it absolute")]
+    RelativeCommand { command: String },
     #[error("command `{path}` does not exist or is not an executable file")]
     NotExecutable { path: String },
     #[error("could not start `{command}`: {error}")]

@@ -15,10 +15,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rmcp::ClientHandler;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, Implementation, ListRootsResult,
-    LoggingMessageNotificationParam, ProtocolVersion,
+    ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, Implementation, JsonRpcMessage,
+    JsonRpcNotification, ListRootsResult, LoggingMessageNotificationParam, ProtocolVersion,
+    ServerNotification,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleClient};
+use rmcp::service::{
+    NotificationContext, RequestContext, RoleClient, RxJsonRpcMessage, TxJsonRpcMessage,
+};
+use rmcp::transport::Transport;
 
 /// What the handler tells the rest of the crate.
 #[derive(Debug, Default)]
@@ -30,12 +34,11 @@ pub(crate) struct Signals {
 
 pub(crate) struct Handler {
     server: String,
-    signals: Arc<Signals>,
 }
 
 impl Handler {
-    pub fn new(server: String, signals: Arc<Signals>) -> Self {
-        Self { server, signals }
+    pub fn new(server: String) -> Self {
+        Self { server }
     }
 
     fn decline(&self, what: &str) -> ErrorData {
@@ -72,11 +75,6 @@ impl ClientHandler for Handler {
         Err(self.decline("elicitation/create"))
     }
 
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        tracing::debug!(server = %self.server, "tools/list_changed");
-        self.signals.tools_stale.store(true, Ordering::SeqCst);
-    }
-
     async fn on_logging_message(
         &self,
         params: LoggingMessageNotificationParam,
@@ -97,5 +95,51 @@ impl ClientHandler for Handler {
             Implementation::new("mecha", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(ProtocolVersion::V_2025_06_18)
+    }
+}
+
+/// The server's side of the stdio transport, recording
+/// `tools/list_changed` as each message is read, in the server's order.
+pub(crate) struct Watched<T> {
+    inner: T,
+    server: String,
+    signals: Arc<Signals>,
+}
+
+impl<T> Watched<T> {
+    pub fn new(inner: T, server: String, signals: Arc<Signals>) -> Self {
+        Self {
+            inner,
+            server,
+            signals,
+        }
+    }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for Watched<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let message = self.inner.receive().await?;
+        if let JsonRpcMessage::Notification(JsonRpcNotification {
+            notification: ServerNotification::ToolListChangedNotification(_),
+            ..
+        }) = &message
+        {
+            tracing::debug!(server = %self.server, "tools/list_changed");
+            self.signals.tools_stale.store(true, Ordering::SeqCst);
+        }
+        Some(message)
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
     }
 }

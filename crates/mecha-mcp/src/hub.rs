@@ -33,7 +33,9 @@ pub enum ServerState {
     /// until a call restarts it).
     Failed {
         reason: String,
-        /// The last lines it wrote to stderr; for people, never the model.
+        /// The last lines it wrote to stderr, for programs; never printed,
+        /// and never shown to the model (its stderr is a log, under
+        /// `MECHA_LOG=debug`).
         stderr_tail: Vec<String>,
     },
 }
@@ -63,18 +65,11 @@ impl fmt::Display for ServerStatus {
                 tools.len(),
                 if tools.len() == 1 { "" } else { "s" }
             ),
-            ServerState::Failed {
-                reason,
-                stderr_tail,
-            } => {
-                write!(f, "MCP server `{}` is unavailable: {reason}", self.name)?;
-                if !stderr_tail.is_empty() {
-                    write!(f, "\nits stderr ended with:")?;
-                    for line in stderr_tail {
-                        write!(f, "\n  {line}")?;
-                    }
-                }
-                Ok(())
+            // The reason only: the server's stderr is its log, which reaches
+            // a person through `MECHA_LOG=debug` (tagged with the server's
+            // name), never printed straight to the terminal.
+            ServerState::Failed { reason, .. } => {
+                write!(f, "MCP server `{}` is unavailable: {reason}", self.name)
             }
         }
     }
@@ -97,6 +92,15 @@ pub struct NameConflict {
     /// The other MCP server, or `None` for a tool already in the registry.
     pub other_server: Option<String>,
     message: String,
+}
+
+impl NameConflict {
+    /// `server`'s tool `name` collides with a tool already registered, for
+    /// a list that changed after start-up, when there is no start-up left
+    /// to fail: the tool is left out and this is reported.
+    pub fn with_registered(name: &str, server: &str) -> Self {
+        conflict(name, server, None)
+    }
 }
 
 enum Entry {

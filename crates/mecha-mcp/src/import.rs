@@ -49,7 +49,8 @@ pub fn read_mcp_servers_json(path: &Path) -> Result<ImportedServers, ImportError
     parse_mcp_servers_json(&text, path)
 }
 
-/// Parses `text`; `path` is only for messages.
+/// Parses `text`, read from `path`: messages name it, and a relative
+/// `command` resolves against its directory.
 pub fn parse_mcp_servers_json(text: &str, path: &Path) -> Result<ImportedServers, ImportError> {
     let fail = |message: String| ImportError {
         path: path.to_owned(),
@@ -77,7 +78,7 @@ pub fn parse_mcp_servers_json(text: &str, path: &Path) -> Result<ImportedServers
         let Some(entry) = entry.as_object() else {
             return Err(fail(format!("`{key}.{raw_name}` is not an object")));
         };
-        let config = match entry_to_config(raw_name, entry) {
+        let mut config = match entry_to_config(raw_name, entry) {
             Ok(Entry::Server(config)) => config,
             Ok(Entry::Skip(reason)) => {
                 out.skipped.push(SkippedServer {
@@ -96,6 +97,7 @@ pub fn parse_mcp_servers_json(text: &str, path: &Path) -> Result<ImportedServers
             )));
         }
         config.validate().map_err(|e| fail(e.to_string()))?;
+        config.anchor_command(path.parent().unwrap_or(Path::new("")));
         out.servers.push(config);
     }
     Ok(out)
@@ -254,6 +256,16 @@ mod tests {
         assert!(e.to_string().contains("mcpServers"));
         let e = parse("{\"mcpServers\": {").unwrap_err();
         assert!(e.to_string().contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn a_relative_command_resolves_against_the_files_directory() {
+        let got = parse(
+            r#"{"mcpServers": {"local": {"command": "./bin/server"}, "npx": {"command": "npx"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(got.servers[0].command, "/home/me/./bin/server");
+        assert_eq!(got.servers[1].command, "npx");
     }
 
     #[test]

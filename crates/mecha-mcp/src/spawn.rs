@@ -13,7 +13,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rustix::process::{Pid, Signal, kill_process_group};
+use mecha_core::{ProcessGroup, spawn_group};
 use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
@@ -115,13 +115,15 @@ pub fn server_env(config: &McpServerConfig, opts: &SpawnOptions) -> BTreeMap<OsS
 pub(crate) fn resolve_command(command: &str, opts: &SpawnOptions) -> Result<PathBuf, StartError> {
     if command.contains('/') {
         let path = Path::new(command);
-        let path = if path.is_relative() {
-            std::env::current_dir()
-                .map(|cwd| cwd.join(path))
-                .unwrap_or_else(|_| path.to_owned())
-        } else {
-            path.to_owned()
-        };
+        // Config files anchor a relative path at their own directory; one
+        // that is still relative has nothing to mean, and must not mean
+        // wherever mecha was started.
+        if path.is_relative() {
+            return Err(StartError::RelativeCommand {
+                command: command.to_owned(),
+            });
+        }
+        let path = path.to_owned();
         return if is_executable(&path) {
             Ok(path)
         } else {
@@ -162,15 +164,15 @@ pub(crate) fn spawn(config: &McpServerConfig, opts: &SpawnOptions) -> Result<Spa
         .current_dir(&opts.workspace)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|e| StartError::Spawn {
+        .stderr(Stdio::piped());
+    // Its group is spared when a shell command's leftovers are reaped, and
+    // killed whole when the connection goes, so an `npx` launcher's real
+    // server dies with it.
+    let (mut child, group) = spawn_group(&mut cmd).map_err(|e| StartError::Spawn {
         command: program.display().to_string(),
         error: e.to_string(),
     })?;
     let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
-    let group = Group::new(child.id());
     let (exit_tx, exit_rx) = watch::channel(None);
     // The waiter owns the child; the group guard is what kills it.
     tokio::spawn(async move {
@@ -197,7 +199,7 @@ pub(crate) fn spawn(config: &McpServerConfig, opts: &SpawnOptions) -> Result<Spa
 
 /// The server's process group and its stderr; dropping it kills the group.
 pub(crate) struct ServerProcess {
-    group: Group,
+    group: ProcessGroup,
     exit: watch::Receiver<Option<ExitStatus>>,
     stderr: StderrLog,
 }
@@ -228,38 +230,6 @@ impl ServerProcess {
     pub async fn stderr_tail(&self, limit: Duration) -> Vec<String> {
         self.stderr.settle(limit).await;
         self.stderr.tail()
-    }
-}
-
-/// A process group, SIGKILLed whole when dropped, so an `npx` launcher's
-/// real server dies with it.
-struct Group {
-    pgid: Option<Pid>,
-}
-
-impl Group {
-    fn new(id: Option<u32>) -> Self {
-        // `process_group(0)` makes the server the leader, so its pid is the
-        // pgid. Never 0 or 1: those would signal mecha's own group or every
-        // process it may signal.
-        let pgid = id
-            .and_then(|id| i32::try_from(id).ok())
-            .filter(|&id| id > 1)
-            .and_then(Pid::from_raw);
-        Self { pgid }
-    }
-
-    fn kill(&self) {
-        if let Some(pgid) = self.pgid {
-            // ESRCH (already gone) is the common case.
-            let _ = kill_process_group(pgid, Signal::KILL);
-        }
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 
@@ -400,6 +370,11 @@ mod tests {
         // A relative PATH entry would mean "wherever mecha was started".
         let e = resolve_command("my-mcp", &opts(&[("PATH", "")])).unwrap_err();
         assert!(matches!(e, StartError::NotOnPath { .. }));
+        // A relative path never resolves against the current directory.
+        assert!(matches!(
+            resolve_command("./my-mcp", &opts(&[("PATH", &path)])),
+            Err(StartError::RelativeCommand { .. })
+        ));
         // Not executable.
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o644)).unwrap();
         assert!(resolve_command("my-mcp", &opts(&[("PATH", &path)])).is_err());

@@ -105,10 +105,11 @@ async fn slow_start_within_the_timeout_is_fine() {
 
 #[tokio::test]
 async fn servers_start_concurrently() {
-    // Sequential start-up would take 3 x 2 s; concurrent takes ~2 s. The
-    // bound is loose on purpose: it tells the two apart, nothing finer.
+    // Sequential start-up would take 3 x 4 s; concurrent takes ~4 s. The
+    // bound is loose on purpose: it tells the two apart, nothing finer, and
+    // leaves a loaded machine 6 s to spawn three servers.
     let ws = tempfile::tempdir().unwrap();
-    let configs = ["a", "b", "c"].map(|n| fixture_config(n, &["--slow-start", "2"]));
+    let configs = ["a", "b", "c"].map(|n| fixture_config(n, &["--slow-start", "4"]));
     let started = Instant::now();
     let hub = McpHub::start(configs, &opts(ws.path())).await;
     let took = started.elapsed();
@@ -119,7 +120,7 @@ async fn servers_start_concurrently() {
             .count(),
         3
     );
-    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
 }
 
 #[tokio::test]

@@ -3,9 +3,11 @@
 //! stdout and stderr share one pipe, so the model sees them interleaved
 //! exactly as a terminal would show `2>&1`, and the bytes stream into the
 //! call's spilling sink, so memory stays at one budget whatever the command
-//! prints. The command gets its own process group, and the whole group is
-//! killed when the call ends, times out or is dropped: nothing it started
-//! outlives the call unless it deliberately left the group.
+//! prints. The command gets its own registered process group, and the whole
+//! group is killed when the call ends, times out or is dropped; what left
+//! the group (`setsid`, a double fork) is re-parented to mecha, the child
+//! subreaper, and killed and reaped as the call ends (see
+//! `mecha_core::process_tree`). Nothing it started outlives the call.
 
 use std::io;
 use std::os::unix::process::ExitStatusExt;
@@ -14,8 +16,9 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mecha_core::{Capabilities, Egress, SpillingSink, Tool, ToolCtx, ToolOutput};
-use rustix::process::{Pid, Signal, kill_process_group};
+use mecha_core::{
+    Capabilities, Egress, ProcessGroup, SpillingSink, Tool, ToolCtx, ToolOutput, spawn_group,
+};
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
@@ -75,9 +78,9 @@ impl Shell {
              `--no-pager` instead. The command is killed after {default} unless you set \
              `timeout_s` (at most {max}). A non-zero exit comes back as an error with its exit \
              code. Long output is cut to fit, and the full output is saved to a file you can read \
-             with fs_read. Anything the command leaves running in the background is killed when \
-             it finishes; to keep a server running, start it with `setsid` and redirect its \
-             output to a file.",
+             with fs_read. Everything the command starts is killed when it finishes, including \
+             what it puts in the background or detaches (`&`, `nohup`, `setsid`, a double fork): \
+             a job has to finish within the timeout.",
             default = seconds(default_timeout(&config)),
             max = seconds(config.max_timeout),
         );
@@ -156,25 +159,26 @@ impl Tool for Shell {
             Err(refusal) => return Ok(refusal),
         };
 
-        let (mut group, output) = match spawn(command, ctx.workspace(), &self.config.hidden_env) {
-            Ok(spawned) => spawned,
-            Err(e) => {
-                return Ok(ToolOutput::err(format!(
-                    "could not start `bash -c` in {}: {e}",
-                    ctx.workspace().display()
-                )));
-            }
-        };
+        let (mut child, group, output) =
+            match spawn(command, ctx.workspace(), &self.config.hidden_env) {
+                Ok(spawned) => spawned,
+                Err(e) => {
+                    return Ok(ToolOutput::err(format!(
+                        "could not start `bash -c` in {}: {e}",
+                        ctx.workspace().display()
+                    )));
+                }
+            };
         let mut sink = SpillingSink::new(
             ctx.spill(),
             "shell",
             ctx.turn,
             ctx.output_budget_bytes.saturating_sub(TRAILER_RESERVE),
         );
-        let ending = pump(&mut group, output, &mut sink, timeout).await?;
-        // Kills whatever the command left behind before the result is handed
-        // back, so a later call never races a leftover.
-        drop(group);
+        let ending = pump(&mut child, &group, output, &mut sink, timeout).await?;
+        // Kills whatever the command left behind, in its group or escaped
+        // from it, before the result is handed back.
+        group.finish().await;
 
         let at_max = timeout >= self.config.max_timeout;
         Ok(render(
@@ -187,9 +191,13 @@ impl Tool for Shell {
     }
 }
 
-/// Starts `bash -c command` in its own process group, with stdout and stderr
-/// on one pipe.
-fn spawn(command: &str, cwd: &Path, hidden_env: &[String]) -> io::Result<(Group, pipe::Receiver)> {
+/// Starts `bash -c command` in its own registered process group, with stdout
+/// and stderr on one pipe.
+fn spawn(
+    command: &str,
+    cwd: &Path,
+    hidden_env: &[String],
+) -> io::Result<(Child, ProcessGroup, pipe::Receiver)> {
     let (writer, reader) = pipe::pipe()?;
     let writer = writer.into_blocking_fd()?;
     let mut cmd = Command::new("bash");
@@ -201,51 +209,15 @@ fn spawn(command: &str, cwd: &Path, hidden_env: &[String]) -> io::Result<(Group,
         .stderr(writer)
         // Git asks for credentials on the terminal, not stdin; without this a
         // push to a private remote sits stopped until the timeout.
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .process_group(0)
-        .kill_on_drop(true);
+        .env("GIT_TERMINAL_PROMPT", "0");
     for name in hidden_env {
         cmd.env_remove(name);
     }
-    let child = cmd.spawn()?;
+    let (child, group) = spawn_group(&mut cmd)?;
     // `cmd` still owns our copies of the write end; dropping it here is what
     // lets the reader see end-of-file once the command's side closes.
     drop(cmd);
-    Ok((Group::new(child), reader))
-}
-
-/// The command's process group, SIGKILLed whole when this is dropped: at the
-/// end of a call, or when the call's future is dropped mid-run.
-struct Group {
-    child: Child,
-    pgid: Option<Pid>,
-}
-
-impl Group {
-    fn new(child: Child) -> Self {
-        // `process_group(0)` makes bash the leader, so its pid is the pgid.
-        // Never 0 or 1: signalling those groups would hit the harness itself
-        // or every process it may signal.
-        let pgid = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .filter(|&id| id > 1)
-            .and_then(Pid::from_raw);
-        Self { child, pgid }
-    }
-
-    fn kill(&self) {
-        if let Some(pgid) = self.pgid {
-            // ESRCH (the group is already gone) is the common, happy case.
-            let _ = kill_process_group(pgid, Signal::KILL);
-        }
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        self.kill();
-    }
+    Ok((child, group, reader))
 }
 
 /// How the command ended.
@@ -269,7 +241,8 @@ enum Phase {
 /// Streams the pipe into the sink until bash has exited and the pipe is
 /// closed, or the timeout and grace periods run out.
 async fn pump(
-    group: &mut Group,
+    child: &mut Child,
+    group: &ProcessGroup,
     mut output: pipe::Receiver,
     sink: &mut SpillingSink<'_>,
     timeout: Duration,
@@ -295,7 +268,7 @@ async fn pump(
                     open = false;
                 }
             },
-            waited = group.child.wait(), if status.is_none() => {
+            waited = child.wait(), if status.is_none() => {
                 status = Some(waited?);
                 if phase == Phase::Running {
                     phase = Phase::Draining;
@@ -379,8 +352,8 @@ fn timeout_line(timeout: Duration, max: Duration, at_max: bool) -> String {
     };
     format!(
         "[timed out after {}; the command and everything it started were killed. {retry}, or \
-         run a long job detached with its output in a file (setsid nohup CMD > job.log 2>&1 &) \
-         and check the file later.]",
+         split the job into steps that each finish in time (nothing started in the background \
+         outlives its command).]",
         seconds(timeout),
     )
 }

@@ -155,9 +155,12 @@ impl Settings {
         });
         let agent = &global.agent;
         let here = path.parent().unwrap_or(Path::new("."));
-        let inline = global.mcp.into_iter().map(|config| ConfiguredServer {
-            config,
-            source: path.display().to_string(),
+        let inline = global.mcp.into_iter().map(|mut config| {
+            config.anchor_command(here);
+            ConfiguredServer {
+                config,
+                source: path.display().to_string(),
+            }
         });
         let mut settings = Self {
             mcp: inline.collect(),

@@ -350,4 +350,39 @@ fn enabling_a_tool_the_user_left_off_is_named() {
         &["`fs_write`", "not enabled"],
     );
     assert!(warnings("", "[tools]\nenabled = [\"fs_read\"]\n").is_empty());
+
+#[test]
+fn a_relative_mcp_command_resolves_against_the_file_that_names_it() {
+    let d = dirs(
+        Some(
+            "mcp_files = [\"servers/desk.json\"]\n[[mcp]]\nname = \"inline\"\ncommand = \
+             \"./bin/server\"\n[[mcp]]\nname = \"bare\"\ncommand = \"npx\"\n",
+        ),
+        None,
+    );
+    std::fs::create_dir_all(d.home.join("servers")).unwrap();
+    std::fs::write(
+        d.home.join("servers/desk.json"),
+        r#"{"mcpServers": {"desk": {"command": "bin/desk-server"}}}"#,
+    )
+    .unwrap();
+    let s = Settings::load(&d.home, &d.ws).unwrap();
+    let command = |name: &str| {
+        s.mcp
+            .iter()
+            .find(|m| m.config.name == name)
+            .unwrap()
+            .config
+            .command
+            .clone()
+    };
+    assert_eq!(
+        PathBuf::from(command("inline")),
+        d.home.join("./bin/server")
+    );
+    assert_eq!(
+        PathBuf::from(command("desk")),
+        d.home.join("servers/bin/desk-server")
+    );
+    assert_eq!(command("bare"), "npx");
 }

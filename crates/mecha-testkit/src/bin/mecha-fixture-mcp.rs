@@ -5,8 +5,8 @@
 //! (destructiveHint), `read` (readOnlyHint), `env` (the environment it sees,
 //! as JSON), `cwd` (its working directory), `pid` (its process id), `big`
 //! (`bytes` bytes of text), `crash` (exits mid-call), `hang` (never
-//! answers), `notify` (sends `notifications/tools/list_changed`, then adds a
-//! tool `added`), `sample`, `elicit`, `roots` (send that request to the
+//! answers), `notify` (sends `noise` log notifications, then
+//! `notifications/tools/list_changed`, then adds a tool `added`), `sample`, `elicit`, `roots` (send that request to the
 //! client and report its answer), `image`, `resource`, `resource_link`,
 //! `structured`, `fail` (one of each result shape).
 //!
@@ -24,6 +24,7 @@
 //! --page-size N          paginate tools/list
 //! --extra-tools N        add tools extra_000 .. extra_N-1 (for pagination)
 //! --tool-name NAME       add an echo tool with this raw name (repeatable)
+//! --added-name NAME      the name of the tool `notify` adds (default `added`)
 //! --odd-schemas          add tools whose inputSchema is missing or not an object
 //! --hostile-text         put terminal escapes and invisible characters in the
 //!                        serverInfo name, a tool's raw name and its description
@@ -49,6 +50,7 @@ struct Options {
     page_size: Option<usize>,
     extra_tools: usize,
     tool_names: Vec<String>,
+    added_name: Option<String>,
     odd_schemas: bool,
     hostile_text: bool,
 }
@@ -84,6 +86,7 @@ fn parse_args() -> Result<Options, String> {
                 opts.extra_tools = value(&arg)?.parse().map_err(|e| format!("{e}"))?;
             }
             "--tool-name" => opts.tool_names.push(value(&arg)?),
+            "--added-name" => opts.added_name = Some(value(&arg)?),
             "--odd-schemas" => opts.odd_schemas = true,
             "--hostile-text" => opts.hostile_text = true,
             other => return Err(format!("unknown argument `{other}`")),
@@ -304,8 +307,8 @@ impl Fixture {
             tool("hang", "Never answer.", &empty, None),
             tool(
                 "notify",
-                "Send tools/list_changed, then add a tool.",
-                &empty,
+                "Send `noise` log messages and tools/list_changed, then add a tool.",
+                &json!({"type": "object", "properties": {"noise": {"type": "integer"}}}),
                 None,
             ),
             tool(
@@ -328,7 +331,8 @@ impl Fixture {
             tool("fail", "Return isError.", &empty, None),
         ];
         if self.added {
-            tools.push(tool("added", "Added by notify.", &empty, None));
+            let name = self.opts.added_name.as_deref().unwrap_or("added");
+            tools.push(tool(name, "Added by notify.", &empty, None));
         }
         for i in 0..self.opts.extra_tools {
             tools.push(tool(
@@ -422,6 +426,14 @@ impl Fixture {
             "hang" => return,
             "notify" => {
                 self.added = true;
+                // Log messages first: a client that handles notifications
+                // on tasks of its own has that many queued ahead of the
+                // list_changed handler when the result arrives.
+                let noise = args.get("noise").and_then(Value::as_u64).unwrap_or(0);
+                for i in 0..noise {
+                    self.send(&json!({"jsonrpc": "2.0", "method": "notifications/message",
+                        "params": {"level": "debug", "data": format!("noise {i}")}}));
+                }
                 self.send(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
                 text("notified")
             }

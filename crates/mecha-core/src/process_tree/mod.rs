@@ -1,0 +1,244 @@
+//! mecha's children, and whatever they leave behind.
+//!
+//! Every process mecha starts (a shell command, an MCP server) is spawned
+//! through [`spawn_group`]: the leader of a new process group, registered
+//! while its [`ProcessGroup`] guard lives, and killed with its whole group
+//! when the guard drops. A group is not a cage, though: `setsid cmd &` or a
+//! process that moves itself to another group escapes it. So the binary
+//! makes mecha a child subreaper ([`become_subreaper`]): such a process is
+//! re-parented to mecha instead of to init once its parent exits, and
+//! [`reap_orphans`] finds it by its parent pid, kills it and collects its
+//! exit status, so neither it nor its zombie outlives the command.
+//!
+//! Spared are the registered groups: a running command's own background
+//! jobs, an MCP server launcher's real server (`npx` exits, `node` stays in
+//! the server's group). A leader's exit status belongs to tokio, which
+//! waits for it; this module only ever waits for processes it killed or
+//! found dead, never for a leader.
+//!
+//! So a subreaper must start every child of its own through
+//! [`spawn_group`]: a child of mecha that is not registered looks exactly
+//! like an orphan, and the next reap kills it.
+
+mod scan;
+
+use std::collections::BTreeSet;
+use std::io;
+use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, Signal, WaitOptions, getpid, kill_process, kill_process_group};
+use tokio::process::{Child, Command};
+
+/// What mecha is responsible for right now.
+#[derive(Debug, Default)]
+struct Registry {
+    /// Process groups of live guards: spared by the reaper.
+    groups: BTreeSet<i32>,
+    /// Leaders tokio may still have to wait for; never waited for here. A
+    /// leader leaves this set once it is no longer mecha's child.
+    leaders: BTreeSet<i32>,
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    groups: BTreeSet::new(),
+    leaders: BTreeSet::new(),
+});
+
+/// Every critical section leaves the registry consistent, so a panic
+/// elsewhere does not make it unusable.
+fn registry() -> MutexGuard<'static, Registry> {
+    REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The registry for a panic hook: the panic may have struck on a thread
+/// that holds it, so this gives up after a while instead of deadlocking.
+fn registry_if_free() -> Option<MutexGuard<'static, Registry>> {
+    for _ in 0..100 {
+        match REGISTRY.try_lock() {
+            Ok(reg) => return Some(reg),
+            Err(TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => std::thread::sleep(Duration::from_millis(1)),
+        }
+    }
+    None
+}
+
+/// The most rounds of killing one reap does: killing an orphan re-parents
+/// its own children to mecha, which the next round finds.
+const MAX_ROUNDS: usize = 64;
+/// How long one round waits for the processes it killed to die.
+const DEATH_WAIT: Duration = Duration::from_millis(500);
+/// How long one reap may take in all: a process stuck in the kernel (an
+/// NFS read) dies late, and is collected by a later reap instead.
+const REAP_LIMIT: Duration = Duration::from_secs(3);
+
+/// Makes mecha a child subreaper (`PR_SET_CHILD_SUBREAPER`), so that what a
+/// command leaves running is re-parented to mecha, where [`reap_orphans`]
+/// can find it, rather than to init. Call once at start-up.
+pub fn become_subreaper() -> io::Result<()> {
+    rustix::process::set_child_subreaper(Some(getpid())).map_err(io::Error::from)
+}
+
+/// Spawns `cmd` as the leader of a new process group, killed on drop of the
+/// guard (and of the child). The registry is held across the spawn, so a
+/// reap running at the same moment can never mistake the new child for an
+/// orphan.
+pub fn spawn_group(cmd: &mut Command) -> io::Result<(Child, ProcessGroup)> {
+    cmd.process_group(0).kill_on_drop(true);
+    let mut reg = registry();
+    let child = cmd.spawn()?;
+    // `process_group(0)` makes the child the leader, so its pid is the
+    // pgid. Never 0 or 1: signalling those would hit mecha's own group or
+    // every process it may signal.
+    let pgid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .filter(|&id| id > 1);
+    if let Some(pgid) = pgid {
+        reg.groups.insert(pgid);
+        reg.leaders.insert(pgid);
+    }
+    Ok((child, ProcessGroup { pgid }))
+}
+
+/// A registered process group, SIGKILLed whole when dropped.
+#[derive(Debug)]
+pub struct ProcessGroup {
+    pgid: Option<i32>,
+}
+
+impl ProcessGroup {
+    /// Kills every process in the group now; the guard stays registered.
+    pub fn kill(&self) {
+        if let Some(pgid) = self.pgid.and_then(Pid::from_raw) {
+            // ESRCH (the group is already gone) is the common, happy case.
+            let _ = kill_process_group(pgid, Signal::KILL);
+        }
+    }
+
+    /// Kills the group, unregisters it, and kills and reaps whatever it
+    /// left behind, before returning: a later command never races a
+    /// leftover of this one.
+    pub async fn finish(mut self) {
+        self.release();
+        reap_orphans().await;
+    }
+
+    fn release(&mut self) {
+        self.kill();
+        if let Some(pgid) = self.pgid.take() {
+            let mut reg = registry();
+            reg.groups.remove(&pgid);
+            // Usually tokio has collected the leader already; if not, the
+            // reaper keeps sparing it until it has.
+            if !scan::is_child(pgid, own_pid()) {
+                reg.leaders.remove(&pgid);
+            }
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        if self.pgid.is_none() {
+            return;
+        }
+        self.release();
+        // Dropped mid-run (a cancelled call, a dead server): what escaped
+        // the group is still reaped, just not waited for here.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn_blocking(reap_orphans_now);
+        }
+    }
+}
+
+/// Kills every orphan re-parented to mecha (see [`become_subreaper`]) that
+/// no live guard's group claims, and collects the exit status of each, and
+/// of any that already died. Returns how many it collected.
+pub async fn reap_orphans() -> usize {
+    tokio::task::spawn_blocking(reap_orphans_now)
+        .await
+        .unwrap_or(0)
+}
+
+/// [`reap_orphans`] on the calling thread; it blocks for as long as the
+/// killed processes take to die (bounded).
+pub fn reap_orphans_now() -> usize {
+    reap(|| Some(registry()))
+}
+
+fn reap(lock: impl Fn() -> Option<MutexGuard<'static, Registry>>) -> usize {
+    let me = own_pid();
+    let give_up = Instant::now() + REAP_LIMIT;
+    let mut collected = 0;
+    for _ in 0..MAX_ROUNDS {
+        if Instant::now() >= give_up {
+            break;
+        }
+        let doomed = {
+            let Some(mut reg) = lock() else { break };
+            let children = scan::children_of(me);
+            reg.leaders
+                .retain(|leader| children.iter().any(|c| c.pid == *leader));
+            let doomed: Vec<i32> = children
+                .iter()
+                .filter(|c| !reg.leaders.contains(&c.pid))
+                // A zombie is dead already: collecting it is always right,
+                // whichever group it was in.
+                .filter(|c| c.zombie || !reg.groups.contains(&c.pgid))
+                .map(|c| c.pid)
+                .collect();
+            for pid in doomed.iter().filter_map(|&pid| Pid::from_raw(pid)) {
+                let _ = kill_process(pid, Signal::KILL);
+            }
+            doomed
+        };
+        if doomed.is_empty() {
+            break;
+        }
+        collected += collect(&doomed);
+    }
+    collected
+}
+
+/// Kills every registered group and every orphan: for a process about to
+/// die without running destructors (see `panic_cleanup`).
+pub(crate) fn kill_everything() {
+    if let Some(mut reg) = registry_if_free() {
+        for pgid in reg.groups.iter().copied().filter_map(Pid::from_raw) {
+            let _ = kill_process_group(pgid, Signal::KILL);
+        }
+        reg.groups.clear();
+    }
+    reap(registry_if_free);
+}
+
+/// Waits (bounded) for each of `pids`, which were killed or are zombies.
+fn collect(pids: &[i32]) -> usize {
+    let deadline = Instant::now() + DEATH_WAIT;
+    let mut pending: Vec<Pid> = pids.iter().filter_map(|&p| Pid::from_raw(p)).collect();
+    let mut collected = 0;
+    while !pending.is_empty() {
+        pending.retain(
+            |&pid| match rustix::process::waitpid(Some(pid), WaitOptions::NOHANG) {
+                Ok(Some(_)) => {
+                    collected += 1;
+                    false
+                }
+                Ok(None) => true,
+                // ECHILD: not (or no longer) mecha's to wait for.
+                Err(_) => false,
+            },
+        );
+        if pending.is_empty() || Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    collected
+}
+
+fn own_pid() -> i32 {
+    getpid().as_raw_nonzero().get()
+}
