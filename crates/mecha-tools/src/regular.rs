@@ -55,7 +55,8 @@ pub(crate) fn open(target: &ResolvedPath) -> io::Result<std::fs::File> {
 /// and without taking a terminal as the controlling one. On a regular file
 /// O_NONBLOCK changes nothing.
 fn open_checked(target: &ResolvedPath) -> io::Result<std::fs::File> {
-    let flags = (OFlags::NONBLOCK | OFlags::NOCTTY).bits().cast_signed();
+    // Both flags are small positive constants; the cast changes no bits.
+    let flags = (OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32;
     let file = target.dir().open_with(
         target.relative(),
         OpenOptions::new().read(true).custom_flags(flags),
