@@ -268,19 +268,19 @@ impl Tool for HttpFetch {
 /// codes, certificate names or the bytes it sent, so it is an error that
 /// taints like the server's own words.
 fn send_failure(e: &reqwest::Error, vetted: &Vetted, shown: &str) -> ToolOutput {
+    if !e.is_connect() {
+        return ToolOutput::err(format!("request to `{shown}` failed: {}", error_chain(e)));
+    }
     let addrs: Vec<String> = vetted.addrs.iter().map(ToString::to_string).collect();
     let connect = format!(
         "could not connect to `{}` ({}) for `{shown}`",
         vetted.host,
         addrs.join(", ")
     );
-    if e.is_connect() {
-        if let Some(os) = os_error(e) {
-            return ToolOutput::refusal(format!("{connect}: {os}"));
-        }
-        return ToolOutput::err(format!("{connect}: {}", error_chain(e)));
+    match os_error(e) {
+        Some(os) => ToolOutput::refusal(format!("{connect}: {os}")),
+        None => ToolOutput::err(format!("{connect}: {}", error_chain(e))),
     }
-    ToolOutput::err(format!("request to `{shown}` failed: {}", error_chain(e)))
 }
 
 /// The operating system's error behind a failed connect, if that is what
