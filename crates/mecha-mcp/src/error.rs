@@ -31,6 +31,14 @@ pub enum StartError {
     ListTools { detail: String },
 }
 
+impl StartError {
+    /// Whether the text quotes the server: a handshake or a listing it
+    /// answered with an error carries whatever the server chose to write.
+    pub(crate) fn quotes_the_server(&self) -> bool {
+        matches!(self, Self::Handshake { .. } | Self::ListTools { .. })
+    }
+}
+
 /// A failure with the evidence a person needs to fix it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Failure {

@@ -33,6 +33,28 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 pub(crate) struct Down {
     pub reason: String,
     pub stderr_tail: Vec<String>,
+    /// `reason` quotes the server (a handshake it refused, a listing that
+    /// failed), so a message built from it is not mecha's alone.
+    pub server_wrote: bool,
+}
+
+impl Down {
+    /// A reason in mecha's own words.
+    fn ours(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+            stderr_tail: Vec::new(),
+            server_wrote: false,
+        }
+    }
+
+    /// A call's failure whose `message` is built from this reason.
+    fn unreachable(&self, message: String) -> Unreachable {
+        Unreachable {
+            message,
+            server_wrote: self.server_wrote,
+        }
+    }
 }
 
 impl From<Failure> for Down {
@@ -40,6 +62,35 @@ impl From<Failure> for Down {
         Self {
             reason: f.error.to_string(),
             stderr_tail: f.stderr_tail,
+            server_wrote: f.error.quotes_the_server(),
+        }
+    }
+}
+
+/// Why a call never reached the server.
+pub(crate) struct Unreachable {
+    message: String,
+    server_wrote: bool,
+}
+
+impl Unreachable {
+    fn ours(message: String) -> Self {
+        Self {
+            message,
+            server_wrote: false,
+        }
+    }
+
+    /// A refusal when the words are all mecha's; when they quote the server,
+    /// an error that taints (and is external) like the server's results.
+    fn output(self, external: bool) -> ToolOutput {
+        if self.server_wrote {
+            ToolOutput {
+                external,
+                ..ToolOutput::err(self.message)
+            }
+        } else {
+            ToolOutput::refusal(self.message)
         }
     }
 }
@@ -70,7 +121,7 @@ enum Step {
     Ready(Arc<Connection>),
     Dead(Arc<Connection>),
     Wait(Attempt),
-    Refuse(String),
+    Refuse(Unreachable),
 }
 
 impl Server {
@@ -162,7 +213,7 @@ impl Server {
     ) -> ToolOutput {
         let conn = match self.connection().await {
             Ok(conn) => conn,
-            Err(message) => return ToolOutput::refusal(message),
+            Err(unreachable) => return unreachable.output(spec.external),
         };
         let limit = Duration::from_secs(self.config.call_timeout_s);
         let (server, tool) = (&self.config.name, &spec.name);
@@ -179,12 +230,13 @@ impl Server {
             )),
             Err(RequestError::Closed(_)) => {
                 let down = self.bury(&conn).await;
-                ToolOutput::refusal(format!(
+                down.unreachable(format!(
                     "MCP call failed: server `{server}` stopped during `{tool}`: {}. The call was \
                      not retried, because it may already have had its effect; mecha restarts \
                      the server on the next call to one of its tools.",
                     down.reason
                 ))
+                .output(spec.external)
             }
             // The server wrote these words: they taint like its results,
             // and are external when its results are.
@@ -238,7 +290,7 @@ impl Server {
     }
 
     /// A live connection: the current one, or a freshly started one.
-    async fn connection(self: &Arc<Self>) -> Result<Arc<Connection>, String> {
+    async fn connection(self: &Arc<Self>) -> Result<Arc<Connection>, Unreachable> {
         loop {
             let step = self.next_step();
             match step {
@@ -248,11 +300,11 @@ impl Server {
                 }
                 Step::Wait(attempt) => {
                     return attempt.await.map_err(|down| {
-                        format!(
+                        down.unreachable(format!(
                             "MCP call failed: server `{}` is not running and could not be \
                              restarted: {}",
                             self.config.name, down.reason
-                        )
+                        ))
                     });
                 }
                 Step::Refuse(message) => return Err(message),
@@ -264,9 +316,9 @@ impl Server {
         let mut st = lock(&self.state);
         let name = &self.config.name;
         if st.shut_down {
-            return Step::Refuse(format!(
+            return Step::Refuse(Unreachable::ours(format!(
                 "MCP call failed: server `{name}` has been shut down"
-            ));
+            )));
         }
         if let Some(conn) = &st.conn {
             return if conn.is_alive() {
@@ -281,12 +333,13 @@ impl Server {
         let now = Instant::now();
         if now < st.next_attempt {
             let wait = st.next_attempt - now;
-            let reason = st.down.as_ref().map_or("it stopped", |d| d.reason.as_str());
-            return Step::Refuse(format!(
-                "MCP call failed: server `{name}` is not running ({reason}); mecha will try to \
+            let down = st.down.clone().unwrap_or_else(|| Down::ours("it stopped"));
+            return Step::Refuse(down.unreachable(format!(
+                "MCP call failed: server `{name}` is not running ({}); mecha will try to \
                  restart it in {} s. Use another tool meanwhile, or try again later.",
+                down.reason,
                 wait.as_secs().max(1)
-            ));
+            )));
         }
         let server = Arc::clone(self);
         let task = tokio::spawn(async move {
@@ -294,12 +347,8 @@ impl Server {
             server.finish_attempt(started)
         });
         let attempt = async move {
-            task.await.unwrap_or_else(|e| {
-                Err(Down {
-                    reason: format!("the start-up task failed: {e}"),
-                    stderr_tail: Vec::new(),
-                })
-            })
+            task.await
+                .unwrap_or_else(|e| Err(Down::ours(format!("the start-up task failed: {e}"))))
         }
         .boxed()
         .shared();
@@ -315,10 +364,7 @@ impl Server {
                 let conn = Arc::new(connection);
                 if st.shut_down {
                     conn.kill();
-                    return Err(Down {
-                        reason: "shut down".into(),
-                        stderr_tail: Vec::new(),
-                    });
+                    return Err(Down::ours("shut down"));
                 }
                 self.replace_tools(&mut st, &tools);
                 st.conn = Some(Arc::clone(&conn));
@@ -352,6 +398,7 @@ impl Server {
         let down = Down {
             reason,
             stderr_tail,
+            server_wrote: false,
         };
         let mut st = lock(&self.state);
         if st.conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn)) {

@@ -1,7 +1,14 @@
 //! Reading a tool's JSON input, with refusals the model can act on.
 
-use mecha_core::ToolOutput;
+use mecha_core::{JailError, ToolOutput};
 use serde_json::Value;
+
+/// A path the jail refused. The text is wholly mecha's (the path the model
+/// gave, where it resolves, the workspace root), so it is a refusal and adds
+/// no taint.
+pub(crate) fn jail_refusal(e: JailError) -> ToolOutput {
+    ToolOutput::refusal(e.to_string())
+}
 
 /// A required string argument.
 pub(crate) fn required_str<'a>(input: &'a Value, key: &str) -> Result<&'a str, ToolOutput> {

@@ -12,6 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use cap_std::fs::{Dir, OpenOptions};
 use mecha_core::ResolvedPath;
 
+use crate::regular;
+
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Whether the write made a new file or replaced one.
@@ -37,13 +39,12 @@ pub(crate) fn replace_file(target: &ResolvedPath, contents: &[u8]) -> io::Result
         None => target.dir().try_clone()?,
     };
     let existing = match parent.metadata(name) {
-        Ok(meta) if meta.is_dir() => {
-            return Err(io::Error::new(
-                io::ErrorKind::IsADirectory,
-                "is a directory",
-            ));
+        // Only a regular file is replaced: renaming over a FIFO, socket or
+        // device would quietly cut whatever talks through it.
+        Ok(meta) => {
+            regular::check(&meta)?;
+            Some(meta.permissions())
         }
-        Ok(meta) => Some(meta.permissions()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(e),
     };

@@ -4,9 +4,11 @@ use async_trait::async_trait;
 use mecha_core::{ArgKind, Capabilities, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 
-use crate::args::required_str;
+use crate::args::{jail_refusal, required_str};
 use crate::atomic::replace_file;
+use crate::blocking::off_thread;
 use crate::fs_read::read_to_string_beneath;
+use crate::regular;
 
 /// Files larger than this are edited with shell tools, not held in memory.
 const MAX_EDIT_BYTES: u64 = 16 * 1024 * 1024;
@@ -50,7 +52,7 @@ impl Tool for FsEdit {
     }
 
     async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
-        Ok(edit(&input, ctx).unwrap_or_else(|refusal| refusal))
+        off_thread(self.name(), input, ctx, edit).await
     }
 }
 
@@ -61,9 +63,7 @@ fn edit(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
     if let Some(refusal) = refuse_pair(old, new) {
         return Err(ToolOutput::err(refusal));
     }
-    let target = ctx
-        .resolve_in_workspace(requested)
-        .map_err(|e| ToolOutput::err(e.to_string()))?;
+    let target = ctx.resolve_in_workspace(requested).map_err(jail_refusal)?;
     let size = target
         .dir()
         .metadata(target.relative())
@@ -74,11 +74,11 @@ fn edit(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
              edit it with shell tools such as sed"
         )));
     }
-    let text = read_to_string_beneath(&target)
-        .map_err(|e| ToolOutput::err(format!("cannot read {requested}: {e}")))?;
+    let text =
+        read_to_string_beneath(&target).map_err(|e| regular::failure("read", requested, e))?;
     let updated = replace_unique(&text, old, new).map_err(ToolOutput::err)?;
     replace_file(&target, updated.as_bytes())
-        .map_err(|e| ToolOutput::err(format!("cannot write {requested}: {e}")))?;
+        .map_err(|e| regular::failure("write", requested, e))?;
     let line = text[..text.find(old).unwrap_or(0)].matches('\n').count() + 1;
     Ok(ToolOutput::ok(format!("edited {requested} at line {line}")))
 }

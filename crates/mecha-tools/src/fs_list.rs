@@ -10,7 +10,8 @@ use globset::{Glob, GlobMatcher};
 use mecha_core::{ArgKind, Capabilities, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 
-use crate::args::{optional_str, optional_u64};
+use crate::args::{jail_refusal, optional_str, optional_u64};
+use crate::blocking::off_thread;
 
 /// How deep a glob search descends when the call names no depth.
 const GLOB_DEFAULT_DEPTH: u64 = 8;
@@ -68,7 +69,7 @@ impl Tool for FsList {
     }
 
     async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
-        Ok(list(&input, ctx).unwrap_or_else(|refusal| refusal))
+        off_thread(self.name(), input, ctx, list).await
     }
 }
 
@@ -89,9 +90,7 @@ fn list(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
     let depth = optional_u64(input, "depth")?
         .unwrap_or(default_depth)
         .clamp(1, MAX_DEPTH);
-    let target = ctx
-        .resolve(requested)
-        .map_err(|e| ToolOutput::err(e.to_string()))?;
+    let target = ctx.resolve(requested).map_err(jail_refusal)?;
     let cannot = |e: io::Error| ToolOutput::err(format!("cannot list {requested}: {e}"));
     let dir = target.dir().open_dir(target.relative()).map_err(cannot)?;
     let mut listing = Listing {
@@ -113,11 +112,15 @@ struct Listing {
 
 impl Listing {
     fn walk(&mut self, dir: &Dir, prefix: &Path, depth: u64) -> io::Result<()> {
-        let mut entries: Vec<_> = dir.entries()?.collect::<Result<_, _>>()?;
+        // Counted as read, not as shown, so the entries held across every
+        // level of the walk at once stay within MAX_VISITED.
+        let room = MAX_VISITED - self.visited;
+        let (mut entries, more) = read_at_most(dir.entries()?, room)?;
+        self.visited += entries.len();
+        self.truncated |= more;
         entries.sort_by_key(|e| e.file_name());
         for entry in entries {
-            self.visited += 1;
-            if self.lines.len() >= MAX_ENTRIES || self.visited > MAX_VISITED {
+            if self.lines.len() >= MAX_ENTRIES {
                 self.truncated = true;
                 return Ok(());
             }
@@ -182,5 +185,49 @@ impl Listing {
             ));
         }
         out
+    }
+}
+
+/// Up to `cap` items of a directory stream, and whether more were left
+/// unread: a directory of millions of entries costs `cap` of memory, not
+/// the lot.
+fn read_at_most<T>(
+    entries: impl Iterator<Item = io::Result<T>>,
+    cap: usize,
+) -> io::Result<(Vec<T>, bool)> {
+    let mut taken = Vec::new();
+    for entry in entries {
+        if taken.len() == cap {
+            return Ok((taken, true));
+        }
+        taken.push(entry?);
+    }
+    Ok((taken, false))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::read_at_most;
+
+    #[test]
+    fn a_huge_directory_is_read_only_up_to_the_cap() {
+        let pulled = Cell::new(0usize);
+        let endless = std::iter::from_fn(|| {
+            pulled.set(pulled.get() + 1);
+            (pulled.get() <= 1_000_000).then_some(Ok::<_, std::io::Error>(pulled.get()))
+        });
+        let (taken, more) = read_at_most(endless, 10).unwrap();
+        assert_eq!(taken, (1..=10).collect::<Vec<_>>());
+        assert!(more, "the cut must be reported");
+        assert_eq!(pulled.get(), 11, "read past the cap");
+    }
+
+    #[test]
+    fn a_directory_within_the_cap_is_read_whole() {
+        let (taken, more) = read_at_most((0..5).map(Ok::<_, std::io::Error>), 5).unwrap();
+        assert_eq!(taken.len(), 5);
+        assert!(!more);
     }
 }

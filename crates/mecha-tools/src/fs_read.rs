@@ -9,7 +9,9 @@ use async_trait::async_trait;
 use mecha_core::{ArgKind, Capabilities, ResolvedPath, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 
-use crate::args::{optional_u64, required_str};
+use crate::args::{jail_refusal, optional_u64, required_str};
+use crate::blocking::off_thread;
+use crate::regular;
 
 /// Lines returned when the call names no limit.
 const DEFAULT_LIMIT: u64 = 2000;
@@ -61,7 +63,7 @@ impl Tool for FsRead {
     }
 
     async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
-        Ok(read(&input, ctx).unwrap_or_else(|refusal| refusal))
+        off_thread(self.name(), input, ctx, read).await
     }
 }
 
@@ -71,11 +73,9 @@ fn read(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
     let limit = optional_u64(input, "limit")?
         .unwrap_or(DEFAULT_LIMIT)
         .max(1);
-    let target = ctx
-        .resolve(requested)
-        .map_err(|e| ToolOutput::err(e.to_string()))?;
-    let cannot = |e: io::Error| ToolOutput::err(format!("cannot read {requested}: {e}"));
-    let mut reader = BufReader::new(open_regular(&target).map_err(cannot)?);
+    let target = ctx.resolve(requested).map_err(jail_refusal)?;
+    let cannot = |e: io::Error| regular::failure("read", requested, e);
+    let mut reader = BufReader::new(regular::open(&target).map_err(cannot)?);
     if looks_binary(&mut reader).map_err(cannot)? {
         let size = target
             .dir()
@@ -95,29 +95,10 @@ fn read(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
     Ok(ToolOutput::ok(text))
 }
 
-/// Opens a regular file beneath the jail; directories and devices are
-/// refused with a pointer to what to use instead.
-pub(crate) fn open_regular(target: &ResolvedPath) -> io::Result<std::fs::File> {
-    let meta = target.dir().metadata(target.relative())?;
-    if meta.is_dir() {
-        return Err(io::Error::new(
-            io::ErrorKind::IsADirectory,
-            "it is a directory; use fs_list to see what is in it",
-        ));
-    }
-    if !meta.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "it is not a regular file (a device, socket or pipe)",
-        ));
-    }
-    Ok(target.dir().open(target.relative())?.into_std())
-}
-
 /// Reads a whole text file through the jail (for fs_edit).
 pub(crate) fn read_to_string_beneath(target: &ResolvedPath) -> io::Result<String> {
     let mut text = String::new();
-    open_regular(target)?.read_to_string(&mut text)?;
+    regular::open(target)?.read_to_string(&mut text)?;
     Ok(text)
 }
 

@@ -4,8 +4,10 @@ use async_trait::async_trait;
 use mecha_core::{ArgKind, Capabilities, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 
-use crate::args::required_str;
+use crate::args::{jail_refusal, required_str};
 use crate::atomic::{Written, replace_file};
+use crate::blocking::off_thread;
+use crate::regular;
 
 pub struct FsWrite;
 
@@ -44,18 +46,16 @@ impl Tool for FsWrite {
     }
 
     async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
-        Ok(write(&input, ctx).unwrap_or_else(|refusal| refusal))
+        off_thread(self.name(), input, ctx, write).await
     }
 }
 
 fn write(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
     let requested = required_str(input, "path")?;
     let content = required_str(input, "content")?;
-    let target = ctx
-        .resolve_in_workspace(requested)
-        .map_err(|e| ToolOutput::err(e.to_string()))?;
+    let target = ctx.resolve_in_workspace(requested).map_err(jail_refusal)?;
     let written = replace_file(&target, content.as_bytes())
-        .map_err(|e| ToolOutput::err(format!("cannot write {requested}: {e}")))?;
+        .map_err(|e| regular::failure("write", requested, e))?;
     let verb = match written {
         Written::Created => "created",
         Written::Replaced => "replaced",

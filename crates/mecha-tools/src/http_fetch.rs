@@ -7,6 +7,7 @@
 //! those addresses, redirects are returned rather than followed, and proxy
 //! variables (which would resolve the name elsewhere) are ignored.
 
+use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -108,21 +109,7 @@ impl HttpFetch {
         };
         let mut response = match client.get(url.clone()).send().await {
             Ok(response) => response,
-            Err(e) if e.is_connect() => {
-                let addrs: Vec<String> = vetted.addrs.iter().map(ToString::to_string).collect();
-                return ToolOutput::refusal(format!(
-                    "could not connect to `{}` ({}) for `{shown}`: {}",
-                    vetted.host,
-                    addrs.join(", "),
-                    error_chain(&e)
-                ));
-            }
-            Err(e) => {
-                return ToolOutput::refusal(format!(
-                    "request to `{shown}` failed: {}",
-                    error_chain(&e)
-                ));
-            }
+            Err(e) => return send_failure(&e, &vetted, shown),
         };
 
         let head = head_lines(response.status(), response.headers());
@@ -278,6 +265,43 @@ impl Tool for HttpFetch {
             Err(_) => Ok(self.timed_out(&shown)),
         }
     }
+}
+
+/// A request that got no response. Only a connection the system refused or
+/// lost before anything was said is a refusal: its text is mecha's and the
+/// system's. Any other failure (TLS, a malformed answer) is described by an
+/// error chain that the server or its certificate wrote into, through alert
+/// codes, certificate names or the bytes it sent, so it is an error that
+/// taints like the server's own words.
+fn send_failure(e: &reqwest::Error, vetted: &Vetted, shown: &str) -> ToolOutput {
+    if !e.is_connect() {
+        return ToolOutput::err(format!("request to `{shown}` failed: {}", error_chain(e)));
+    }
+    let addrs: Vec<String> = vetted.addrs.iter().map(ToString::to_string).collect();
+    let connect = format!(
+        "could not connect to `{}` ({}) for `{shown}`",
+        vetted.host,
+        addrs.join(", ")
+    );
+    match os_error(e) {
+        Some(os) => ToolOutput::refusal(format!("{connect}: {os}")),
+        None => ToolOutput::err(format!("{connect}: {}", error_chain(e))),
+    }
+}
+
+/// The operating system's error behind a failed connect, if that is what
+/// stopped it: its text comes from this machine, not from the peer.
+fn os_error(e: &reqwest::Error) -> Option<&io::Error> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(err) = source {
+        if let Some(io) = err.downcast_ref::<io::Error>()
+            && io.raw_os_error().is_some()
+        {
+            return Some(io);
+        }
+        source = err.source();
+    }
+    None
 }
 
 /// `HTTP 302 Found`, the content type, and for a redirect the Location.

@@ -8,12 +8,14 @@
 
 mod args;
 mod atomic;
+mod blocking;
 pub mod egress;
 mod fs_edit;
 mod fs_list;
 mod fs_read;
 mod fs_write;
 mod http_fetch;
+mod regular;
 mod shell;
 mod todo;
 
