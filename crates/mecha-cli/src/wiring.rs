@@ -196,6 +196,7 @@ pub async fn build_agent(
     let toolbox =
         build_toolbox(&mut settings, &options.tools, options.plan, workspace, true).await?;
     let ctx = ToolCtx::new(workspace, settings.turn_budget)
+        .and_then(|ctx| ctx.with_spill_max_bytes(settings.spill_max_bytes))
         .map_err(|e| Failure::Run(anyhow::anyhow!("cannot set up the workspace: {e}")))?;
     let mode = match (options.yes, settings.permission_mode) {
         (true, PermissionMode::Ask) => PermissionMode::Allow,

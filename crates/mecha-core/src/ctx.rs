@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::jail::{self, Jail, JailError, ResolvedPath};
-use crate::spill::{self, SpillDir, SpillingSink};
+use crate::spill::{self, CallSpills, DEFAULT_SPILL_MAX_BYTES, SpillDir, SpillingSink};
 
 /// The context a tool runs in: the workspace jail, the spill directory, the
 /// share of the turn's output budget this call may use, and which call it is.
@@ -15,6 +15,8 @@ use crate::spill::{self, SpillDir, SpillingSink};
 pub struct ToolCtx {
     workspace: Jail,
     spill: Arc<SpillDir>,
+    /// The spill files this call wrote, labelled once its output is known.
+    call_spills: Arc<CallSpills>,
     /// Bytes this call's result may take in the transcript.
     pub output_budget_bytes: usize,
     /// The model's id for this call.
@@ -29,7 +31,8 @@ impl ToolCtx {
     pub fn new(workspace: &Path, turn_budget: usize) -> io::Result<Self> {
         Ok(Self {
             workspace: Jail::open(workspace)?,
-            spill: Arc::new(SpillDir::create()?),
+            spill: Arc::new(SpillDir::create(DEFAULT_SPILL_MAX_BYTES)?),
+            call_spills: Arc::default(),
             output_budget_bytes: turn_budget,
             call_id: String::new(),
             turn: 1,
@@ -41,8 +44,17 @@ impl ToolCtx {
     pub fn rerooted(&self, workspace: &Path) -> io::Result<Self> {
         Ok(Self {
             workspace: Jail::open(workspace)?,
-            spill: Arc::new(SpillDir::create()?),
+            spill: Arc::new(SpillDir::create(self.spill.max_file_bytes())?),
             ..self.clone()
+        })
+    }
+
+    /// The same context with spill files capped at `max` bytes each, in a
+    /// fresh spill directory.
+    pub fn with_spill_max_bytes(self, max: u64) -> io::Result<Self> {
+        Ok(Self {
+            spill: Arc::new(SpillDir::create(max)?),
+            ..self
         })
     }
 
@@ -52,6 +64,7 @@ impl ToolCtx {
             call_id: call_id.to_owned(),
             turn,
             output_budget_bytes: budget,
+            call_spills: Arc::default(),
             ..self.clone()
         }
     }
@@ -79,13 +92,26 @@ impl ToolCtx {
         jail::resolve_in(&[&self.workspace], requested)
     }
 
-    /// A sink that keeps this call's result within its budget as it streams.
-    pub fn sink<'a>(&'a self, tool: &'a str) -> SpillingSink<'a> {
-        SpillingSink::new(&self.spill, tool, self.turn, self.output_budget_bytes)
+    /// A sink that keeps a streaming result within `budget` bytes.
+    pub fn sink<'a>(&'a self, tool: &'a str, budget: usize) -> SpillingSink<'a> {
+        SpillingSink::new(&self.spill, &self.call_spills, tool, self.turn, budget)
     }
 
     /// Fits a finished result into this call's budget, spilling if needed.
     pub fn fit(&self, tool: &str, text: &str) -> String {
-        spill::fit_text(text, &self.spill, tool, self.turn, self.output_budget_bytes)
+        spill::fit_text(
+            text,
+            &self.spill,
+            &self.call_spills,
+            tool,
+            self.turn,
+            self.output_budget_bytes,
+        )
+    }
+
+    /// Labels what this call spilled as content from outside the machine,
+    /// so reading it back is marked external again.
+    pub(crate) fn label_spills_external(&self) {
+        self.spill.label_external(&self.call_spills);
     }
 }

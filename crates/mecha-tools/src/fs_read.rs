@@ -71,7 +71,10 @@ fn read(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
         .resolve(requested)
         .map_err(|e| ToolOutput::err(e.to_string()))?;
     let cannot = |e: io::Error| ToolOutput::err(format!("cannot read {requested}: {e}"));
-    let mut reader = BufReader::new(open_regular(&target).map_err(cannot)?);
+    let file = open_regular(&target).map_err(cannot)?;
+    // A spilled result from outside is still from outside when read back.
+    let external = ctx.spill().holds_external(&file);
+    let mut reader = BufReader::new(file);
     if looks_binary(&mut reader).map_err(cannot)? {
         let size = target
             .dir()
@@ -88,7 +91,11 @@ fn read(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
         byte_budget: ctx.output_budget_bytes.saturating_sub(NOTE_RESERVE),
     };
     let text = window.render(&mut reader).map_err(cannot)?;
-    Ok(ToolOutput::ok(text))
+    Ok(if external {
+        ToolOutput::external(text)
+    } else {
+        ToolOutput::ok(text)
+    })
 }
 
 /// Opens a regular file beneath the jail; directories and devices are

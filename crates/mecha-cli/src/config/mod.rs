@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use mecha_core::Tool;
 use mecha_core::{
-    FALLBACK_TURN_BUDGET, MIN_CALL_SHARE, PermissionMode, RuleAction, RuleConfig,
-    budget_for_context_window,
+    DEFAULT_SPILL_MAX_BYTES, FALLBACK_TURN_BUDGET, MIN_CALL_SHARE, PermissionMode, RuleAction,
+    RuleConfig, budget_for_context_window,
 };
 use mecha_mcp::McpServerConfig;
 use mecha_provider::ProviderSettings;
@@ -105,6 +105,8 @@ pub struct Settings {
     /// Nothing in config set the budget; a provider that knows its context
     /// window may derive a better one.
     pub budget_is_fallback: bool,
+    /// The most one spill file keeps.
+    pub spill_max_bytes: u64,
     pub builtins: BuiltinConfig,
 }
 
@@ -169,6 +171,7 @@ impl Settings {
             tools_disabled: tools.disabled.iter().cloned().collect(),
             turn_budget: configured_budget.unwrap_or(FALLBACK_TURN_BUDGET),
             budget_is_fallback: configured_budget.is_none(),
+            spill_max_bytes: tools.spill_max_bytes.unwrap_or(DEFAULT_SPILL_MAX_BYTES),
             builtins: BuiltinConfig { shell, fetch },
             global_file: path.clone(),
             project_file: None,
@@ -240,6 +243,9 @@ impl Settings {
         if let Some(budget) = tools.output_budget_bytes {
             self.turn_budget = self.turn_budget.min(budget);
             self.budget_is_fallback = false;
+        }
+        if let Some(max) = tools.spill_max_bytes {
+            self.spill_max_bytes = self.spill_max_bytes.min(max);
         }
         let shell = &mut self.builtins.shell;
         if let Some(s) = tools.shell.default_timeout_s {
@@ -323,6 +329,14 @@ impl Settings {
             return Err(invalid(format!(
                 "[tools] output_budget_bytes = {} is too small; use at least {MIN_CALL_SHARE}",
                 self.turn_budget
+            )));
+        }
+        if self.spill_max_bytes < self.turn_budget as u64 {
+            return Err(invalid(format!(
+                "[tools] spill_max_bytes = {} is smaller than the turn's output budget ({} \
+                 bytes), so a spill file could not hold more than the transcript shows; raise \
+                 spill_max_bytes or lower output_budget_bytes",
+                self.spill_max_bytes, self.turn_budget
             )));
         }
         let shell = &self.builtins.shell;
