@@ -91,5 +91,8 @@ async fn reading_a_spilled_external_result_back_is_external_and_untrusted() {
         &rest[..200.min(rest.len())]
     );
     assert!(fresh.taint.untrusted_input, "{:?}", fresh.taint);
-    assert!(fresh.taint.armed(), "fs_read is private, the page untrusted");
+    assert!(
+        fresh.taint.armed(),
+        "fs_read is private, the page untrusted"
+    );
 }

@@ -45,6 +45,7 @@ impl ToolCtx {
         Ok(Self {
             workspace: Jail::open(workspace)?,
             spill: Arc::new(SpillDir::create(self.spill.max_file_bytes())?),
+            call_spills: Arc::default(),
             ..self.clone()
         })
     }

@@ -115,7 +115,10 @@ mod tests {
         let mut t = Taint::default();
         t.record(PRIVATE, &ToolOutput::ok("local"));
         assert!(!t.untrusted_input);
-        t.record(PRIVATE, &ToolOutput::external("a page read back from a spill"));
+        t.record(
+            PRIVATE,
+            &ToolOutput::external("a page read back from a spill"),
+        );
         assert!(t.untrusted_input);
         assert!(t.armed());
     }

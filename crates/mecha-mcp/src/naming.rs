@@ -54,7 +54,8 @@ pub(crate) fn assign(server: &str, prefix: bool, raw_names: &[&str]) -> Vec<(Str
             let fits = candidate.len() <= MAX_TOOL_NAME_LEN;
             // Of names that sanitise alike, one the server already spelt
             // safely keeps its plain name; the rest are told apart by hash.
-            let unique = counts.get(candidate.as_str()) == Some(&1) || sanitize_tool_name(raw) == *raw;
+            let unique =
+                counts.get(candidate.as_str()) == Some(&1) || sanitize_tool_name(raw) == *raw;
             let name = if fits && unique {
                 candidate.clone()
             } else {

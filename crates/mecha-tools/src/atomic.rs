@@ -154,8 +154,7 @@ mod tests {
         for (target_mode, widest_temp) in [(0o600, 0o600), (0o400, 0o400), (0o644, 0o600)] {
             let path = ws.path().join(format!("f{target_mode:o}"));
             std::fs::write(&path, "old").unwrap();
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(target_mode))
-                .unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(target_mode)).unwrap();
             let name = path.file_name().unwrap().to_str().unwrap();
             let during = mode_while_writing(&ctx, name, b"new secret");
             assert_eq!(

@@ -46,11 +46,7 @@ async fn huge_output_costs_one_budget_of_memory() {
     );
     // The disk is bounded too: the saved copy stops at the spill cap, and
     // the marker says so rather than promising the whole output.
-    let path = out
-        .content
-        .split_once("The saved copy at ")
-        .unwrap()
-        .1;
+    let path = out.content.split_once("The saved copy at ").unwrap().1;
     let path = PathBuf::from(path.split_once(" holds only").unwrap().0);
     assert_eq!(
         std::fs::metadata(&path).unwrap().len(),

@@ -265,17 +265,27 @@ async fn an_unknown_tool_is_a_result_naming_the_real_ones() {
 /// Runs `tool` big enough to spill, then follows its marker with fs_read.
 async fn spill_and_read_back(ctx: &ToolCtx, tool: &str) -> (ToolOutput, ToolOutput) {
     let reg = registry();
-    let spilled = run_batch(&reg, ctx, 1, 4096, &[call("c1", tool, json!({"lines": 5000}))])
-        .await
-        .remove(0)
-        .unwrap();
+    let spilled = run_batch(
+        &reg,
+        ctx,
+        1,
+        4096,
+        &[call("c1", tool, json!({"lines": 5000}))],
+    )
+    .await
+    .remove(0)
+    .unwrap();
     let (path, offset) = marker_recovery(&spilled.content);
     let read = run_batch(
         &reg,
         ctx,
         2,
         4096,
-        &[call("c2", "fs_read", json!({"path": path, "offset": offset}))],
+        &[call(
+            "c2",
+            "fs_read",
+            json!({"path": path, "offset": offset}),
+        )],
     )
     .await
     .remove(0)
@@ -335,4 +345,9 @@ async fn the_configured_spill_cap_bounds_the_file_and_the_marker_says_so() {
         "{}",
         out.content
     );
+    // A context re-rooted for another case keeps the cap in its fresh dir.
+    let other = tempfile::tempdir().unwrap();
+    let rerooted = ctx.rerooted(other.path()).unwrap();
+    assert_ne!(rerooted.spill().path(), ctx.spill().path());
+    assert_eq!(rerooted.spill().max_file_bytes(), 20_000);
 }

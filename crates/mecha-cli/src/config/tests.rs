@@ -276,6 +276,9 @@ fn spill_max_bytes_defaults_high_narrows_in_a_project_and_is_checked() {
     )
     .unwrap_err()
     .to_string();
-    assert!(err.contains("spill_max_bytes = 4000 is smaller than"), "{err}");
+    assert!(
+        err.contains("spill_max_bytes = 4000 is smaller than"),
+        "{err}"
+    );
     assert!(err.contains("raise spill_max_bytes"), "{err}");
 }

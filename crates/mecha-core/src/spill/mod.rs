@@ -78,7 +78,10 @@ pub(crate) struct CallSpills(Mutex<Vec<FileId>>);
 
 impl CallSpills {
     fn add(&self, id: FileId) {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).push(id);
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(id);
     }
 }
 

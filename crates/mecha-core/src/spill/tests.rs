@@ -93,7 +93,10 @@ fn a_spill_file_stops_at_its_cap_and_the_marker_says_where() {
     assert_eq!(saved.len(), 10_000, "the file stops at the cap");
     assert_eq!(saved, all[..10_000], "and holds the start of the output");
     assert!(text.len() <= 4096, "{} bytes", text.len());
-    assert!(text.contains("of 100000 bytes"), "still counts it all: {text}");
+    assert!(
+        text.contains("of 100000 bytes"),
+        "still counts it all: {text}"
+    );
     assert!(
         text.contains("holds only the first 10000 bytes (the spill cap); the rest was not kept"),
         "{text}"
