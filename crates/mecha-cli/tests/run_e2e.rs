@@ -315,3 +315,23 @@ async fn chat_carries_the_conversation_between_lines() {
             && texts[2].contains("who am I?")
     );
 }
+
+#[tokio::test]
+async fn the_configured_spill_cap_reaches_the_marker() {
+    let mut e = env();
+    e.extra_config = "[tools]\noutput_budget_bytes = 4096\nspill_max_bytes = 8192\n".to_owned();
+    let mock = MockModel::start(vec![
+        tool_turn(&[("shell", json!({"command": "seq 1 100000"}))]),
+        MockReply::text("seen"),
+    ])
+    .await;
+    let out = e.run(Api::Anthropic, &mock, "k", &["--yes", "count"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results = results_in(&mock, 1);
+    assert!(
+        results[0]
+            .0
+            .contains("holds only the first 8192 bytes (the spill cap); the rest was not kept"),
+        "{results:?}"
+    );
+}
