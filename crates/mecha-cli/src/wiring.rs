@@ -250,6 +250,7 @@ pub async fn build_agent(
     let mut toolbox =
         build_toolbox(&mut settings, &options.tools, options.plan, workspace, true).await?;
     let ctx = ToolCtx::new(workspace, settings.turn_budget)
+        .and_then(|ctx| ctx.with_spill_max_bytes(settings.spill_max_bytes))
         .map_err(|e| Failure::Run(anyhow::anyhow!("cannot set up the workspace: {e}")))?;
     let ctx = protect_mecha_files(ctx, &settings)?;
     let mode = match (options.yes, settings.permission_mode) {

@@ -413,3 +413,23 @@ async fn in_chat_an_empty_line_is_skipped_and_nothing_after_it_is_lost() {
     assert!(!last.contains("never sent"));
     assert!(stderr(&out).contains("/exit"), "the help names /exit");
 }
+
+#[tokio::test]
+async fn the_configured_spill_cap_reaches_the_marker() {
+    let mut e = env();
+    e.extra_config = "[tools]\noutput_budget_bytes = 4096\nspill_max_bytes = 8192\n".to_owned();
+    let mock = MockModel::start(vec![
+        tool_turn(&[("shell", json!({"command": "seq 1 100000"}))]),
+        MockReply::text("seen"),
+    ])
+    .await;
+    let out = e.run(Api::Anthropic, &mock, "k", &["--yes", "count"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results = results_in(&mock, 1);
+    assert!(
+        results[0]
+            .0
+            .contains("holds only the first 8192 bytes (the spill cap); the rest was not kept"),
+        "{results:?}"
+    );
+}

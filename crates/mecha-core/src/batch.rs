@@ -43,6 +43,9 @@ pub async fn run_batch(
         let call_ctx = ctx.for_call(&call.id, turn, share);
         let mut output = tool.call(call.input.clone(), &call_ctx).await?;
         output.content = call_ctx.fit(tool.name(), &output.content);
+        if output.external {
+            call_ctx.label_spills_external();
+        }
         Ok(output)
     });
     join_all(runs).await

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::jail::{self, Jail, JailError, ResolvedPath};
-use crate::spill::{self, SpillDir, SpillingSink};
+use crate::spill::{self, CallSpills, DEFAULT_SPILL_MAX_BYTES, SpillDir, SpillingSink};
 
 /// The context a tool runs in: the workspace jail, the spill directory, the
 /// share of the turn's output budget this call may use, and which call it is.
@@ -17,6 +17,8 @@ pub struct ToolCtx {
     spill: Arc<SpillDir>,
     /// Canonical directories the writers' resolver refuses (mecha's home).
     protected: Arc<[PathBuf]>,
+    /// The spill files this call wrote, labelled once its output is known.
+    call_spills: Arc<CallSpills>,
     /// Bytes this call's result may take in the transcript.
     pub output_budget_bytes: usize,
     /// The model's id for this call.
@@ -31,7 +33,8 @@ impl ToolCtx {
     pub fn new(workspace: &Path, turn_budget: usize) -> io::Result<Self> {
         Ok(Self {
             workspace: Jail::open(workspace)?,
-            spill: Arc::new(SpillDir::create()?),
+            spill: Arc::new(SpillDir::create(DEFAULT_SPILL_MAX_BYTES)?),
+            call_spills: Arc::default(),
             protected: Arc::from(Vec::new()),
             output_budget_bytes: turn_budget,
             call_id: String::new(),
@@ -44,7 +47,8 @@ impl ToolCtx {
     pub fn rerooted(&self, workspace: &Path) -> io::Result<Self> {
         Ok(Self {
             workspace: Jail::open(workspace)?,
-            spill: Arc::new(SpillDir::create()?),
+            spill: Arc::new(SpillDir::create(self.spill.max_file_bytes())?),
+            call_spills: Arc::default(),
             ..self.clone()
         })
     }
@@ -60,12 +64,22 @@ impl ToolCtx {
         Ok(self)
     }
 
+    /// The same context with spill files capped at `max` bytes each, in a
+    /// fresh spill directory.
+    pub fn with_spill_max_bytes(self, max: u64) -> io::Result<Self> {
+        Ok(Self {
+            spill: Arc::new(SpillDir::create(max)?),
+            ..self
+        })
+    }
+
     /// The context for one call of a batch.
     pub fn for_call(&self, call_id: &str, turn: u32, budget: usize) -> Self {
         Self {
             call_id: call_id.to_owned(),
             turn,
             output_budget_bytes: budget,
+            call_spills: Arc::default(),
             ..self.clone()
         }
     }
@@ -95,13 +109,26 @@ impl ToolCtx {
         jail::refuse_protected(resolved, &self.protected, requested)
     }
 
-    /// A sink that keeps this call's result within its budget as it streams.
-    pub fn sink<'a>(&'a self, tool: &'a str) -> SpillingSink<'a> {
-        SpillingSink::new(&self.spill, tool, self.turn, self.output_budget_bytes)
+    /// A sink that keeps a streaming result within `budget` bytes.
+    pub fn sink<'a>(&'a self, tool: &'a str, budget: usize) -> SpillingSink<'a> {
+        SpillingSink::new(&self.spill, &self.call_spills, tool, self.turn, budget)
     }
 
     /// Fits a finished result into this call's budget, spilling if needed.
     pub fn fit(&self, tool: &str, text: &str) -> String {
-        spill::fit_text(text, &self.spill, tool, self.turn, self.output_budget_bytes)
+        spill::fit_text(
+            text,
+            &self.spill,
+            &self.call_spills,
+            tool,
+            self.turn,
+            self.output_budget_bytes,
+        )
+    }
+
+    /// Labels what this call spilled as content from outside the machine,
+    /// so reading it back is marked external again.
+    pub(crate) fn label_spills_external(&self) {
+        self.spill.label_external(&self.call_spills);
     }
 }

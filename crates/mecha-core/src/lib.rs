@@ -41,8 +41,8 @@ pub use registry::{DuplicateTool, Registry, ToolDefinition};
 pub use rules::{RuleAction, RuleConfig, RuleError, Rules, Spellings, StandingAnswer};
 pub use shell_words::{SimpleCommand, split_commands};
 pub use spill::{
-    FALLBACK_TURN_BUDGET, MIN_CALL_SHARE, SpillDir, SpillingSink, budget_for_context_window,
-    share_of,
+    DEFAULT_SPILL_MAX_BYTES, FALLBACK_TURN_BUDGET, MIN_CALL_SHARE, SpillDir, SpillingSink,
+    budget_for_context_window, share_of,
 };
 pub use taint::{Taint, interlock};
-pub use tool::{ArgKind, Tool, parse_url};
+pub use tool::{ArgKind, Tool, is_tool_name_char, parse_url, sanitize_tool_name};

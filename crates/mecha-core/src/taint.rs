@@ -22,13 +22,16 @@ impl Taint {
     /// Records the result of an executed call to a tool with `caps`. Only
     /// a result wholly in the harness's words (a refusal) adds nothing;
     /// errors count, because a failing command still prints the file it
-    /// read and a remote 404 page is still a stranger's text.
+    /// read and a remote 404 page is still a stranger's text. A result
+    /// marked external is untrusted whatever the tool declared: it came
+    /// from outside, which is what untrusted means (a spilled page read
+    /// back through fs_read, say).
     pub fn record(&mut self, caps: Capabilities, output: &ToolOutput) {
         if output.harness {
             return;
         }
         self.private_data |= caps.private_data;
-        self.untrusted_input |= caps.untrusted_input;
+        self.untrusted_input |= caps.untrusted_input || output.external;
     }
 
     /// Both legs present: the conversation is armed.
@@ -105,6 +108,19 @@ mod tests {
         // `cat secret; exit 1`: an error, and still the secret.
         t.record(PRIVATE, &ToolOutput::err("sk-live-SECRET\n[exit code 1]"));
         assert!(t.private_data);
+    }
+
+    #[test]
+    fn an_external_result_is_untrusted_whatever_the_tool_declared() {
+        let mut t = Taint::default();
+        t.record(PRIVATE, &ToolOutput::ok("local"));
+        assert!(!t.untrusted_input);
+        t.record(
+            PRIVATE,
+            &ToolOutput::external("a page read back from a spill"),
+        );
+        assert!(t.untrusted_input);
+        assert!(t.armed());
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! The one trait every tool implements, wherever it comes from.
+//! The one trait every tool implements, wherever it comes from, and the
+//! spelling rule for tool names.
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -67,4 +68,35 @@ pub trait Tool: Send + Sync {
     /// Runs the call. Expected failures are `Ok(ToolOutput::err(..))`; `Err`
     /// is for what the model cannot route around, and ends the run.
     async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput>;
+}
+
+/// Whether `c` may appear in a tool name. The model APIs accept
+/// `^[a-zA-Z0-9_-]{1,64}$`; MCP allows more.
+pub fn is_tool_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+/// `raw` with every character a tool name may not hold replaced by `_`, and
+/// `_` for an empty name. The length limit is the caller's: what to cut
+/// depends on what the name is for.
+pub fn sanitize_tool_name(raw: &str) -> String {
+    if raw.is_empty() {
+        return "_".to_owned();
+    }
+    raw.chars()
+        .map(|c| if is_tool_name_char(c) { c } else { '_' })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitizing_keeps_what_the_model_apis_accept() {
+        assert_eq!(sanitize_tool_name("get.weather"), "get_weather");
+        assert_eq!(sanitize_tool_name("a-b_C9"), "a-b_C9");
+        assert_eq!(sanitize_tool_name("ü b"), "__b");
+        assert_eq!(sanitize_tool_name(""), "_");
+    }
 }

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
-use mecha_core::{Capabilities, Egress};
+use mecha_core::{Capabilities, Egress, is_tool_name_char, sanitize_tool_name};
 use serde::{Deserialize, Serialize};
 
 /// Seconds a server gets to start, answer `initialize` and list its tools:
@@ -260,10 +260,7 @@ fn check_name(name: &str) -> Result<(), ConfigError> {
         Some("is too long")
     } else if !name.starts_with(|c: char| c.is_ascii_alphabetic()) {
         Some("does not start with a letter")
-    } else if !name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
+    } else if !name.chars().all(is_tool_name_char) {
         Some("has characters the model APIs do not allow in tool names")
     } else if name.contains("__") {
         // `__` separates server from tool; one inside a server name would
@@ -286,12 +283,7 @@ fn check_name(name: &str) -> Result<(), ConfigError> {
 /// other clients' files, and what a refusal suggests.
 pub fn suggest_server_name(name: &str) -> String {
     let mut out = String::new();
-    for c in name.chars() {
-        let c = if c.is_ascii_alphanumeric() || c == '-' {
-            c
-        } else {
-            '_'
-        };
+    for c in sanitize_tool_name(name).chars() {
         if c == '_' && out.ends_with('_') {
             continue;
         }

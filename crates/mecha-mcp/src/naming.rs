@@ -11,6 +11,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use mecha_core::sanitize_tool_name;
+
 /// The model APIs' limit.
 pub const MAX_TOOL_NAME_LEN: usize = 64;
 const HASH_LEN: usize = 8;
@@ -33,7 +35,7 @@ pub(crate) fn assign(server: &str, prefix: bool, raw_names: &[&str]) -> Vec<(Str
     let candidates: Vec<String> = raws
         .iter()
         .map(|raw| {
-            let safe = sanitize(raw);
+            let safe = sanitize_tool_name(raw);
             if prefix {
                 format!("{server}__{safe}")
             } else {
@@ -52,7 +54,8 @@ pub(crate) fn assign(server: &str, prefix: bool, raw_names: &[&str]) -> Vec<(Str
             let fits = candidate.len() <= MAX_TOOL_NAME_LEN;
             // Of names that sanitise alike, one the server already spelt
             // safely keeps its plain name; the rest are told apart by hash.
-            let unique = counts.get(candidate.as_str()) == Some(&1) || sanitize(raw) == *raw;
+            let unique =
+                counts.get(candidate.as_str()) == Some(&1) || sanitize_tool_name(raw) == *raw;
             let name = if fits && unique {
                 candidate.clone()
             } else {
@@ -71,25 +74,6 @@ pub(crate) fn assign(server: &str, prefix: bool, raw_names: &[&str]) -> Vec<(Str
         fresh
     });
     out
-}
-
-/// `[a-zA-Z0-9_-]` only; anything else becomes `_`.
-pub(crate) fn sanitize(raw: &str) -> String {
-    let safe: String = raw
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if safe.is_empty() {
-        "_".to_owned()
-    } else {
-        safe
-    }
 }
 
 fn hashed(candidate: &str, server: &str, raw: &str) -> String {

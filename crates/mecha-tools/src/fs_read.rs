@@ -75,7 +75,10 @@ fn read(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
         .max(1);
     let target = ctx.resolve(requested).map_err(jail_refusal)?;
     let cannot = |e: io::Error| regular::failure("read", requested, e);
-    let mut reader = BufReader::new(regular::open(&target).map_err(cannot)?);
+    let file = regular::open(&target).map_err(cannot)?;
+    // A spilled result from outside is still from outside when read back.
+    let external = ctx.spill().holds_external(&file);
+    let mut reader = BufReader::new(file);
     if looks_binary(&mut reader).map_err(cannot)? {
         let size = target
             .dir()
@@ -92,7 +95,11 @@ fn read(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
         byte_budget: ctx.output_budget_bytes.saturating_sub(NOTE_RESERVE),
     };
     let text = window.render(&mut reader).map_err(cannot)?;
-    Ok(ToolOutput::ok(text))
+    Ok(if external {
+        ToolOutput::external(text)
+    } else {
+        ToolOutput::ok(text)
+    })
 }
 
 /// Reads a whole text file through the jail (for fs_edit).

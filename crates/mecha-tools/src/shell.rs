@@ -169,10 +169,8 @@ impl Tool for Shell {
                     )));
                 }
             };
-        let mut sink = SpillingSink::new(
-            ctx.spill(),
+        let mut sink = ctx.sink(
             "shell",
-            ctx.turn,
             ctx.output_budget_bytes.saturating_sub(TRAILER_RESERVE),
         );
         let ending = pump(&mut child, &group, output, &mut sink, timeout).await?;

@@ -1,10 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! Memory stays bounded whatever a command prints. Alone in its binary so
+//! Memory and disk stay bounded whatever a command prints. Alone in its binary so
 //! no other test moves this process's peak RSS.
 
 use std::path::PathBuf;
 
-use mecha_core::{Tool, ToolCtx};
+use mecha_core::{DEFAULT_SPILL_MAX_BYTES, Tool, ToolCtx};
 use mecha_tools::{Shell, ShellConfig};
 use serde_json::json;
 
@@ -44,13 +44,21 @@ async fn huge_output_costs_one_budget_of_memory() {
         "{}",
         out.content
     );
-    let path = out
-        .content
-        .split_once("The full output is saved at ")
-        .unwrap()
-        .1;
-    let path = PathBuf::from(path.split_once(" — continue").unwrap().0);
-    assert_eq!(std::fs::metadata(&path).unwrap().len(), OUTPUT_BYTES);
+    // The disk is bounded too: the saved copy stops at the spill cap, and
+    // the marker says so rather than promising the whole output.
+    let path = out.content.split_once("The saved copy at ").unwrap().1;
+    let path = PathBuf::from(path.split_once(" holds only").unwrap().0);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        DEFAULT_SPILL_MAX_BYTES
+    );
+    assert!(
+        out.content.contains(&format!(
+            "holds only the first {DEFAULT_SPILL_MAX_BYTES} bytes"
+        )),
+        "{}",
+        out.content
+    );
     assert!(
         grew < 64 * 1024 * 1024,
         "peak RSS grew by {grew} bytes for {OUTPUT_BYTES} bytes of output"

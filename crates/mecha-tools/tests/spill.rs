@@ -34,9 +34,32 @@ impl Tool for Numbers {
     }
 }
 
+/// A tool whose numbered lines came from outside the machine (a fetched
+/// page, a remote API).
+struct Fetched;
+
+#[async_trait]
+impl Tool for Fetched {
+    fn name(&self) -> &str {
+        "fetched"
+    }
+    fn description(&self) -> &str {
+        "test tool"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
+        let mut local = Numbers.call(input, ctx).await?;
+        local.external = true;
+        Ok(local)
+    }
+}
+
 fn registry() -> Registry {
     let mut r = Registry::new();
     r.register(Arc::new(Numbers)).unwrap();
+    r.register(Arc::new(Fetched)).unwrap();
     r.register(Arc::new(FsRead)).unwrap();
     r.register(Arc::new(Todo::default())).unwrap();
     r
@@ -233,8 +256,98 @@ async fn an_unknown_tool_is_a_result_naming_the_real_ones() {
     assert!(out.is_error);
     assert!(out.content.contains("no tool named `fs_raed`"));
     assert!(
-        out.content.contains("fs_read, numbers, todo"),
+        out.content.contains("fetched, fs_read, numbers, todo"),
         "{}",
         out.content
     );
+}
+
+/// Runs `tool` big enough to spill, then follows its marker with fs_read.
+async fn spill_and_read_back(ctx: &ToolCtx, tool: &str) -> (ToolOutput, ToolOutput) {
+    let reg = registry();
+    let spilled = run_batch(
+        &reg,
+        ctx,
+        1,
+        4096,
+        &[call("c1", tool, json!({"lines": 5000}))],
+    )
+    .await
+    .remove(0)
+    .unwrap();
+    let (path, offset) = marker_recovery(&spilled.content);
+    let read = run_batch(
+        &reg,
+        ctx,
+        2,
+        4096,
+        &[call(
+            "c2",
+            "fs_read",
+            json!({"path": path, "offset": offset}),
+        )],
+    )
+    .await
+    .remove(0)
+    .unwrap();
+    assert!(!read.is_error, "{}", read.content);
+    assert!(read.content.contains("row number"), "{}", read.content);
+    (spilled, read)
+}
+
+#[tokio::test]
+async fn the_rest_of_a_spilled_external_result_is_still_external() {
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = ToolCtx::new(ws.path(), 4096).unwrap();
+    let (spilled, read) = spill_and_read_back(&ctx, "fetched").await;
+    assert!(spilled.external);
+    assert!(read.external, "read back as local content");
+    // The label belongs to that file alone: a local spill reads as local,
+    // and so does the workspace.
+    let (_, local) = spill_and_read_back(&ctx, "numbers").await;
+    assert!(!local.external);
+    std::fs::write(ws.path().join("notes.txt"), "mine\n").unwrap();
+    let notes = run_batch(
+        &registry(),
+        &ctx,
+        3,
+        4096,
+        &[call("c3", "fs_read", json!({"path": "notes.txt"}))],
+    )
+    .await
+    .remove(0)
+    .unwrap();
+    assert!(!notes.external);
+}
+
+#[tokio::test]
+async fn the_configured_spill_cap_bounds_the_file_and_the_marker_says_so() {
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = ToolCtx::new(ws.path(), 4096)
+        .unwrap()
+        .with_spill_max_bytes(20_000)
+        .unwrap();
+    let out = run_batch(
+        &registry(),
+        &ctx,
+        1,
+        4096,
+        &[call("c", "numbers", json!({"lines": 50_000}))],
+    )
+    .await
+    .remove(0)
+    .unwrap();
+    let (path, _) = marker_recovery(&out.content);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 20_000);
+    assert!(
+        out.content
+            .contains("holds only the first 20000 bytes (the spill cap)"),
+        "{}",
+        out.content
+    );
+    // A context re-rooted for another case keeps the cap in its fresh dir.
+    let other = tempfile::tempdir().unwrap();
+    let rerooted = ctx.rerooted(other.path()).unwrap();
+    assert_ne!(rerooted.spill().path(), ctx.spill().path());
+    assert_eq!(rerooted.spill().max_file_bytes(), 20_000);
 }

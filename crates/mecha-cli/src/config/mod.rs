@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use mecha_core::Tool;
 use mecha_core::{
-    FALLBACK_TURN_BUDGET, MIN_CALL_SHARE, PermissionMode, RuleAction, RuleConfig,
-    budget_for_context_window,
+    DEFAULT_SPILL_MAX_BYTES, FALLBACK_TURN_BUDGET, MIN_CALL_SHARE, PermissionMode, RuleAction,
+    RuleConfig, budget_for_context_window,
 };
 use mecha_mcp::McpServerConfig;
 use mecha_provider::ProviderSettings;
@@ -107,6 +107,8 @@ pub struct Settings {
     /// Nothing in config set the budget; a provider that knows its context
     /// window may derive a better one.
     pub budget_is_fallback: bool,
+    /// The most one spill file keeps.
+    pub spill_max_bytes: u64,
     pub builtins: BuiltinConfig,
 }
 
@@ -174,6 +176,7 @@ impl Settings {
             tools_disabled: tools.disabled.iter().cloned().collect(),
             turn_budget: configured_budget.unwrap_or(FALLBACK_TURN_BUDGET),
             budget_is_fallback: configured_budget.is_none(),
+            spill_max_bytes: tools.spill_max_bytes.unwrap_or(DEFAULT_SPILL_MAX_BYTES),
             builtins: BuiltinConfig { shell, fetch },
             global_file: path.clone(),
             project_file: None,
@@ -258,6 +261,12 @@ impl Settings {
             self.turn_budget = self.turn_budget.min(budget);
             self.budget_is_fallback = false;
         }
+        narrowing.limit(
+            "[tools] spill_max_bytes",
+            &mut self.spill_max_bytes,
+            tools.spill_max_bytes,
+            |b| b,
+        );
         let secs = |s: Option<u64>| s.map(Duration::from_secs);
         let shown = |d: Duration| d.as_secs();
         let shell = &mut self.builtins.shell;
@@ -355,6 +364,14 @@ impl Settings {
             return Err(invalid(format!(
                 "[tools] output_budget_bytes = {} is too small; use at least {MIN_CALL_SHARE}",
                 self.turn_budget
+            )));
+        }
+        if self.spill_max_bytes < self.turn_budget as u64 {
+            return Err(invalid(format!(
+                "[tools] spill_max_bytes = {} is smaller than the turn's output budget ({} \
+                 bytes), so a spill file could not hold more than the transcript shows; raise \
+                 spill_max_bytes or lower output_budget_bytes",
+                self.spill_max_bytes, self.turn_budget
             )));
         }
         let shell = &self.builtins.shell;

@@ -57,6 +57,8 @@ pub struct ToolsSection {
     pub disabled: Vec<String>,
     /// One turn's tool results share this many bytes.
     pub output_budget_bytes: Option<usize>,
+    /// The most one spill file keeps of an oversized result.
+    pub spill_max_bytes: Option<u64>,
     #[serde(default)]
     pub shell: ShellSection,
     #[serde(default)]

@@ -386,3 +386,32 @@ fn a_relative_mcp_command_resolves_against_the_file_that_names_it() {
     );
     assert_eq!(command("bare"), "npx");
 }
+
+#[test]
+fn spill_max_bytes_defaults_high_narrows_in_a_project_and_is_checked() {
+    let s = load(None, None).unwrap();
+    assert_eq!(s.spill_max_bytes, DEFAULT_SPILL_MAX_BYTES);
+    let s = load(
+        Some("[tools]\nspill_max_bytes = 10000000\n"),
+        Some("[tools]\nspill_max_bytes = 99000000\n"),
+    )
+    .unwrap();
+    assert_eq!(s.spill_max_bytes, 10_000_000, "a project cannot raise it");
+    let s = load(
+        Some("[tools]\nspill_max_bytes = 10000000\n"),
+        Some("[tools]\nspill_max_bytes = 5000000\n"),
+    )
+    .unwrap();
+    assert_eq!(s.spill_max_bytes, 5_000_000, "but may lower it");
+    let err = load(
+        Some("[tools]\noutput_budget_bytes = 50000\nspill_max_bytes = 4000\n"),
+        None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("spill_max_bytes = 4000 is smaller than"),
+        "{err}"
+    );
+    assert!(err.contains("raise spill_max_bytes"), "{err}");
+}

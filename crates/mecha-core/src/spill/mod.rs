@@ -1,0 +1,188 @@
+//! Output budgets and the spill directory.
+//!
+//! A result bigger than its share of the turn's budget is saved to the
+//! context's spill directory and its transcript copy is cut, with a marker
+//! that tells the model exactly where the rest is and how to read it.
+//! [`SpillingSink`] does this while the bytes stream in, so a gigabyte of
+//! shell output costs one budget's worth of memory, and at most
+//! [`SpillDir::max_file_bytes`] of disk.
+//!
+//! The directory is private to the user (0700, files 0600, created so), and
+//! it remembers which of its files hold content from outside the machine, so
+//! reading one back is labelled external again.
+
+mod sink;
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::hash::{BuildHasher, Hasher};
+use std::io;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use crate::jail::Jail;
+use crate::panic_cleanup::TrackedDir;
+use crate::tool::sanitize_tool_name;
+
+pub use sink::SpillingSink;
+pub(crate) use sink::fit_text;
+
+/// The smallest share one call of a batch gets, however many calls it has.
+pub const MIN_CALL_SHARE: usize = 2 * 1024;
+
+/// The turn budget when neither `[tools] output_budget_bytes` nor a context
+/// window says otherwise (what a 128k-token window derives).
+pub const FALLBACK_TURN_BUDGET: usize = budget_for_context_window(128_000);
+
+/// How much of one result a spill file keeps when `[tools] spill_max_bytes`
+/// is unset: hundreds of times any turn budget, so only a runaway (a
+/// command printing without end) reaches it, and that cannot fill the disk.
+pub const DEFAULT_SPILL_MAX_BYTES: u64 = 64 * 1024 * 1024;
+
+/// One eighth of the context window in tokens, at about three bytes a token:
+/// one turn's results must fit between the compaction threshold and the
+/// window.
+pub const fn budget_for_context_window(tokens: u64) -> usize {
+    (tokens / 8 * 3) as usize
+}
+
+/// One call's share of a turn budget split over `calls` concurrent calls.
+pub fn share_of(turn_budget: usize, calls: usize) -> usize {
+    (turn_budget / calls.max(1)).max(MIN_CALL_SHARE)
+}
+
+/// A file's identity (device and inode), so a second name for a spill file,
+/// such as a hard link into the workspace, is still known to be one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileId {
+    fn of(file: &File) -> io::Result<Self> {
+        let meta = file.metadata()?;
+        Ok(Self {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        })
+    }
+}
+
+/// The spill files one call wrote. Whether their content came from outside
+/// is known only once the call returns its output, so the batch labels them
+/// then, through [`SpillDir::label_external`].
+#[derive(Debug, Default)]
+pub(crate) struct CallSpills(Mutex<Vec<FileId>>);
+
+impl CallSpills {
+    fn add(&self, id: FileId) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(id);
+    }
+}
+
+/// A fresh, private directory for one context's oversized outputs.
+///
+/// Removed when the context is dropped. Each context gets its own, so two
+/// contexts (two eval cases, say) cannot read each other's output.
+#[derive(Debug)]
+pub struct SpillDir {
+    /// So a panic hook can remove the directory when no destructor runs.
+    _tracked: TrackedDir,
+    _temp: tempfile::TempDir,
+    jail: Jail,
+    counter: AtomicU64,
+    max_file_bytes: u64,
+    /// The files holding content from outside the machine.
+    external: Mutex<HashSet<FileId>>,
+}
+
+impl SpillDir {
+    /// Creates a new spill directory under the system temp dir, mode 0700
+    /// from the start: tool output is often private, and the system temp
+    /// dir is shared by every local user. Each file keeps at most
+    /// `max_file_bytes`.
+    pub fn create(max_file_bytes: u64) -> io::Result<Self> {
+        let temp = tempfile::Builder::new()
+            .prefix("mecha-spill-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()?;
+        let jail = Jail::open(temp.path())?;
+        Ok(Self {
+            _tracked: TrackedDir::new(temp.path()),
+            _temp: temp,
+            jail,
+            counter: AtomicU64::new(0),
+            max_file_bytes,
+            external: Mutex::new(HashSet::new()),
+        })
+    }
+
+    /// The canonical path of the directory.
+    pub fn path(&self) -> &Path {
+        self.jail.root()
+    }
+
+    /// The most one spill file holds.
+    pub fn max_file_bytes(&self) -> u64 {
+        self.max_file_bytes
+    }
+
+    pub(crate) fn jail(&self) -> &Jail {
+        &self.jail
+    }
+
+    /// Creates a new file, mode 0600, named after the tool and turn, e.g.
+    /// `shell-t1-9f2c1a04.txt`, and notes it as written by `call`.
+    pub(crate) fn create_file(
+        &self,
+        tool: &str,
+        turn: u32,
+        call: &CallSpills,
+    ) -> io::Result<(PathBuf, File)> {
+        let seq = self.counter.fetch_add(1, Ordering::Relaxed);
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u64(seq);
+        let tag = hasher.finish() as u32;
+        let safe_tool = sanitize_tool_name(tool);
+        let path = self
+            .path()
+            .join(format!("{safe_tool}-t{turn}-{tag:08x}.txt"));
+        let file = File::options()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)?;
+        call.add(FileId::of(&file)?);
+        Ok((path, file))
+    }
+
+    /// Remembers that the files `call` wrote hold content from outside.
+    pub(crate) fn label_external(&self, call: &CallSpills) {
+        let written = call.0.lock().unwrap_or_else(PoisonError::into_inner);
+        self.external
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(written.iter().copied());
+    }
+
+    /// Whether `file` (opened by whatever name) is one of this directory's
+    /// files holding content from outside the machine. A file whose
+    /// identity cannot be read counts as external: the label errs towards
+    /// distrust.
+    pub fn holds_external(&self, file: &File) -> bool {
+        let external = self.external.lock().unwrap_or_else(PoisonError::into_inner);
+        if external.is_empty() {
+            return false;
+        }
+        FileId::of(file).map_or(true, |id| external.contains(&id))
+    }
+}
+
+#[cfg(test)]
+mod tests;
