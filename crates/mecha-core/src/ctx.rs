@@ -8,15 +8,16 @@ use crate::jail::{self, Jail, JailError, ResolvedPath};
 use crate::spill::{self, SpillDir, SpillingSink};
 
 /// The context a tool runs in: the workspace jail, the spill directory, the
-/// share of the turn's output budget this call may use, and which call it is.
+/// bytes this call's result may take, and which call it is.
 ///
 /// Cheap to clone; clones share the jail and the spill directory.
 #[derive(Debug, Clone)]
 pub struct ToolCtx {
     workspace: Jail,
     spill: Arc<SpillDir>,
-    /// Bytes this call's result may take in the transcript.
-    pub output_budget_bytes: usize,
+    /// Bytes this call's result may take in the transcript: its share of
+    /// the turn budget, which the turn has already shared out.
+    pub call_budget_bytes: usize,
     /// The model's id for this call.
     pub call_id: String,
     /// The turn (1-based) this call belongs to.
@@ -24,13 +25,14 @@ pub struct ToolCtx {
 }
 
 impl ToolCtx {
-    /// A context rooted at `workspace`, with a fresh spill directory and the
-    /// whole turn budget.
-    pub fn new(workspace: &Path, turn_budget: usize) -> io::Result<Self> {
+    /// A context rooted at `workspace`, with a fresh spill directory. A call
+    /// made with it directly may return `call_budget` bytes; a turn gives
+    /// each of its calls its own share instead ([`for_call`](Self::for_call)).
+    pub fn new(workspace: &Path, call_budget: usize) -> io::Result<Self> {
         Ok(Self {
             workspace: Jail::open(workspace)?,
             spill: Arc::new(SpillDir::create()?),
-            output_budget_bytes: turn_budget,
+            call_budget_bytes: call_budget,
             call_id: String::new(),
             turn: 1,
         })
@@ -47,11 +49,11 @@ impl ToolCtx {
     }
 
     /// The context for one call of a batch.
-    pub fn for_call(&self, call_id: &str, turn: u32, budget: usize) -> Self {
+    pub fn for_call(&self, call_id: &str, turn: u32, call_budget: usize) -> Self {
         Self {
             call_id: call_id.to_owned(),
             turn,
-            output_budget_bytes: budget,
+            call_budget_bytes: call_budget,
             ..self.clone()
         }
     }
@@ -81,11 +83,11 @@ impl ToolCtx {
 
     /// A sink that keeps this call's result within its budget as it streams.
     pub fn sink<'a>(&'a self, tool: &'a str) -> SpillingSink<'a> {
-        SpillingSink::new(&self.spill, tool, self.turn, self.output_budget_bytes)
+        SpillingSink::new(&self.spill, tool, self.turn, self.call_budget_bytes)
     }
 
     /// Fits a finished result into this call's budget, spilling if needed.
     pub fn fit(&self, tool: &str, text: &str) -> String {
-        spill::fit_text(text, &self.spill, tool, self.turn, self.output_budget_bytes)
+        spill::fit_text(text, &self.spill, tool, self.turn, self.call_budget_bytes)
     }
 }

@@ -9,6 +9,7 @@
 
 mod approval;
 mod batch;
+mod budget;
 mod capabilities;
 mod conversation;
 mod ctx;
@@ -23,7 +24,10 @@ mod taint;
 mod tool;
 
 pub use approval::{Approver, Decision, ModeApprover, PermissionMode, read_only_refusal};
-pub use batch::{Call, run_batch};
+pub use batch::{Call, EXTERNAL_HEADER, Slot, run_turn, unknown_tool};
+pub use budget::{
+    FALLBACK_TURN_BUDGET, MAX_ECHO_BYTES, MIN_CALL_SHARE, MIN_TURN_BUDGET, budget_for_context_window,
+};
 pub use capabilities::{Capabilities, Egress};
 pub use conversation::{Block, Message, Role, StopReason, ToolCall, Usage};
 pub use ctx::ToolCtx;
@@ -33,9 +37,6 @@ pub use output::ToolOutput;
 pub use registry::{DuplicateTool, Registry, ToolDefinition};
 pub use rules::{RuleAction, RuleConfig, RuleError, Rules};
 pub use shell_words::{SimpleCommand, split_commands};
-pub use spill::{
-    FALLBACK_TURN_BUDGET, MIN_CALL_SHARE, SpillDir, SpillingSink, budget_for_context_window,
-    share_of,
-};
+pub use spill::{SpillDir, SpillingSink};
 pub use taint::{Taint, interlock};
 pub use tool::Tool;

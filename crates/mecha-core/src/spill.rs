@@ -18,25 +18,6 @@ use crate::jail::Jail;
 /// Room kept for the truncation marker inside a result's budget.
 const MARKER_RESERVE: usize = 600;
 
-/// The smallest share one call of a batch gets, however many calls it has.
-pub const MIN_CALL_SHARE: usize = 2 * 1024;
-
-/// The turn budget when neither `[tools] output_budget_bytes` nor a context
-/// window says otherwise (what a 128k-token window derives).
-pub const FALLBACK_TURN_BUDGET: usize = budget_for_context_window(128_000);
-
-/// One eighth of the context window in tokens, at about three bytes a token:
-/// one turn's results must fit between the compaction threshold and the
-/// window.
-pub const fn budget_for_context_window(tokens: u64) -> usize {
-    (tokens / 8 * 3) as usize
-}
-
-/// One call's share of a turn budget split over `calls` concurrent calls.
-pub fn share_of(turn_budget: usize, calls: usize) -> usize {
-    (turn_budget / calls.max(1)).max(MIN_CALL_SHARE)
-}
-
 /// A fresh, private directory for one context's oversized outputs.
 ///
 /// Removed when the context is dropped. Each context gets its own, so two
@@ -263,12 +244,5 @@ mod tests {
             0,
             "nothing spilled"
         );
-    }
-
-    #[test]
-    fn budget_derives_from_the_window() {
-        assert_eq!(budget_for_context_window(200_000), 75_000);
-        assert_eq!(share_of(75_000, 3), 25_000);
-        assert_eq!(share_of(10_000, 100), MIN_CALL_SHARE);
     }
 }

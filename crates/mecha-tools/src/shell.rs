@@ -169,7 +169,7 @@ impl Tool for Shell {
             ctx.spill(),
             "shell",
             ctx.turn,
-            ctx.output_budget_bytes.saturating_sub(TRAILER_RESERVE),
+            ctx.call_budget_bytes.saturating_sub(TRAILER_RESERVE),
         );
         let ending = pump(&mut group, output, &mut sink, timeout).await?;
         // Kills whatever the command left behind before the result is handed
