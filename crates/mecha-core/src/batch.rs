@@ -95,7 +95,11 @@ pub async fn run_turn(
         .zip(plan.shares)
         .map(|(result, share)| {
             result.map(|(name, output)| {
-                let fitted = Fitted { ctx, turn, name: &name };
+                let fitted = Fitted {
+                    ctx,
+                    turn,
+                    name: &name,
+                };
                 assemble(&fitted, output, share, echo, &echoes)
             })
         })
@@ -185,7 +189,12 @@ fn assemble(
     if text.len() > block {
         // Only a tool that ignored its share, or a budget too small for a
         // marker, gets here: the limit holds regardless.
-        tracing::warn!(tool = at.name, bytes = text.len(), block, "result cut to its share");
+        tracing::warn!(
+            tool = at.name,
+            bytes = text.len(),
+            block,
+            "result cut to its share"
+        );
         let mut end = block;
         while !text.is_char_boundary(end) {
             end -= 1;

@@ -202,8 +202,9 @@ mod tests {
         assert!(content >= MIN_CALL_SHARE, "{content}");
         assert!(total(&plan, 0) <= budget);
         assert!(
-            plan.excess
-                .starts_with("not run: this turn had 40 calls; the output budget lets 5 run at once"),
+            plan.excess.starts_with(
+                "not run: this turn had 40 calls; the output budget lets 5 run at once"
+            ),
             "{}",
             plan.excess
         );
@@ -234,7 +235,11 @@ mod tests {
                 .iter()
                 .all(|s| matches!(s, Share::Excess { .. }))
         );
-        assert!(plan.excess.contains("Shorten that state"), "{}", plan.excess);
+        assert!(
+            plan.excess.contains("Shorten that state"),
+            "{}",
+            plan.excess
+        );
     }
 
     #[test]

@@ -26,7 +26,8 @@ mod tool;
 pub use approval::{Approver, Decision, ModeApprover, PermissionMode, read_only_refusal};
 pub use batch::{Call, EXTERNAL_HEADER, Slot, run_turn, unknown_tool};
 pub use budget::{
-    FALLBACK_TURN_BUDGET, MAX_ECHO_BYTES, MIN_CALL_SHARE, MIN_TURN_BUDGET, budget_for_context_window,
+    FALLBACK_TURN_BUDGET, MAX_ECHO_BYTES, MIN_CALL_SHARE, MIN_TURN_BUDGET,
+    budget_for_context_window,
 };
 pub use capabilities::{Capabilities, Egress};
 pub use conversation::{Block, Message, Role, StopReason, ToolCall, Usage};

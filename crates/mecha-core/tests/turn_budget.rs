@@ -196,9 +196,17 @@ fn forty_calls_against_a_small_budget_run_the_first_and_say_how_many_to_send() {
         .count();
     assert!(ran >= 1, "nothing ran");
     for r in &results[..ran] {
-        assert!(r.content.contains("[truncated by the harness"), "{}", r.content);
+        assert!(
+            r.content.contains("[truncated by the harness"),
+            "{}",
+            r.content
+        );
         assert!(r.content.ends_with(&"e".repeat(300)), "the echo closes it");
-        assert!(r.content.len() > MIN_CALL_SHARE, "{} bytes", r.content.len());
+        assert!(
+            r.content.len() > MIN_CALL_SHARE,
+            "{} bytes",
+            r.content.len()
+        );
     }
     for r in &results[ran..] {
         assert!(r.is_error && r.harness && !r.external, "{r:?}");
@@ -222,7 +230,9 @@ fn forty_calls_against_a_small_budget_run_the_first_and_say_how_many_to_send() {
     let most = (budget / (MIN_CALL_SHARE + EXTERNAL_HEADER.len() + 302)).max(1);
     let results = turn(budget, &registry, outs(most, 20_000));
     assert!(
-        results.iter().all(|r| r.content.starts_with(EXTERNAL_HEADER)),
+        results
+            .iter()
+            .all(|r| r.content.starts_with(EXTERNAL_HEADER)),
         "a turn of {most} calls was cut down"
     );
 }

@@ -154,7 +154,11 @@ mod tests {
 
     fn render(result: &Value, external: bool) -> ToolOutput {
         let spill = SpillDir::create().unwrap();
-        super::render(result, external, SpillingSink::new(&spill, "t", 1, 64 * 1024))
+        super::render(
+            result,
+            external,
+            SpillingSink::new(&spill, "t", 1, 64 * 1024),
+        )
     }
 
     #[test]

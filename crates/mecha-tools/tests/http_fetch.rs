@@ -492,7 +492,9 @@ fn http_fetch_declares_itself_a_read_only_chosen_send() {
 
 #[tokio::test]
 async fn http_fetch_spills_a_body_larger_than_its_share_and_keeps_the_whole_of_it() {
-    let big: String = (0..20_000).map(|i| format!("line {i} of the page\n")).collect();
+    let big: String = (0..20_000)
+        .map(|i| format!("line {i} of the page\n"))
+        .collect();
     let server = serve("127.0.0.2:0", text_reply(&big)).await;
     let tool = tool(Scripted::new(&[&["127.0.0.2"]]));
     let dir = tempfile::tempdir().unwrap();
