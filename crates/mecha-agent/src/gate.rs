@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use mecha_core::{
     Approver, Decision, PermissionMode, Registry, RuleAction, Rules, Spellings, Taint, Tool,
-    ToolCall, ToolCtx, interlock, read_only_refusal,
+    ToolCall, ToolCtx, interlock, read_only_refusal, unknown_tool,
 };
 
 use crate::events::{GateStage, GateVerdict};
@@ -54,15 +54,7 @@ impl Gate {
         use GateStage::*;
         let blocked = |stage, reason: String| GateVerdict::Blocked { stage, reason };
         let Some(tool) = registry.get(&call.name) else {
-            let known: Vec<&str> = registry.names().collect();
-            return blocked(
-                Validation,
-                format!(
-                    "there is no tool named `{}`; the available tools are: {}",
-                    call.name,
-                    known.join(", ")
-                ),
-            );
+            return blocked(Validation, unknown_tool(registry, &call.name));
         };
         let tool: &dyn Tool = tool.as_ref();
         if let Some(error) = &call.input_error {

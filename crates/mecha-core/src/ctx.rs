@@ -8,7 +8,7 @@ use crate::jail::{self, Jail, JailError, ResolvedPath};
 use crate::spill::{self, CallSpills, DEFAULT_SPILL_MAX_BYTES, SpillDir, SpillingSink};
 
 /// The context a tool runs in: the workspace jail, the spill directory, the
-/// share of the turn's output budget this call may use, and which call it is.
+/// bytes this call's result may take, and which call it is.
 ///
 /// Cheap to clone; clones share the jail and the spill directory.
 #[derive(Debug, Clone)]
@@ -19,8 +19,9 @@ pub struct ToolCtx {
     protected: Arc<[PathBuf]>,
     /// The spill files this call wrote, labelled once its output is known.
     call_spills: Arc<CallSpills>,
-    /// Bytes this call's result may take in the transcript.
-    pub output_budget_bytes: usize,
+    /// Bytes this call's result may take in the transcript: its share of
+    /// the turn budget, which the turn has already shared out.
+    pub call_budget_bytes: usize,
     /// The model's id for this call.
     pub call_id: String,
     /// The turn (1-based) this call belongs to.
@@ -28,15 +29,16 @@ pub struct ToolCtx {
 }
 
 impl ToolCtx {
-    /// A context rooted at `workspace`, with a fresh spill directory and the
-    /// whole turn budget.
-    pub fn new(workspace: &Path, turn_budget: usize) -> io::Result<Self> {
+    /// A context rooted at `workspace`, with a fresh spill directory. A call
+    /// made with it directly may return `call_budget` bytes; a turn gives
+    /// each of its calls its own share instead ([`for_call`](Self::for_call)).
+    pub fn new(workspace: &Path, call_budget: usize) -> io::Result<Self> {
         Ok(Self {
             workspace: Jail::open(workspace)?,
             spill: Arc::new(SpillDir::create(DEFAULT_SPILL_MAX_BYTES)?),
             call_spills: Arc::default(),
             protected: Arc::from(Vec::new()),
-            output_budget_bytes: turn_budget,
+            call_budget_bytes: call_budget,
             call_id: String::new(),
             turn: 1,
         })
@@ -74,11 +76,11 @@ impl ToolCtx {
     }
 
     /// The context for one call of a batch.
-    pub fn for_call(&self, call_id: &str, turn: u32, budget: usize) -> Self {
+    pub fn for_call(&self, call_id: &str, turn: u32, call_budget: usize) -> Self {
         Self {
             call_id: call_id.to_owned(),
             turn,
-            output_budget_bytes: budget,
+            call_budget_bytes: call_budget,
             call_spills: Arc::default(),
             ..self.clone()
         }
@@ -116,14 +118,12 @@ impl ToolCtx {
 
     /// Fits a finished result into this call's budget, spilling if needed.
     pub fn fit(&self, tool: &str, text: &str) -> String {
-        spill::fit_text(
-            text,
-            &self.spill,
-            &self.call_spills,
-            tool,
-            self.turn,
-            self.output_budget_bytes,
-        )
+        self.fit_within(tool, text, self.call_budget_bytes)
+    }
+
+    /// Fits `text` into `budget` bytes, spilling if needed.
+    pub(crate) fn fit_within(&self, tool: &str, text: &str, budget: usize) -> String {
+        spill::fit_text(text, &self.spill, &self.call_spills, tool, self.turn, budget)
     }
 
     /// Labels what this call spilled as content from outside the machine,

@@ -10,6 +10,7 @@
 
 mod approval;
 mod batch;
+mod budget;
 mod capabilities;
 mod conversation;
 mod ctx;
@@ -26,7 +27,11 @@ mod taint;
 mod tool;
 
 pub use approval::{Approver, Decision, ModeApprover, PermissionMode, read_only_refusal};
-pub use batch::{Call, run_batch};
+pub use batch::{Call, EXTERNAL_HEADER, Slot, run_turn, unknown_tool};
+pub use budget::{
+    FALLBACK_TURN_BUDGET, MAX_ECHO_BYTES, MIN_CALL_SHARE, MIN_TURN_BUDGET,
+    budget_for_context_window,
+};
 pub use capabilities::{Capabilities, Egress};
 pub use conversation::{Block, Message, Role, StopReason, ToolCall, Usage};
 pub use ctx::ToolCtx;
@@ -40,9 +45,6 @@ pub use process_tree::{
 pub use registry::{DuplicateTool, Registry, ToolDefinition};
 pub use rules::{RuleAction, RuleConfig, RuleError, Rules, Spellings, StandingAnswer};
 pub use shell_words::{SimpleCommand, split_commands};
-pub use spill::{
-    DEFAULT_SPILL_MAX_BYTES, FALLBACK_TURN_BUDGET, MIN_CALL_SHARE, SpillDir, SpillingSink,
-    budget_for_context_window, share_of,
-};
+pub use spill::{DEFAULT_SPILL_MAX_BYTES, SpillDir, SpillingSink};
 pub use taint::{Taint, interlock};
 pub use tool::{ArgKind, Tool, is_tool_name_char, parse_url, sanitize_tool_name};

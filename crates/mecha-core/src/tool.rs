@@ -65,6 +65,13 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// The most bytes [`echo`](Self::echo) may return after a call to this
+    /// tool (at most [`crate::MAX_ECHO_BYTES`]). A turn that calls it keeps
+    /// this much room after every result, since the call may change the echo.
+    fn echo_limit(&self) -> usize {
+        0
+    }
+
     /// Runs the call. Expected failures are `Ok(ToolOutput::err(..))`; `Err`
     /// is for what the model cannot route around, and ends the run.
     async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput>;

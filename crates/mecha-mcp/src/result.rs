@@ -1,11 +1,21 @@
 //! A `tools/call` result as the text the model reads.
+//!
+//! rmcp has already parsed the whole response; what is built from it here
+//! goes through the call's spilling sink, so the rendered text costs one
+//! budget's worth of memory however big the result, and the rest is on disk.
 
-use mecha_core::ToolOutput;
+use std::io;
+
+use mecha_core::{SpillingSink, ToolOutput};
 use serde_json::Value;
 
-/// Renders a raw `CallToolResult`. `external` says whether the server's
-/// content came from outside the machine (the tool is open-world).
-pub(crate) fn render(result: &Value, external: bool) -> ToolOutput {
+/// The most characters of a server-chosen name, URI or MIME type shown in a
+/// placeholder: a placeholder stands for a block, it should not become one.
+const SHOWN_FIELD_CHARS: usize = 200;
+
+/// Renders a raw `CallToolResult` into `sink`. `external` says whether the
+/// server's content came from outside the machine (the tool is open-world).
+pub(crate) fn render(result: &Value, external: bool, sink: SpillingSink<'_>) -> ToolOutput {
     let blocks: &[Value] = result
         .get("content")
         .and_then(Value::as_array)
@@ -13,54 +23,111 @@ pub(crate) fn render(result: &Value, external: bool) -> ToolOutput {
     let has_text = blocks
         .iter()
         .any(|b| b.get("type").and_then(Value::as_str) == Some("text"));
-    let mut parts: Vec<String> = blocks.iter().map(render_block).collect();
+    let mut out = Parts {
+        sink,
+        parts: 0,
+        bytes: 0,
+    };
+    for block in blocks {
+        out.next_part();
+        render_block(block, &mut out);
+    }
     // Servers SHOULD mirror structured output in a text block; when one
     // does not, the structure is the only answer there is.
     if !has_text && let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null())
     {
-        parts.push(structured.to_string());
+        out.next_part();
+        if let Err(e) = serde_json::to_writer(&mut out, structured) {
+            tracing::warn!(error = %e, "could not render an MCP result's structured content");
+        }
     }
-    let mut content = parts.join("\n");
-    if content.is_empty() {
-        content.push_str("[the tool returned no content]");
+    if out.bytes == 0 {
+        out.push("[the tool returned no content]");
     }
     let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
     ToolOutput {
-        content,
+        content: out.sink.finish(),
         is_error,
         external,
         harness: false,
     }
 }
 
-fn render_block(block: &Value) -> String {
+/// The rendered blocks as they go into the sink, one line break apart.
+struct Parts<'a> {
+    sink: SpillingSink<'a>,
+    parts: usize,
+    bytes: usize,
+}
+
+impl Parts<'_> {
+    fn next_part(&mut self) {
+        if self.parts > 0 {
+            self.push("\n");
+        }
+        self.parts += 1;
+    }
+
+    fn push(&mut self, text: &str) {
+        self.sink.push(text.as_bytes());
+        self.bytes += text.len();
+    }
+}
+
+impl io::Write for Parts<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.sink.push(buf);
+        self.bytes += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn render_block(block: &Value, out: &mut Parts<'_>) {
     let str_of = |key: &str| block.get(key).and_then(Value::as_str);
     match str_of("type").unwrap_or("") {
-        "text" => str_of("text").unwrap_or("").to_owned(),
-        kind @ ("image" | "audio") => format!(
+        "text" => out.push(str_of("text").unwrap_or("")),
+        kind @ ("image" | "audio") => out.push(&format!(
             "[{kind}: {}, {}]",
-            str_of("mimeType").unwrap_or("unknown type"),
+            capped(str_of("mimeType").unwrap_or("unknown type")),
             size(str_of("data"))
-        ),
+        )),
         "resource" => {
             let resource = block.get("resource").unwrap_or(&Value::Null);
             let field = |key: &str| resource.get(key).and_then(Value::as_str);
-            let uri = field("uri").unwrap_or("(no uri)");
+            let uri = capped(field("uri").unwrap_or("(no uri)"));
             match field("text") {
-                Some(text) => format!("[resource {uri}]\n{text}"),
-                None => format!(
+                Some(text) => {
+                    out.push(&format!("[resource {uri}]\n"));
+                    out.push(text);
+                }
+                None => out.push(&format!(
                     "[resource {uri}: {}, {}]",
-                    field("mimeType").unwrap_or("unknown type"),
+                    capped(field("mimeType").unwrap_or("unknown type")),
                     size(field("blob"))
-                ),
+                )),
             }
         }
-        "resource_link" => format!(
+        "resource_link" => out.push(&format!(
             "[resource link: {} <{}>]",
-            str_of("name").unwrap_or("(unnamed)"),
-            str_of("uri").unwrap_or("(no uri)")
-        ),
-        other => format!("[a content block of type `{other}` that mecha does not show]"),
+            capped(str_of("name").unwrap_or("(unnamed)")),
+            capped(str_of("uri").unwrap_or("(no uri)"))
+        )),
+        other => out.push(&format!(
+            "[a content block of type `{}` that mecha does not show]",
+            capped(other)
+        )),
+    }
+}
+
+/// A server-chosen field, cut to [`SHOWN_FIELD_CHARS`].
+fn capped(field: &str) -> String {
+    match field.char_indices().nth(SHOWN_FIELD_CHARS) {
+        Some((at, _)) => format!("{}…", &field[..at]),
+        None => field.to_owned(),
     }
 }
 
@@ -82,7 +149,13 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use mecha_core::ToolCtx;
     use serde_json::json;
+
+    fn render(result: &Value, external: bool) -> ToolOutput {
+        let ctx = ToolCtx::new(&std::env::temp_dir(), 64 * 1024).unwrap();
+        super::render(result, external, ctx.sink("t", 64 * 1024))
+    }
 
     #[test]
     fn text_blocks_are_joined() {
@@ -144,5 +217,38 @@ mod tests {
         assert_eq!(out.content, "t is 1");
         let out = render(&json!({}), false);
         assert_eq!(out.content, "[the tool returned no content]");
+    }
+
+    #[test]
+    fn a_result_larger_than_the_budget_spills_whole() {
+        let ctx = ToolCtx::new(&std::env::temp_dir(), 4096).unwrap();
+        let big: String = (0..10_000).map(|i| format!("row {i}\n")).collect();
+        let result = json!({"content": [
+            {"type": "text", "text": big},
+            {"type": "text", "text": "the end"}
+        ]});
+        let out = super::render(&result, true, ctx.sink("srv__t", 4096));
+        assert!(out.content.len() <= 4096, "{} bytes", out.content.len());
+        assert!(out.external);
+        assert!(
+            out.content.contains("[truncated by the harness"),
+            "{}",
+            out.content
+        );
+        let files: Vec<_> = std::fs::read_dir(ctx.spill().path()).unwrap().collect();
+        assert_eq!(files.len(), 1);
+        let saved = std::fs::read_to_string(files[0].as_ref().unwrap().path()).unwrap();
+        assert_eq!(saved, format!("{big}\nthe end"));
+    }
+
+    #[test]
+    fn server_chosen_fields_in_placeholders_are_capped() {
+        let long = "u".repeat(100_000);
+        let out = render(
+            &json!({"content": [{"type": "resource_link", "uri": long, "name": long}]}),
+            false,
+        );
+        assert!(out.content.len() < 1000, "{} bytes", out.content.len());
+        assert!(out.content.contains(&format!("{}…", "u".repeat(200))));
     }
 }

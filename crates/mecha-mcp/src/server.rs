@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
-use mecha_core::ToolOutput;
+use mecha_core::{ToolCtx, ToolOutput};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
@@ -210,6 +210,7 @@ impl Server {
         self: &Arc<Self>,
         spec: &ToolSpec,
         arguments: Map<String, Value>,
+        ctx: &ToolCtx,
     ) -> ToolOutput {
         let conn = match self.connection().await {
             Ok(conn) => conn,
@@ -220,7 +221,7 @@ impl Server {
         match conn.call(&spec.raw_name, arguments, limit).await {
             Ok(result) => {
                 lock(&self.state).strikes = 0;
-                render(&result, spec.external)
+                render(&result, spec.external, ctx.sink(&spec.name, ctx.call_budget_bytes))
             }
             Err(RequestError::Timeout(limit)) => ToolOutput::refusal(format!(
                 "MCP call failed: server `{server}` did not answer `{tool}` within {} s, so mecha \

@@ -145,7 +145,7 @@ impl Tool for McpTool {
         self.spec.capabilities
     }
 
-    async fn call(&self, input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
+    async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
         let arguments = match input {
             Value::Object(map) => map,
             Value::Null => Map::new(),
@@ -156,7 +156,7 @@ impl Tool for McpTool {
                 )));
             }
         };
-        Ok(self.server.call(&self.spec, arguments).await)
+        Ok(self.server.call(&self.spec, arguments, ctx).await)
     }
 }
 

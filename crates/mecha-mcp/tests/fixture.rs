@@ -123,9 +123,22 @@ async fn result_shapes() {
     assert!(fail.is_error && !fail.external);
     assert_eq!(fail.content, "it went wrong");
 
-    // Big results come back whole; fitting them is the loop's job.
-    let big = call(&hub, "fx__big", json!({"bytes": 2_000_000}), ws.path()).await;
-    assert_eq!(big.content.len(), 2_000_000);
+    // A result bigger than the call's budget is spilled as it is rendered,
+    // never built whole; the spill file holds all of it.
+    let big_ctx = ctx(ws.path());
+    let big = tool(&hub, "fx__big")
+        .call(json!({"bytes": 2_000_000}), &big_ctx)
+        .await
+        .unwrap();
+    assert!(big.content.len() <= 1 << 20, "{} bytes", big.content.len());
+    assert!(
+        big.content.contains("of 2000000 bytes"),
+        "{}",
+        &big.content[big.content.len() - 600..]
+    );
+    let at = big.content.rfind("saved at ").unwrap() + "saved at ".len();
+    let path = big.content[at..].split(" — ").next().unwrap();
+    assert_eq!(std::fs::metadata(path).unwrap().len(), 2_000_000);
 
     // Input that is not an object is refused by the harness, not external.
     let refused = tool(&hub, "fx__echo")

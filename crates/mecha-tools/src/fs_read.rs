@@ -92,7 +92,7 @@ fn read(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
     let window = Window {
         offset,
         limit,
-        byte_budget: ctx.output_budget_bytes.saturating_sub(NOTE_RESERVE),
+        byte_budget: ctx.call_budget_bytes.saturating_sub(NOTE_RESERVE),
     };
     let text = window.render(&mut reader).map_err(cannot)?;
     Ok(if external {

@@ -14,7 +14,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use ipnet::IpNet;
 use mecha_core::{
-    ArgKind, Capabilities, Egress, Tool, ToolCtx, ToolOutput, error_chain, parse_url,
+    ArgKind, Capabilities, Egress, SpillingSink, Tool, ToolCtx, ToolOutput, error_chain, parse_url,
 };
 use reqwest::header::{CONTENT_TYPE, HeaderMap, LOCATION};
 use serde_json::{Value, json};
@@ -46,6 +46,13 @@ const USER_AGENT: &str = concat!("mecha/", env!("CARGO_PKG_VERSION"), " (http_fe
 /// URLs echoed in the harness's own messages are cut to this many chars; the
 /// model wrote them, and a long query string helps nobody in an error.
 const SHOWN_URL_CHARS: usize = 200;
+
+/// Room kept in the call's budget for the notes after the body (a cut, a
+/// broken connection), so they stay in the transcript when the body spills.
+const NOTES_RESERVE: usize = 400;
+
+/// Bytes of body looked at, before any is shown, to tell text from binary.
+const SNIFF_BYTES: usize = 1024;
 
 pub struct HttpFetch {
     config: FetchConfig,
@@ -88,7 +95,7 @@ impl HttpFetch {
         self
     }
 
-    async fn fetch(&self, url: &Url, shown: &str) -> ToolOutput {
+    async fn fetch(&self, url: &Url, shown: &str, ctx: &ToolCtx) -> ToolOutput {
         let vetted = match vet(url, &self.guard, self.resolver.as_ref()).await {
             Ok(vetted) => vetted,
             Err(refusal) if refusal.is_policy() => {
@@ -116,44 +123,44 @@ impl HttpFetch {
         let content_type = header_text(response.headers(), CONTENT_TYPE);
         let status = response.status();
 
-        // Read chunk by chunk and stop at the cap, so a huge or endless body
-        // costs at most max_body_bytes of memory and no more download.
+        // The body streams into the call's sink, which keeps one budget's
+        // worth in memory and spills the rest, so the cap bounds only what
+        // is downloaded.
+        let mut sink = ctx.sink(
+            "http_fetch",
+            ctx.call_budget_bytes.saturating_sub(NOTES_RESERVE),
+        );
+        sink.push(head.as_bytes());
+        sink.push(b"\n");
+        let mut body = Body::new(content_type.as_deref());
         let max = self.config.max_body_bytes;
-        let mut body: Vec<u8> = Vec::new();
         let mut cut = false;
         let mut broke: Option<String> = None;
         loop {
             match response.chunk().await {
                 Ok(Some(chunk)) => {
-                    let room = max - body.len();
+                    let room = max - body.read;
                     if chunk.len() > room {
-                        body.extend_from_slice(&chunk[..room]);
+                        body.feed(&chunk[..char_start(&chunk, room)], &mut sink);
                         cut = true;
                         break;
                     }
-                    body.extend_from_slice(&chunk);
+                    body.feed(&chunk, &mut sink);
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    broke = Some(error_chain(&e));
+                    broke = Some(shorten(&error_chain(&e)));
                     break;
                 }
             }
         }
         // Dropping the response here closes the connection mid-body.
         drop(response);
+        body.finish(cut, &mut sink);
 
-        let mut out = head;
-        out.push('\n');
-        if body.is_empty() && !cut {
-            out.push_str("(empty body)\n");
-        } else if is_binary(content_type.as_deref(), &body) {
-            out.push_str(&format!("binary body of {} bytes, not shown\n", body.len()));
-        } else {
-            out.push_str(&body_text(&body, cut));
-            if !out.ends_with('\n') {
-                out.push('\n');
-            }
+        let mut out = sink.finish();
+        if !out.ends_with('\n') {
+            out.push('\n');
         }
         if cut {
             out.push_str(&format!("[body cut at {max} bytes by the harness]\n"));
@@ -161,7 +168,7 @@ impl HttpFetch {
         if let Some(error) = &broke {
             out.push_str(&format!(
                 "[the connection failed after {} bytes of body: {error}]\n",
-                body.len()
+                body.read
             ));
         }
         // It came from outside, whatever the status; a 4xx/5xx or a broken
@@ -243,7 +250,7 @@ impl Tool for HttpFetch {
         }
     }
 
-    async fn call(&self, input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
+    async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
         let raw = match required_str(&input, "url") {
             Ok(raw) => raw,
             Err(out) => return Ok(out),
@@ -260,7 +267,7 @@ impl Tool for HttpFetch {
         // One deadline over everything: the lookup, the connect, the TLS
         // handshake and every byte of the body. reqwest's own timeout would
         // not cover the lookup, which goes through our resolver first.
-        match tokio::time::timeout(self.config.timeout, self.fetch(&url, &shown)).await {
+        match tokio::time::timeout(self.config.timeout, self.fetch(&url, &shown, ctx)).await {
             Ok(out) => Ok(out),
             Err(_) => Ok(self.timed_out(&shown)),
         }
@@ -385,20 +392,76 @@ fn is_binary(content_type: Option<&str>, body: &[u8]) -> bool {
     binary_kind || binary_app || body.iter().take(1024).any(|&b| b == 0)
 }
 
-/// The body as lossy UTF-8. When the cut split a character, its leading
-/// bytes are dropped rather than shown as a replacement character.
-fn body_text(body: &[u8], cut: bool) -> String {
-    let mut text = String::with_capacity(body.len());
-    let mut chunks = body.utf8_chunks().peekable();
-    while let Some(chunk) = chunks.next() {
-        text.push_str(chunk.valid());
-        // An invalid tail left by the cut is a split character, not bad data.
-        let split_by_cut = cut && chunks.peek().is_none();
-        if !chunk.invalid().is_empty() && !split_by_cut {
-            text.push(char::REPLACEMENT_CHARACTER);
+/// The body on its way into the sink: held back until its first
+/// [`SNIFF_BYTES`] say whether it is text, then streamed, or only counted
+/// when it is binary.
+struct Body<'a> {
+    content_type: Option<&'a str>,
+    sniffed: Vec<u8>,
+    binary: Option<bool>,
+    /// Bytes of body read from the network.
+    read: usize,
+}
+
+impl<'a> Body<'a> {
+    fn new(content_type: Option<&'a str>) -> Self {
+        Self {
+            content_type,
+            sniffed: Vec::new(),
+            binary: None,
+            read: 0,
         }
     }
-    text
+
+    fn feed(&mut self, bytes: &[u8], sink: &mut SpillingSink<'_>) {
+        self.read += bytes.len();
+        match self.binary {
+            Some(true) => {}
+            Some(false) => sink.push(bytes),
+            None => {
+                self.sniffed.extend_from_slice(bytes);
+                if self.sniffed.len() >= SNIFF_BYTES {
+                    self.decide(sink);
+                }
+            }
+        }
+    }
+
+    fn decide(&mut self, sink: &mut SpillingSink<'_>) {
+        let binary = is_binary(self.content_type, &self.sniffed);
+        if !binary {
+            sink.push(&self.sniffed);
+        }
+        self.sniffed = Vec::new();
+        self.binary = Some(binary);
+    }
+
+    /// Says what the sink got: an empty or binary body in words.
+    fn finish(&mut self, cut: bool, sink: &mut SpillingSink<'_>) {
+        if self.binary.is_none() {
+            self.decide(sink);
+        }
+        if self.read == 0 && !cut {
+            sink.push(b"(empty body)\n");
+        } else if self.binary == Some(true) {
+            sink.push(format!("binary body of {} bytes, not shown\n", self.read).as_bytes());
+        }
+    }
+}
+
+/// Where to cut `chunk` to keep at most `room` bytes: backed off to the
+/// start of a character the cut would split, so its leading bytes are not
+/// shown as a replacement character.
+fn char_start(chunk: &[u8], room: usize) -> usize {
+    let mut end = room.min(chunk.len());
+    // At most three continuation bytes follow a character's first byte.
+    for _ in 0..3 {
+        match chunk.get(end) {
+            Some(&b) if end > 0 && b & 0xC0 == 0x80 => end -= 1,
+            _ => break,
+        }
+    }
+    end
 }
 
 fn shorten(raw: &str) -> String {
@@ -415,9 +478,11 @@ mod tests {
     #[test]
     fn http_fetch_cut_inside_a_character_drops_its_start() {
         let body = "héllo".as_bytes();
-        // Cut after the first byte of "é".
-        assert_eq!(body_text(&body[..2], true), "h");
-        assert_eq!(body_text(&body[..2], false), "h\u{FFFD}");
+        // A cut after the first byte of "é" backs off to before it.
+        assert_eq!(char_start(body, 2), 1);
+        assert_eq!(char_start(body, 3), 3);
+        assert_eq!(char_start(body, 1), 1);
+        assert_eq!(char_start("€".as_bytes(), 2), 0);
     }
 
     #[test]

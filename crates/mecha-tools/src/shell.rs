@@ -171,7 +171,7 @@ impl Tool for Shell {
             };
         let mut sink = ctx.sink(
             "shell",
-            ctx.output_budget_bytes.saturating_sub(TRAILER_RESERVE),
+            ctx.call_budget_bytes.saturating_sub(TRAILER_RESERVE),
         );
         let ending = pump(&mut child, &group, output, &mut sink, timeout).await?;
         // Kills whatever the command left behind, in its group or escaped

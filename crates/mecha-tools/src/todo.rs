@@ -7,7 +7,7 @@
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use mecha_core::{Capabilities, Tool, ToolCtx, ToolOutput};
+use mecha_core::{Capabilities, MAX_ECHO_BYTES, Tool, ToolCtx, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -32,9 +32,10 @@ struct Input {
     items: Vec<Item>,
 }
 
-/// The most the list may take when shown: it follows every tool result, so
-/// a long one would eat the output budget of every later turn.
-const MAX_RENDERED_BYTES: usize = 2000;
+/// The most the list may take when shown: it follows every tool result,
+/// and the turn budget pays for it once per call, so a long one leaves less
+/// room for results and fewer calls per turn.
+const MAX_RENDERED_BYTES: usize = MAX_ECHO_BYTES;
 
 /// The list lives in the instance, so every run gets a fresh one.
 #[derive(Default)]
@@ -104,6 +105,10 @@ impl Tool for Todo {
         (!items.is_empty()).then(|| Self::render(&items))
     }
 
+    fn echo_limit(&self) -> usize {
+        MAX_RENDERED_BYTES
+    }
+
     async fn call(&self, input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
         let parsed: Input = match serde_json::from_value(input) {
             Ok(p) => p,
@@ -116,8 +121,9 @@ impl Tool for Todo {
         let rendered = Self::render(&parsed.items).len();
         if rendered > MAX_RENDERED_BYTES {
             return Ok(ToolOutput::refusal(format!(
-                "the todo list is {rendered} bytes, and it is repeated after every tool result; \
-                 keep it under {MAX_RENDERED_BYTES} bytes with fewer, shorter items"
+                "the todo list is {rendered} bytes, and it is repeated after every tool result, \
+                 where each copy takes room from that turn's output budget; keep it under \
+                 {MAX_RENDERED_BYTES} bytes with fewer, shorter items"
             )));
         }
         let done = parsed

@@ -489,3 +489,39 @@ fn http_fetch_declares_itself_a_read_only_chosen_send() {
         assert!(description.contains(needle), "description lacks {needle:?}");
     }
 }
+
+#[tokio::test]
+async fn http_fetch_spills_a_body_larger_than_its_share_and_keeps_the_whole_of_it() {
+    let big: String = (0..20_000)
+        .map(|i| format!("line {i} of the page\n"))
+        .collect();
+    let server = serve("127.0.0.2:0", text_reply(&big)).await;
+    let tool = tool(Scripted::new(&[&["127.0.0.2"]]));
+    let dir = tempfile::tempdir().unwrap();
+    let budget = 8192;
+    let ctx = mecha_core::ToolCtx::new(dir.path(), budget).unwrap();
+
+    let url = format!("http://big.test:{}/", server.port());
+    let out = tool
+        .call(serde_json::json!({ "url": url }), &ctx)
+        .await
+        .unwrap();
+
+    assert!(out.external && !out.is_error, "{out:?}");
+    assert!(out.content.len() <= budget, "{} bytes", out.content.len());
+    assert!(out.content.starts_with("HTTP 200 OK\n"), "{}", out.content);
+    assert!(
+        out.content.contains(&format!(
+            "of {} bytes",
+            big.len() + "HTTP 200 OK\ncontent-type: text/plain; charset=utf-8\n\n".len()
+        )),
+        "{}",
+        out.content
+    );
+    let start = out.content.find("continue with fs_read ").unwrap() + 22;
+    let end = start + out.content[start..].find('}').unwrap() + 1;
+    let args: serde_json::Value = serde_json::from_str(&out.content[start..end]).unwrap();
+    let saved = std::fs::read_to_string(args["path"].as_str().unwrap()).unwrap();
+    assert!(saved.ends_with(&big), "the spill file holds the body");
+    assert!(!out.content.contains("body cut at"), "{}", out.content);
+}

@@ -23,10 +23,10 @@ fn setup(budget: usize) -> (TempDir, ToolCtx) {
 async fn run_with(shell: &Shell, ctx: &ToolCtx, input: Value) -> ToolOutput {
     let out = shell.call(input, ctx).await.unwrap();
     assert!(
-        out.content.len() <= ctx.output_budget_bytes,
+        out.content.len() <= ctx.call_budget_bytes,
         "{} bytes exceed a budget of {}",
         out.content.len(),
-        ctx.output_budget_bytes
+        ctx.call_budget_bytes
     );
     assert!(!out.external);
     out

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mecha_core::{Call, Registry, Tool, ToolCtx, ToolOutput, run_batch, share_of};
+use mecha_core::{Call, EXTERNAL_HEADER, Registry, Slot, Tool, ToolCtx, ToolOutput, run_turn};
 use mecha_tools::{FsRead, Todo};
 use serde_json::{Value, json};
 
@@ -65,12 +65,12 @@ fn registry() -> Registry {
     r
 }
 
-fn call(id: &str, name: &str, input: Value) -> Call {
-    Call {
+fn call(id: &str, name: &str, input: Value) -> Slot {
+    Slot::Run(Call {
         id: id.into(),
         name: name.into(),
         input,
-    }
+    })
 }
 
 /// Pulls `(path, offset)` out of the marker's fs_read suggestion.
@@ -89,12 +89,12 @@ async fn marker_names_the_right_line_and_fs_read_returns_exactly_the_rest() {
     let ws = tempfile::tempdir().unwrap();
     let ctx = ToolCtx::new(ws.path(), 4096).unwrap();
     let reg = registry();
-    let out = run_batch(
+    let out = run_turn(
         &reg,
         &ctx,
         1,
         4096,
-        &[call("c1", "numbers", json!({"lines": 5000}))],
+        vec![call("c1", "numbers", json!({"lines": 5000}))],
     )
     .await
     .remove(0)
@@ -134,12 +134,12 @@ async fn marker_names_the_right_line_and_fs_read_returns_exactly_the_rest() {
     );
 
     // The model follows the marker, with a budget big enough for the rest.
-    let read = run_batch(
+    let read = run_turn(
         &reg,
         &ctx,
         2,
         1 << 20,
-        &[call(
+        vec![call(
             "c2",
             "fs_read",
             json!({"path": path, "offset": offset, "limit": 100000}),
@@ -173,12 +173,12 @@ async fn a_batch_divides_the_turn_budget_between_its_calls() {
     let ctx = ToolCtx::new(ws.path(), 1 << 20).unwrap();
     let reg = registry();
     let turn_budget = 40_000;
-    let calls: Vec<Call> = (0..4)
+    let calls: Vec<Slot> = (0..4)
         .map(|i| call(&format!("c{i}"), "numbers", json!({"lines": 10_000})))
         .collect();
-    let results = run_batch(&reg, &ctx, 1, turn_budget, &calls).await;
-    let share = share_of(turn_budget, 4);
-    assert_eq!(share, 10_000);
+    let results = run_turn(&reg, &ctx, 1, turn_budget, calls).await;
+    // No result is external here, so the header's room goes unused.
+    let share = turn_budget / 4 - EXTERNAL_HEADER.len();
     let mut paths = Vec::new();
     for r in results {
         let out = r.unwrap();
@@ -192,12 +192,12 @@ async fn a_batch_divides_the_turn_budget_between_its_calls() {
     paths.dedup();
     assert_eq!(paths.len(), 4, "each call spills to its own file");
     // A small result in a big batch is untouched.
-    let small = run_batch(
+    let small = run_turn(
         &reg,
         &ctx,
         2,
         turn_budget,
-        &[call("s", "numbers", json!({"lines": 3}))],
+        vec![call("s", "numbers", json!({"lines": 3}))],
     )
     .await
     .remove(0)
@@ -213,12 +213,12 @@ async fn a_failed_spill_admits_the_loss_and_names_no_path() {
     let spill = ctx.spill().path().to_path_buf();
     std::fs::remove_dir(&spill).unwrap();
     std::fs::write(&spill, "not a directory").unwrap();
-    let out = run_batch(
+    let out = run_turn(
         &registry(),
         &ctx,
         1,
         4096,
-        &[call("c", "numbers", json!({"lines": 5000}))],
+        vec![call("c", "numbers", json!({"lines": 5000}))],
     )
     .await
     .remove(0)
@@ -243,12 +243,12 @@ async fn a_failed_spill_admits_the_loss_and_names_no_path() {
 async fn an_unknown_tool_is_a_result_naming_the_real_ones() {
     let ws = tempfile::tempdir().unwrap();
     let ctx = ToolCtx::new(ws.path(), 4096).unwrap();
-    let out = run_batch(
+    let out = run_turn(
         &registry(),
         &ctx,
         1,
         4096,
-        &[call("c", "fs_raed", json!({}))],
+        vec![call("c", "fs_raed", json!({}))],
     )
     .await
     .remove(0)

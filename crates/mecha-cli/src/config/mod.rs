@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use mecha_core::Tool;
 use mecha_core::{
-    DEFAULT_SPILL_MAX_BYTES, FALLBACK_TURN_BUDGET, MIN_CALL_SHARE, PermissionMode, RuleAction,
+    DEFAULT_SPILL_MAX_BYTES, FALLBACK_TURN_BUDGET, MIN_TURN_BUDGET, PermissionMode, RuleAction,
     RuleConfig, budget_for_context_window,
 };
 use mecha_mcp::McpServerConfig;
@@ -104,11 +104,14 @@ pub struct Settings {
     pub tools_enabled: Option<BTreeSet<String>>,
     pub tools_disabled: BTreeSet<String>,
     pub turn_budget: usize,
-    /// Nothing in config set the budget; a provider that knows its context
-    /// window may derive a better one.
+    /// Nothing in the user's config set the budget; a provider that knows
+    /// its context window may derive a better one.
     pub budget_is_fallback: bool,
     /// The most one spill file keeps.
     pub spill_max_bytes: u64,
+    /// The project's `output_budget_bytes`: a ceiling on whatever the user's
+    /// layer resolves to, the window's derivation included.
+    project_budget: Option<usize>,
     pub builtins: BuiltinConfig,
 }
 
@@ -177,6 +180,7 @@ impl Settings {
             turn_budget: configured_budget.unwrap_or(FALLBACK_TURN_BUDGET),
             budget_is_fallback: configured_budget.is_none(),
             spill_max_bytes: tools.spill_max_bytes.unwrap_or(DEFAULT_SPILL_MAX_BYTES),
+            project_budget: None,
             builtins: BuiltinConfig { shell, fetch },
             global_file: path.clone(),
             project_file: None,
@@ -259,7 +263,7 @@ impl Settings {
         self.tools_disabled.extend(tools.disabled);
         if let Some(budget) = tools.output_budget_bytes {
             self.turn_budget = self.turn_budget.min(budget);
-            self.budget_is_fallback = false;
+            self.project_budget = Some(budget);
         }
         narrowing.limit(
             "[tools] spill_max_bytes",
@@ -338,11 +342,12 @@ impl Settings {
         })
     }
 
-    /// Derives the budget from the provider's context window when config
-    /// left it unset.
+    /// Derives the budget from the provider's context window when the
+    /// user's config left it unset. A project value still only lowers it.
     pub fn adopt_context_window(&mut self, window: Option<u64>) {
         if let (true, Some(window)) = (self.budget_is_fallback, window) {
-            self.turn_budget = budget_for_context_window(window).max(MIN_CALL_SHARE);
+            let derived = budget_for_context_window(window).max(MIN_TURN_BUDGET);
+            self.turn_budget = self.project_budget.map_or(derived, |p| derived.min(p));
         }
     }
 
@@ -360,9 +365,9 @@ impl Settings {
             path: path.to_path_buf(),
             message,
         };
-        if self.turn_budget < MIN_CALL_SHARE {
+        if self.turn_budget < MIN_TURN_BUDGET {
             return Err(invalid(format!(
-                "[tools] output_budget_bytes = {} is too small; use at least {MIN_CALL_SHARE}",
+                "[tools] output_budget_bytes = {} is too small; use at least {MIN_TURN_BUDGET}",
                 self.turn_budget
             )));
         }

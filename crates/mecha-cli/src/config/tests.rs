@@ -112,6 +112,25 @@ fn budget_derives_from_the_context_window_unless_set() {
 }
 
 #[test]
+fn a_project_budget_only_lowers_what_the_window_derives() {
+    // The user set nothing, so the provider's window decides; a project
+    // asking for more must not switch that derivation off.
+    let mut s = load(None, Some("[tools]\noutput_budget_bytes = 100000\n")).unwrap();
+    s.adopt_context_window(Some(32_000));
+    assert_eq!(s.turn_budget, 12_000, "a project raised the derived budget");
+    let mut s = load(None, Some("[tools]\noutput_budget_bytes = 9000\n")).unwrap();
+    s.adopt_context_window(Some(32_000));
+    assert_eq!(s.turn_budget, 9000, "a project may lower it");
+    let mut s = load(
+        Some("[provider]\ncontext_window = 32000\n"),
+        Some("[tools]\noutput_budget_bytes = 100000\n"),
+    )
+    .unwrap();
+    s.adopt_context_window(Some(200_000));
+    assert_eq!(s.turn_budget, 12_000);
+}
+
+#[test]
 fn malformed_toml_names_file_line_and_column() {
     let err = load(Some("[tools]\nenabled = [\"a\"\n"), None)
         .unwrap_err()

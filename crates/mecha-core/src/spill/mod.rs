@@ -29,29 +29,10 @@ use crate::tool::sanitize_tool_name;
 pub use sink::SpillingSink;
 pub(crate) use sink::fit_text;
 
-/// The smallest share one call of a batch gets, however many calls it has.
-pub const MIN_CALL_SHARE: usize = 2 * 1024;
-
-/// The turn budget when neither `[tools] output_budget_bytes` nor a context
-/// window says otherwise (what a 128k-token window derives).
-pub const FALLBACK_TURN_BUDGET: usize = budget_for_context_window(128_000);
-
 /// How much of one result a spill file keeps when `[tools] spill_max_bytes`
 /// is unset: hundreds of times any turn budget, so only a runaway (a
 /// command printing without end) reaches it, and that cannot fill the disk.
 pub const DEFAULT_SPILL_MAX_BYTES: u64 = 64 * 1024 * 1024;
-
-/// One eighth of the context window in tokens, at about three bytes a token:
-/// one turn's results must fit between the compaction threshold and the
-/// window.
-pub const fn budget_for_context_window(tokens: u64) -> usize {
-    (tokens / 8 * 3) as usize
-}
-
-/// One call's share of a turn budget split over `calls` concurrent calls.
-pub fn share_of(turn_budget: usize, calls: usize) -> usize {
-    (turn_budget / calls.max(1)).max(MIN_CALL_SHARE)
-}
 
 /// A file's identity (device and inode), so a second name for a spill file,
 /// such as a hard link into the workspace, is still known to be one.

@@ -48,13 +48,6 @@ fn small_output_passes_through_untouched() {
 }
 
 #[test]
-fn budget_derives_from_the_window() {
-    assert_eq!(budget_for_context_window(200_000), 75_000);
-    assert_eq!(share_of(75_000, 3), 25_000);
-    assert_eq!(share_of(10_000, 100), MIN_CALL_SHARE);
-}
-
-#[test]
 fn the_directory_and_its_files_are_the_users_alone() {
     let spill = spill();
     assert_eq!(mode(spill.path()), 0o700, "spill directory");
