@@ -172,7 +172,9 @@ fn assemble(
         Share::Run { .. } => std::mem::take(&mut output.content),
         Share::Note { block } => {
             let room = block.saturating_sub(echo);
-            at.ctx.fit_within(at.name, &output.content, room)
+            at.ctx
+                .for_call("", at.turn, room)
+                .fit(at.name, &output.content)
         }
         Share::Excess { .. } => std::mem::take(&mut output.content),
     };

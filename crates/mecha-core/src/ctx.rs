@@ -118,12 +118,14 @@ impl ToolCtx {
 
     /// Fits a finished result into this call's budget, spilling if needed.
     pub fn fit(&self, tool: &str, text: &str) -> String {
-        self.fit_within(tool, text, self.call_budget_bytes)
-    }
-
-    /// Fits `text` into `budget` bytes, spilling if needed.
-    pub(crate) fn fit_within(&self, tool: &str, text: &str, budget: usize) -> String {
-        spill::fit_text(text, &self.spill, &self.call_spills, tool, self.turn, budget)
+        spill::fit_text(
+            text,
+            &self.spill,
+            &self.call_spills,
+            tool,
+            self.turn,
+            self.call_budget_bytes,
+        )
     }
 
     /// Labels what this call spilled as content from outside the machine,

@@ -24,7 +24,7 @@ async fn the_panic_clean_up_kills_groups_and_removes_spill_dirs_under_live_guard
         reader.read_line(&mut line).await.unwrap();
     }
     let grandchild: u32 = line.trim().parse().unwrap();
-    let spill = SpillDir::create().unwrap();
+    let spill = SpillDir::create(mecha_core::DEFAULT_SPILL_MAX_BYTES).unwrap();
     assert!(spill.path().is_dir());
 
     clean_up_after_panic();

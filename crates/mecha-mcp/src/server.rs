@@ -221,7 +221,11 @@ impl Server {
         match conn.call(&spec.raw_name, arguments, limit).await {
             Ok(result) => {
                 lock(&self.state).strikes = 0;
-                render(&result, spec.external, ctx.sink(&spec.name, ctx.call_budget_bytes))
+                render(
+                    &result,
+                    spec.external,
+                    ctx.sink(&spec.name, ctx.call_budget_bytes),
+                )
             }
             Err(RequestError::Timeout(limit)) => ToolOutput::refusal(format!(
                 "MCP call failed: server `{server}` did not answer `{tool}` within {} s, so mecha \

@@ -5,7 +5,7 @@
 use std::pin::pin;
 use std::sync::Arc;
 
-use mecha_core::{Call, Registry, Tool, ToolCtx, run_batch};
+use mecha_core::{Call, Registry, Slot, Tool, ToolCtx, run_turn};
 use mecha_tools::{FsEdit, FsList, FsRead, FsWrite};
 use serde_json::{Value, json};
 
@@ -66,13 +66,15 @@ fn a_turns_file_calls_are_all_handed_off_at_once() {
     let ctx = ToolCtx::new(dir.path(), 64 * 1024).unwrap();
     let mut registry = Registry::new();
     registry.register(Arc::new(FsRead)).unwrap();
-    let calls: Vec<Call> = ["a.txt", "c.txt"]
+    let calls: Vec<Slot> = ["a.txt", "c.txt"]
         .iter()
         .enumerate()
-        .map(|(i, path)| Call {
-            id: format!("c{i}"),
-            name: "fs_read".into(),
-            input: json!({ "path": path }),
+        .map(|(i, path)| {
+            Slot::Run(Call {
+                id: format!("c{i}"),
+                name: "fs_read".into(),
+                input: json!({ "path": path }),
+            })
         })
         .collect();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -82,7 +84,7 @@ fn a_turns_file_calls_are_all_handed_off_at_once() {
     rt.block_on(async {
         let (release, held) = std::sync::mpsc::channel::<()>();
         let holder = tokio::task::spawn_blocking(move || held.recv());
-        let mut batch = pin!(run_batch(&registry, &ctx, 1, 64 * 1024, &calls));
+        let mut batch = pin!(run_turn(&registry, &ctx, 1, 64 * 1024, calls));
         assert!(
             futures::poll!(batch.as_mut()).is_pending(),
             "a file call ran on the async thread, holding up the rest of the turn"

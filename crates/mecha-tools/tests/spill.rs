@@ -265,23 +265,23 @@ async fn an_unknown_tool_is_a_result_naming_the_real_ones() {
 /// Runs `tool` big enough to spill, then follows its marker with fs_read.
 async fn spill_and_read_back(ctx: &ToolCtx, tool: &str) -> (ToolOutput, ToolOutput) {
     let reg = registry();
-    let spilled = run_batch(
+    let spilled = run_turn(
         &reg,
         ctx,
         1,
         4096,
-        &[call("c1", tool, json!({"lines": 5000}))],
+        vec![call("c1", tool, json!({"lines": 5000}))],
     )
     .await
     .remove(0)
     .unwrap();
     let (path, offset) = marker_recovery(&spilled.content);
-    let read = run_batch(
+    let read = run_turn(
         &reg,
         ctx,
         2,
         4096,
-        &[call(
+        vec![call(
             "c2",
             "fs_read",
             json!({"path": path, "offset": offset}),
@@ -307,12 +307,12 @@ async fn the_rest_of_a_spilled_external_result_is_still_external() {
     let (_, local) = spill_and_read_back(&ctx, "numbers").await;
     assert!(!local.external);
     std::fs::write(ws.path().join("notes.txt"), "mine\n").unwrap();
-    let notes = run_batch(
+    let notes = run_turn(
         &registry(),
         &ctx,
         3,
         4096,
-        &[call("c3", "fs_read", json!({"path": "notes.txt"}))],
+        vec![call("c3", "fs_read", json!({"path": "notes.txt"}))],
     )
     .await
     .remove(0)
@@ -327,12 +327,12 @@ async fn the_configured_spill_cap_bounds_the_file_and_the_marker_says_so() {
         .unwrap()
         .with_spill_max_bytes(20_000)
         .unwrap();
-    let out = run_batch(
+    let out = run_turn(
         &registry(),
         &ctx,
         1,
         4096,
-        &[call("c", "numbers", json!({"lines": 50_000}))],
+        vec![call("c", "numbers", json!({"lines": 50_000}))],
     )
     .await
     .remove(0)

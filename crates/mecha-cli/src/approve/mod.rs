@@ -114,9 +114,10 @@ impl TerminalApprover {
     }
 
     fn stands(&self, tool: &dyn Tool, input: &Value) -> bool {
-        self.standing
-            .lock()
-            .is_ok_and(|rules| rules.evaluate(tool.name(), input, &mecha_core::Spellings::default()) == Some(RuleAction::Allow))
+        self.standing.lock().is_ok_and(|rules| {
+            rules.evaluate(tool.name(), input, &mecha_core::Spellings::default())
+                == Some(RuleAction::Allow)
+        })
     }
 }
 

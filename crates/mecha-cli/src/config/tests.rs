@@ -369,6 +369,7 @@ fn enabling_a_tool_the_user_left_off_is_named() {
         &["`fs_write`", "not enabled"],
     );
     assert!(warnings("", "[tools]\nenabled = [\"fs_read\"]\n").is_empty());
+}
 
 #[test]
 fn a_relative_mcp_command_resolves_against_the_file_that_names_it() {

@@ -102,7 +102,7 @@ impl StandingAnswer {
 impl Rules {
     /// Adds the allow rules a standing answer stands for.
     pub fn stand(&mut self, answer: &StandingAnswer) -> Result<(), String> {
-        let tool = glob(&globset::escape(&answer.tool), false)?;
+        let tool = glob(&globset::escape(&answer.tool), false, false)?;
         match &answer.prefixes {
             None => self.rules.push(Rule {
                 tool,
@@ -154,7 +154,11 @@ mod tests {
     }
 
     fn covers(rules: &Rules, command: &str) -> bool {
-        rules.evaluate("shell", &json!({ "command": command }), &Spellings::default()) == Some(RuleAction::Allow)
+        rules.evaluate(
+            "shell",
+            &json!({ "command": command }),
+            &Spellings::default(),
+        ) == Some(RuleAction::Allow)
     }
 
     #[test]
@@ -172,7 +176,11 @@ mod tests {
             assert!(!covers(&r, not), "{not}");
         }
         assert_eq!(
-            r.evaluate("fs_write", &json!({"command": "echo hi"}), &Spellings::default()),
+            r.evaluate(
+                "fs_write",
+                &json!({"command": "echo hi"}),
+                &Spellings::default()
+            ),
             None,
             "another tool"
         );
@@ -229,9 +237,15 @@ mod tests {
             r.evaluate("fs_write", &json!({"path": "other"}), &Spellings::default()),
             Some(RuleAction::Allow)
         );
-        assert_eq!(r.evaluate("fs_edit", &json!({}), &Spellings::default()), None);
+        assert_eq!(
+            r.evaluate("fs_edit", &json!({}), &Spellings::default()),
+            None
+        );
         let r = standing("files__*", &json!({}));
-        assert_eq!(r.evaluate("files__delete", &json!({}), &Spellings::default()), None);
+        assert_eq!(
+            r.evaluate("files__delete", &json!({}), &Spellings::default()),
+            None
+        );
         assert_eq!(
             StandingAnswer::for_call("fs_write", &json!({}))
                 .unwrap()
