@@ -417,7 +417,7 @@ async fn in_chat_an_empty_line_is_skipped_and_nothing_after_it_is_lost() {
 #[tokio::test]
 async fn the_configured_spill_cap_reaches_the_marker() {
     let mut e = env();
-    e.extra_config = "[tools]\noutput_budget_bytes = 4096\nspill_max_bytes = 8192\n".to_owned();
+    e.extra_config = "[tools]\noutput_budget_bytes = 5000\nspill_max_bytes = 8192\n".to_owned();
     let mock = MockModel::start(vec![
         tool_turn(&[("shell", json!({"command": "seq 1 100000"}))]),
         MockReply::text("seen"),
