@@ -9,7 +9,6 @@
 mod current;
 mod preview;
 
-use std::io::Write;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -149,9 +148,7 @@ fn declined(tool: &dyn Tool) -> Decision {
 /// Writes question text to stderr, made printable: it carries the model's
 /// arguments and a file's contents.
 fn say(text: &str) {
-    let mut stderr = std::io::stderr().lock();
-    let _ = stderr.write_all(printable(text).as_bytes());
-    let _ = stderr.flush();
+    crate::output::err(&printable(text));
 }
 
 async fn next_answer() -> Answer {
