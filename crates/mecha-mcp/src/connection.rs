@@ -20,6 +20,7 @@ use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, Servic
 use rmcp::transport::async_rw::AsyncRwTransport;
 use serde_json::{Map, Value, json};
 
+use crate::bounded::{BoundedLines, MAX_MESSAGE_BYTES};
 use crate::config::McpServerConfig;
 use crate::error::{Failure, StartError};
 use crate::handler::{Handler, Signals, Watched};
@@ -60,7 +61,10 @@ pub(crate) async fn connect(
     let limit = Duration::from_secs(config.startup_timeout_s);
     let handler = Handler::new(config.name.clone());
     let transport = Watched::new(
-        AsyncRwTransport::new_client(stdout, stdin),
+        AsyncRwTransport::new_client(
+            BoundedLines::new(stdout, MAX_MESSAGE_BYTES, config.name.clone()),
+            stdin,
+        ),
         config.name.clone(),
         signals,
     );

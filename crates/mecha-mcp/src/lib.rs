@@ -24,6 +24,7 @@
 //! call (it may already have had its effect). rmcp speaks the protocol, but
 //! none of its types leave this crate.
 
+mod bounded;
 mod config;
 mod connection;
 mod error;
