@@ -11,23 +11,9 @@ use std::time::Duration;
 
 use mecha_testkit::{MockModel, MockReply};
 
-/// `script` gives the child a terminal. Missing it is a failure in CI and a
-/// loud skip elsewhere.
-fn have_script() -> bool {
-    let found = Command::new("script").arg("--version").output().is_ok();
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "this test needs `script` from util-linux (apt-get install util-linux)"
-        );
-        eprintln!("SKIPPED: `script` (util-linux) is not installed");
-    }
-    found
-}
-
 #[tokio::test]
 async fn a_paste_with_a_blank_line_is_one_prompt_and_typed_lines_are_their_own() {
-    if !have_script() {
+    if !common::have_script() {
         return;
     }
     let e = common::env();

@@ -158,3 +158,20 @@ pub fn scripted_home(home: &Path, calls: &[Value], closing: &str, extra_config: 
     )
     .unwrap();
 }
+
+/// Whether util-linux `script`, which gives a child a pseudo-terminal, is
+/// here. Missing it is a failure in CI and a loud skip elsewhere.
+pub fn have_script() -> bool {
+    let found = std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok();
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the terminal tests need `script` from util-linux (apt-get install util-linux)"
+        );
+        eprintln!("SKIPPED: `script` (util-linux) is not installed");
+    }
+    found
+}
