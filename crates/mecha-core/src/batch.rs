@@ -119,7 +119,9 @@ async fn run_one(
     let call_ctx = ctx.for_call(&call.id, turn, content);
     let mut output = tool.call(call.input.clone(), &call_ctx).await?;
     output.content = call_ctx.fit(tool.name(), &output.content);
-    if output.external {
+    // An untrusted source's spill is a stranger's text even when its result
+    // is the harness's (a fetch that timed out with part of a page saved).
+    if output.external || tool.capabilities().untrusted_input {
         call_ctx.label_spills_external();
     }
     Ok((call.name.clone(), output))

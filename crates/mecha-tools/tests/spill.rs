@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mecha_core::{Call, EXTERNAL_HEADER, Registry, Slot, Tool, ToolCtx, ToolOutput, run_turn};
+use mecha_core::{
+    Call, Capabilities, EXTERNAL_HEADER, Registry, Slot, Tool, ToolCtx, ToolOutput, run_turn,
+};
 use mecha_tools::{FsRead, Todo};
 use serde_json::{Value, json};
 
@@ -56,10 +58,43 @@ impl Tool for Fetched {
     }
 }
 
+/// An untrusted source that streams part of a page to its spill file, then
+/// gives up in the harness's words, as a fetch that times out does.
+struct Stalled;
+
+#[async_trait]
+impl Tool for Stalled {
+    fn name(&self) -> &str {
+        "stalled"
+    }
+    fn description(&self) -> &str {
+        "test tool"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            untrusted_input: true,
+            ..Capabilities::default()
+        }
+    }
+    async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
+        let page = Numbers.call(input, ctx).await?.content;
+        let mut sink = ctx.sink("stalled", ctx.call_budget_bytes);
+        sink.push(page.as_bytes());
+        Ok(ToolOutput::refusal(format!(
+            "timed out; what arrived:\n{}",
+            sink.finish()
+        )))
+    }
+}
+
 fn registry() -> Registry {
     let mut r = Registry::new();
     r.register(Arc::new(Numbers)).unwrap();
     r.register(Arc::new(Fetched)).unwrap();
+    r.register(Arc::new(Stalled)).unwrap();
     r.register(Arc::new(FsRead)).unwrap();
     r.register(Arc::new(Todo::default())).unwrap();
     r
@@ -256,7 +291,8 @@ async fn an_unknown_tool_is_a_result_naming_the_real_ones() {
     assert!(out.is_error);
     assert!(out.content.contains("no tool named `fs_raed`"));
     assert!(
-        out.content.contains("fetched, fs_read, numbers, todo"),
+        out.content
+            .contains("fetched, fs_read, numbers, stalled, todo"),
         "{}",
         out.content
     );
@@ -318,6 +354,15 @@ async fn the_rest_of_a_spilled_external_result_is_still_external() {
     .remove(0)
     .unwrap();
     assert!(!notes.external);
+}
+
+#[tokio::test]
+async fn a_spill_an_untrusted_source_left_behind_a_refusal_is_still_external() {
+    let ws = tempfile::tempdir().unwrap();
+    let ctx = ToolCtx::new(ws.path(), 4096).unwrap();
+    let (spilled, read) = spill_and_read_back(&ctx, "stalled").await;
+    assert!(spilled.harness, "{}", spilled.content);
+    assert!(read.external, "a partial page read back as local content");
 }
 
 #[tokio::test]

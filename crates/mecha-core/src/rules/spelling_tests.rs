@@ -196,6 +196,24 @@ fn url_forms_drop_the_trailing_dot_the_default_port_and_a_lone_slash() {
 }
 
 #[test]
+fn a_user_part_in_front_of_the_host_does_not_hide_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ToolCtx::new(dir.path(), 1024).unwrap();
+    let forbid = rule("url", "https://evil.example/*", RuleAction::Forbid);
+    for raw in [
+        "https://x@evil.example/p",
+        "https://evil.example:pw@evil.example/p",
+        "https://user:pass@evil.example./p",
+    ] {
+        assert_eq!(
+            judged(&forbid, ArgKind::Url, &json!({ "url": raw }), &ctx),
+            Ok(Some(RuleAction::Forbid)),
+            "{raw}"
+        );
+    }
+}
+
+#[test]
 fn an_undeclared_argument_is_judged_raw() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = ToolCtx::new(dir.path(), 1024).unwrap();

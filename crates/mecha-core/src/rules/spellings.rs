@@ -73,9 +73,10 @@ fn path_forms(resolved: &ResolvedPath, workspace: &Path) -> Vec<String> {
     forms
 }
 
-/// The URL as the tool will request it, the same without a host's trailing
-/// dot (`example.com.` is `example.com`), and each without the lone `/` path
-/// the parser adds, so `https://host` in a rule still matches.
+/// The URL as the tool will request it, the same without its user part,
+/// each without a host's trailing dot (`example.com.` is `example.com`),
+/// and each without the lone `/` path the parser adds, so `https://host`
+/// in a rule still matches.
 fn url_forms(raw: &str) -> Vec<String> {
     let Ok(url) = parse_url(raw) else {
         // The tool refuses what it cannot parse, so there is nothing else
@@ -83,11 +84,16 @@ fn url_forms(raw: &str) -> Vec<String> {
         return Vec::new();
     };
     let mut urls = vec![url.clone()];
-    if let Some(host) = url.host_str().filter(|h| h.ends_with('.')) {
-        let mut undotted = url.clone();
-        if undotted.set_host(Some(host.trim_end_matches('.'))).is_ok() {
-            urls.push(undotted);
+    // `https://x@evil.com/` goes to evil.com: a rule on the host must see
+    // it without the user part the parser keeps.
+    if !url.username().is_empty() || url.password().is_some() {
+        let mut anonymous = url.clone();
+        if anonymous.set_username("").is_ok() && anonymous.set_password(None).is_ok() {
+            urls.push(anonymous);
         }
+    }
+    for url in urls.clone() {
+        push_undotted(&mut urls, &url);
     }
     let mut forms = Vec::new();
     for u in &urls {
@@ -97,6 +103,16 @@ fn url_forms(raw: &str) -> Vec<String> {
         }
     }
     forms
+}
+
+/// Adds `url` without its host's trailing dot, if it has one.
+fn push_undotted(urls: &mut Vec<Url>, url: &Url) {
+    if let Some(host) = url.host_str().filter(|h| h.ends_with('.')) {
+        let mut undotted = url.clone();
+        if undotted.set_host(Some(host.trim_end_matches('.'))).is_ok() {
+            urls.push(undotted);
+        }
+    }
 }
 
 /// `https://host` for `https://host/`, when nothing follows the `/`.
