@@ -9,7 +9,7 @@ use mecha_core::{
     Block, Call, EXTERNAL_HEADER, Message, Registry, Role, Slot, StopReason, Taint, ToolCall,
     ToolCtx, ToolDefinition, ToolOutput, Usage, run_turn,
 };
-use mecha_provider::{Provider, ProviderError, Request};
+use mecha_provider::{Provider, ProviderError, Request, Streamed};
 
 use crate::events::{Event, EventSink, GateVerdict};
 use crate::gate::Gate;
@@ -167,12 +167,8 @@ impl Agent {
                 tools: &tools.definitions,
                 messages: &session.messages,
             };
-            let mut on_text = |text: &str| {
-                events.emit(Event::Text {
-                    text: text.to_owned(),
-                })
-            };
-            let response = self.provider.complete(request, &mut on_text).await?;
+            let mut on_stream = |piece: Streamed<'_>| events.emit(Event::streamed(piece));
+            let response = self.provider.complete(request, &mut on_stream).await?;
             session.usage.add(response.usage);
             events.emit(Event::Usage {
                 turn,

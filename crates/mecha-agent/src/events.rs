@@ -2,6 +2,7 @@
 //! stdout, activity on stderr, or one JSON object per event).
 
 use mecha_core::{StopReason, Taint, Usage};
+use mecha_provider::Streamed;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -35,6 +36,10 @@ pub enum GateVerdict {
 pub enum Event {
     /// A piece of the model's text, as it streams.
     Text { text: String },
+    /// A piece of the model's reasoning, as it streams.
+    Thinking { text: String },
+    /// The model reasoned, but the API sent it encrypted.
+    RedactedThinking,
     /// The model asked for a tool.
     ToolCall {
         id: String,
@@ -68,6 +73,21 @@ pub enum Event {
         usage: Usage,
         taint: Taint,
     },
+}
+
+impl Event {
+    /// The event for a piece of a streaming answer.
+    pub fn streamed(piece: Streamed<'_>) -> Self {
+        match piece {
+            Streamed::Text(text) => Event::Text {
+                text: text.to_owned(),
+            },
+            Streamed::Thinking(text) => Event::Thinking {
+                text: text.to_owned(),
+            },
+            Streamed::RedactedThinking => Event::RedactedThinking,
+        }
+    }
 }
 
 /// How a run ended.

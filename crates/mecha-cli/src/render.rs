@@ -108,7 +108,10 @@ impl EventSink for Text {
                     output::out("\n");
                 }
             }
-            Event::Gate { .. } | Event::Usage { .. } => {}
+            Event::Gate { .. }
+            | Event::Usage { .. }
+            | Event::Thinking { .. }
+            | Event::RedactedThinking => {}
         }
     }
 }

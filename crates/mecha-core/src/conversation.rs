@@ -36,6 +36,17 @@ impl Message {
         })
     }
 
+    /// Whether the message says nothing a person or the model could use: no
+    /// text and no tool call (thinking alone does not count). An API refuses
+    /// an assistant message with no content, so the loop never keeps one.
+    pub fn is_empty_answer(&self) -> bool {
+        self.content.iter().all(|b| match b {
+            Block::Text { text } => text.trim().is_empty(),
+            Block::ToolUse(_) | Block::ToolResult { .. } => false,
+            Block::Thinking { .. } | Block::RedactedThinking { .. } => true,
+        })
+    }
+
     /// All text blocks joined.
     pub fn text(&self) -> String {
         self.content
@@ -61,6 +72,18 @@ pub enum Block {
         content: String,
         is_error: bool,
     },
+    /// The model's reasoning before it answered. `signature` is the opaque
+    /// token an API that checks thinking (Anthropic's) needs to accept the
+    /// block back; servers that only stream reasoning text leave it unset.
+    Thinking {
+        thinking: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
+    /// Reasoning the API encrypted; only sent back, never shown.
+    RedactedThinking {
+        data: String,
+    },
 }
 
 /// A tool call as the model made it.
@@ -85,7 +108,20 @@ pub enum StopReason {
     MaxTokens,
     StopSequence,
     Refusal,
+    /// The answer filled the model's context window: cut, like `MaxTokens`.
+    ModelContextWindowExceeded,
     Other(String),
+}
+
+impl StopReason {
+    /// Whether the model was cut off by a limit rather than finishing: its
+    /// last block (text or a tool call) may be incomplete.
+    pub fn is_cut(&self) -> bool {
+        matches!(
+            self,
+            StopReason::MaxTokens | StopReason::ModelContextWindowExceeded
+        )
+    }
 }
 
 /// Tokens a request cost, as the API reported them.

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderValue};
 
 use crate::http::{HttpCore, HttpOptions};
-use crate::{Provider, ProviderError, Request, Response, TextSink};
+use crate::{Provider, ProviderError, Request, Response, StreamSink};
 use stream::StreamState;
 
 /// The API version this client speaks; the wire format is pinned to it.
@@ -81,11 +81,11 @@ impl Provider for AnthropicProvider {
     async fn complete(
         &self,
         request: Request<'_>,
-        on_text: &mut TextSink<'_>,
+        on_stream: &mut StreamSink<'_>,
     ) -> Result<Response, ProviderError> {
         let body = request::body(&self.model, self.max_tokens, &request);
         let body = serde_json::to_vec(&body)
             .map_err(|e| ProviderError::Api(format!("cannot encode the request: {e}")))?;
-        self.http.exchange::<StreamState>(&body, on_text).await
+        self.http.exchange::<StreamState>(&body, on_stream).await
     }
 }

@@ -32,7 +32,7 @@ pub use config::{
 };
 pub use http::HttpOptions;
 pub use openai::{OpenAiOptions, OpenAiProvider};
-pub use script::{Script, ScriptToolCall, ScriptTurn, ScriptUsage};
+pub use script::{Quirk, Script, ScriptToolCall, ScriptTurn, ScriptUsage};
 pub use scripted::ScriptedProvider;
 
 use async_trait::async_trait;
@@ -55,6 +55,9 @@ pub struct Response {
     /// The assistant message: text and tool calls, in order.
     pub message: Message,
     pub stop_reason: StopReason,
+    /// What the API said about why it stopped, in words a person can read
+    /// (Anthropic's refusal explanation, OpenAI's refusal text).
+    pub stop_detail: Option<String>,
     pub usage: Usage,
 }
 
@@ -78,10 +81,21 @@ pub enum ProviderError {
     Transport(String),
 }
 
-/// Receives the model's text as it streams. A named alias because
-/// `async_trait` would otherwise bind the `&str` to one lifetime instead of
-/// every lifetime.
-pub type TextSink<'a> = dyn FnMut(&str) + Send + 'a;
+/// A piece of the answer as it streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Streamed<'a> {
+    /// Text of the answer.
+    Text(&'a str),
+    /// Text of the model's reasoning, before or between its answer.
+    Thinking(&'a str),
+    /// The API sent reasoning it encrypted: there is nothing to show.
+    RedactedThinking,
+}
+
+/// Receives the answer as it streams. A named alias because `async_trait`
+/// would otherwise bind the borrowed text to one lifetime instead of every
+/// lifetime.
+pub type StreamSink<'a> = dyn FnMut(Streamed<'_>) + Send + 'a;
 
 /// A model API. The loop holds it as `Arc<dyn Provider>` and never learns
 /// which one it is.
@@ -93,11 +107,11 @@ pub trait Provider: Send + Sync {
     /// The model's context window in tokens, if known.
     fn context_window(&self) -> Option<u64>;
 
-    /// Sends one request and streams the answer; `on_text` receives text as
-    /// it arrives.
+    /// Sends one request and streams the answer; `on_stream` receives text
+    /// and thinking as they arrive.
     async fn complete(
         &self,
         request: Request<'_>,
-        on_text: &mut TextSink<'_>,
+        on_stream: &mut StreamSink<'_>,
     ) -> Result<Response, ProviderError>;
 }

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 
 use crate::http::{HttpCore, HttpOptions};
-use crate::{Provider, ProviderError, Request, Response, TextSink};
+use crate::{Provider, ProviderError, Request, Response, StreamSink};
 use request::LimitField;
 use stream::StreamState;
 
@@ -112,12 +112,12 @@ impl Provider for OpenAiProvider {
     async fn complete(
         &self,
         request: Request<'_>,
-        on_text: &mut TextSink<'_>,
+        on_stream: &mut StreamSink<'_>,
     ) -> Result<Response, ProviderError> {
         let body = request::body(&self.model, self.max_tokens, &request);
         let body = serde_json::to_vec(&body)
             .map_err(|e| ProviderError::Api(format!("cannot encode the request: {e}")))?;
-        self.http.exchange::<StreamState>(&body, on_text).await
+        self.http.exchange::<StreamState>(&body, on_stream).await
     }
 }
 

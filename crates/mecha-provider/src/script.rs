@@ -28,6 +28,15 @@ pub struct Script {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptTurn {
+    /// Reasoning streamed before the answer: Anthropic's `thinking` block
+    /// (with a signature), the `reasoning` delta of OpenAI-compatible
+    /// servers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<String>,
+    /// Encrypted reasoning (Anthropic's `redacted_thinking` block), after
+    /// any thinking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted_thinking: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -40,6 +49,34 @@ pub struct ScriptTurn {
     /// when the turn has tool calls, else `end_turn`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<StopReason>,
+    /// Why the model stopped, in words: Anthropic's `stop_details`
+    /// explanation or OpenAI's `refusal` text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_detail: Option<String>,
+    /// Ways a real server departs from the documented stream, for the mock
+    /// model server to reproduce; the scripted provider ignores them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quirks: Vec<Quirk>,
+}
+
+/// A habit of a real server's stream that the mock model server can
+/// reproduce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Quirk {
+    /// OpenAI-compatible: reasoning arrives as `reasoning_content` (llama.cpp,
+    /// DeepSeek) instead of `reasoning` (vLLM, ollama).
+    ReasoningContent,
+    /// OpenAI-compatible: every tool call arrives at index 0, each with its
+    /// own id (some ollama versions, LiteLLM's ollama proxy).
+    SameIndex,
+    /// OpenAI-compatible: `function.arguments` is a JSON object, not a string.
+    ArgumentsObject,
+    /// OpenAI-compatible: a chunk carries `"choices": null`.
+    NullChoices,
+    /// Anthropic-compatible: a tool's input arrives whole in
+    /// `content_block_start`, with no `input_json_delta`.
+    InputInStart,
 }
 
 /// One tool call of a turn.
@@ -143,6 +180,16 @@ impl ScriptTurn {
 
     pub fn with_stop_reason(mut self, reason: StopReason) -> Self {
         self.stop_reason = Some(reason);
+        self
+    }
+
+    pub fn with_thinking(mut self, thinking: impl Into<String>) -> Self {
+        self.thinking = Some(thinking.into());
+        self
+    }
+
+    pub fn with_quirk(mut self, quirk: Quirk) -> Self {
+        self.quirks.push(quirk);
         self
     }
 

@@ -9,7 +9,7 @@ use mecha_core::{Block, Message, Role, ToolCall, Usage};
 
 use crate::script::{Script, ScriptTurn};
 use crate::tool_args::parse_arguments;
-use crate::{Provider, ProviderError, Request, Response, TextSink};
+use crate::{Provider, ProviderError, Request, Response, StreamSink, Streamed};
 
 /// Plays a script, one turn per `complete` call.
 #[derive(Debug)]
@@ -71,6 +71,15 @@ impl ScriptedProvider {
 /// provider behaves like the HTTP ones after their parsing.
 fn response(number: usize, turn: &ScriptTurn) -> Response {
     let mut content = Vec::new();
+    if let Some(thinking) = &turn.thinking {
+        content.push(Block::Thinking {
+            thinking: thinking.clone(),
+            signature: None,
+        });
+    }
+    if let Some(data) = &turn.redacted_thinking {
+        content.push(Block::RedactedThinking { data: data.clone() });
+    }
     if let Some(text) = turn.text.as_ref().filter(|t| !t.is_empty()) {
         content.push(Block::Text { text: text.clone() });
     }
@@ -98,6 +107,7 @@ fn response(number: usize, turn: &ScriptTurn) -> Response {
             content,
         },
         stop_reason: turn.effective_stop_reason(),
+        stop_detail: turn.stop_detail.clone(),
         usage,
     }
 }
@@ -118,13 +128,17 @@ impl Provider for ScriptedProvider {
     async fn complete(
         &self,
         _request: Request<'_>,
-        on_text: &mut TextSink<'_>,
+        on_stream: &mut StreamSink<'_>,
     ) -> Result<Response, ProviderError> {
         let (number, turn) = self.next_turn()?;
         let response = response(number, &turn);
-        let text = response.message.text();
-        if !text.is_empty() {
-            on_text(&text);
+        for block in &response.message.content {
+            match block {
+                Block::Thinking { thinking, .. } => on_stream(Streamed::Thinking(thinking)),
+                Block::RedactedThinking { .. } => on_stream(Streamed::RedactedThinking),
+                Block::Text { text } => on_stream(Streamed::Text(text)),
+                Block::ToolUse(_) | Block::ToolResult { .. } => {}
+            }
         }
         Ok(response)
     }
@@ -159,7 +173,11 @@ mod tests {
         });
         let mut seen = String::new();
         let first = provider
-            .complete(request(), &mut |t: &str| seen.push_str(t))
+            .complete(request(), &mut |piece: Streamed<'_>| {
+                if let Streamed::Text(t) = piece {
+                    seen.push_str(t);
+                }
+            })
             .await;
         let first = first.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(seen, "Looking.");

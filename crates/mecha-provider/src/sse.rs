@@ -11,7 +11,7 @@ use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 
 use crate::http::{Attempt, HttpCore, seconds, truncate};
-use crate::{ProviderError, Response, TextSink};
+use crate::{ProviderError, Response, StreamSink};
 use mecha_core::error_chain;
 
 /// How long to wait for the body's end after the answer is complete.
@@ -107,8 +107,8 @@ pub(crate) enum Flow {
 /// One wire format's reading of its event stream. The retrying exchange in
 /// [`HttpCore::exchange`] drives it, so both APIs share one loop.
 pub(crate) trait StreamDecoder: Default + Send {
-    /// Takes one event; text goes to `on_text` as it arrives.
-    fn handle(&mut self, event: &Event, on_text: &mut TextSink<'_>) -> Result<Flow, Attempt>;
+    /// Takes one event; text goes to `on_stream` as it arrives.
+    fn handle(&mut self, event: &Event, on_stream: &mut StreamSink<'_>) -> Result<Flow, Attempt>;
     /// The answer, once the stream said it was done.
     fn finish(self) -> Response;
     /// The answer when the body ended before the final event: an error,
@@ -122,12 +122,12 @@ impl HttpCore {
     pub async fn exchange<D: StreamDecoder>(
         &self,
         body: &[u8],
-        on_text: &mut TextSink<'_>,
+        on_stream: &mut StreamSink<'_>,
     ) -> Result<Response, ProviderError> {
         let mut retries = self.retries();
         loop {
             let attempt = match self.post(body).await {
-                Ok(response) => self.decode::<D>(response, on_text).await,
+                Ok(response) => self.decode::<D>(response, on_stream).await,
                 Err(e) => Err(e),
             };
             match attempt {
@@ -141,12 +141,12 @@ impl HttpCore {
     async fn decode<D: StreamDecoder>(
         &self,
         response: reqwest::Response,
-        on_text: &mut TextSink<'_>,
+        on_stream: &mut StreamSink<'_>,
     ) -> Result<Response, Attempt> {
         let mut events = SseReader::new(response, self.options.idle_timeout, self.api);
         let mut state = D::default();
         while let Some(event) = events.next().await? {
-            if state.handle(&event, on_text)? == Flow::Done {
+            if state.handle(&event, on_stream)? == Flow::Done {
                 // Reading the rest lets the connection be reused.
                 events.drain().await;
                 return Ok(state.finish());

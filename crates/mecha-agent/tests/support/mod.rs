@@ -12,7 +12,7 @@ use mecha_core::{
     Block, Capabilities, Message, ModeApprover, PermissionMode, Registry, Role, Rules, StopReason,
     Tool, ToolCall, ToolCtx, ToolOutput, Usage,
 };
-use mecha_provider::{Provider, ProviderError, Request, Response, TextSink};
+use mecha_provider::{Provider, ProviderError, Request, Response, StreamSink, Streamed};
 use serde_json::{Value, json};
 
 /// Plays one queued assistant turn per request and records what it was sent.
@@ -41,7 +41,7 @@ impl Provider for Queue {
     async fn complete(
         &self,
         request: Request<'_>,
-        on_text: &mut TextSink<'_>,
+        on_stream: &mut StreamSink<'_>,
     ) -> Result<Response, ProviderError> {
         self.seen.lock().unwrap().push(request.messages.to_vec());
         let content = self.turns.lock().unwrap().pop_front().unwrap_or_else(|| {
@@ -53,7 +53,7 @@ impl Provider for Queue {
             role: Role::Assistant,
             content,
         };
-        on_text(&message.text());
+        on_stream(Streamed::Text(&message.text()));
         let stop_reason = if message.tool_calls().next().is_some() {
             StopReason::ToolUse
         } else {
@@ -62,6 +62,7 @@ impl Provider for Queue {
         Ok(Response {
             message,
             stop_reason,
+            stop_detail: None,
             usage: Usage::default(),
         })
     }

@@ -84,6 +84,17 @@ fn block(block: &Block) -> Option<Value> {
         // The API refuses empty text blocks.
         Block::Text { text } if text.is_empty() => return None,
         Block::Text { text } => json!({"type": "text", "text": text}),
+        // Sent back exactly as received: the API checks the signature, and
+        // the tool loop fails without the thinking that preceded the call.
+        Block::Thinking {
+            thinking,
+            signature: Some(signature),
+        } => json!({"type": "thinking", "thinking": thinking, "signature": signature}),
+        // Reasoning from a server that signs nothing cannot be verified here.
+        Block::Thinking {
+            signature: None, ..
+        } => return None,
+        Block::RedactedThinking { data } => json!({"type": "redacted_thinking", "data": data}),
         Block::ToolUse(call) => {
             // Arguments that did not parse were recorded as `{}`; sending the
             // raw text back would be refused, and the tool result already

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use crate::http::Attempt;
 use crate::sse::{Flow, StreamDecoder, malformed};
 use crate::tool_args::parse_arguments;
-use crate::{ProviderError, Response, TextSink};
+use crate::{ProviderError, Response, StreamSink, Streamed};
 
 const API: &str = "the Anthropic API";
 
@@ -177,12 +177,13 @@ fn stop_reason(reason: &str) -> StopReason {
         "max_tokens" => StopReason::MaxTokens,
         "stop_sequence" => StopReason::StopSequence,
         "refusal" => StopReason::Refusal,
+        "model_context_window_exceeded" => StopReason::ModelContextWindowExceeded,
         other => StopReason::Other(other.to_owned()),
     }
 }
 
 impl StreamDecoder for StreamState {
-    fn handle(&mut self, event: &Event, on_text: &mut TextSink<'_>) -> Result<Flow, Attempt> {
+    fn handle(&mut self, event: &Event, on_stream: &mut StreamSink<'_>) -> Result<Flow, Attempt> {
         let wire: WireEvent =
             serde_json::from_str(&event.data).map_err(|e| malformed(API, event, &e))?;
         match wire {
@@ -199,7 +200,7 @@ impl StreamDecoder for StreamState {
                 let partial = match content_block {
                     StartBlock::Text { text } => {
                         if !text.is_empty() {
-                            on_text(&text);
+                            on_stream(Streamed::Text(&text));
                         }
                         Partial::Text(text)
                     }
@@ -216,7 +217,7 @@ impl StreamDecoder for StreamState {
                 self.content_seen = true;
                 match (self.blocks.get_mut(&index), delta) {
                     (Some(Partial::Text(text)), Delta::Text { text: piece }) => {
-                        on_text(&piece);
+                        on_stream(Streamed::Text(&piece));
                         text.push_str(&piece);
                     }
                     (Some(Partial::Tool { json, .. }), Delta::InputJson { partial_json }) => {
@@ -279,6 +280,7 @@ impl StreamDecoder for StreamState {
         Response {
             message,
             stop_reason,
+            stop_detail: None,
             usage: self.usage,
         }
     }
@@ -309,10 +311,14 @@ mod tests {
     fn run(events: &[serde_json::Value]) -> (Result<Flow, Attempt>, StreamState, String) {
         let mut state = StreamState::default();
         let mut text = String::new();
-        let mut on_text = |t: &str| text.push_str(t);
+        let mut on_stream = |piece: Streamed<'_>| {
+            if let Streamed::Text(t) = piece {
+                text.push_str(t);
+            }
+        };
         let mut flow = Ok(Flow::Continue);
         for e in events {
-            flow = state.handle(&event(e.clone()), &mut on_text);
+            flow = state.handle(&event(e.clone()), &mut on_stream);
             if !matches!(flow, Ok(Flow::Continue)) {
                 break;
             }

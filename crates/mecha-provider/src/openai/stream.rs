@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::http::{Attempt, error_message};
 use crate::sse::{Flow, StreamDecoder, malformed};
 use crate::tool_args::parse_arguments;
-use crate::{ProviderError, Response, TextSink};
+use crate::{ProviderError, Response, StreamSink, Streamed};
 
 const API: &str = "the OpenAI-compatible API";
 
@@ -137,7 +137,7 @@ pub(crate) fn ended_early(what: &str) -> ProviderError {
 }
 
 impl StreamDecoder for StreamState {
-    fn handle(&mut self, event: &Event, on_text: &mut TextSink<'_>) -> Result<Flow, Attempt> {
+    fn handle(&mut self, event: &Event, on_stream: &mut StreamSink<'_>) -> Result<Flow, Attempt> {
         if event.data.trim() == "[DONE]" {
             return if self.finish_reason.is_some() {
                 Ok(Flow::Done)
@@ -172,7 +172,7 @@ impl StreamDecoder for StreamState {
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
             if let Some(delta) = choice.delta {
                 if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
-                    on_text(&text);
+                    on_stream(Streamed::Text(&text));
                     self.text.push_str(&text);
                 }
                 for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
@@ -222,6 +222,7 @@ impl StreamDecoder for StreamState {
         Response {
             message,
             stop_reason,
+            stop_detail: None,
             usage: self.usage,
         }
     }
@@ -254,10 +255,14 @@ mod tests {
     fn run(chunks: &[&str]) -> (Result<Flow, Attempt>, StreamState, Vec<String>) {
         let mut state = StreamState::default();
         let mut pieces = Vec::new();
-        let mut on_text = |t: &str| pieces.push(t.to_owned());
+        let mut on_stream = |piece: Streamed<'_>| {
+            if let Streamed::Text(t) = piece {
+                pieces.push(t.to_owned());
+            }
+        };
         let mut flow = Ok(Flow::Continue);
         for c in chunks {
-            flow = state.handle(&data(c), &mut on_text);
+            flow = state.handle(&data(c), &mut on_stream);
             if !matches!(flow, Ok(Flow::Continue)) {
                 break;
             }

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use mecha_core::{Block, Message, Role, StopReason, ToolCall, ToolDefinition, Usage};
 use mecha_provider::{
-    HttpOptions, Kind, Provider, ProviderError, ProviderSettings, Request, Response, build_with,
+    HttpOptions, Kind, Provider, ProviderError, ProviderSettings, Request, Response, Streamed,
+    build_with,
 };
 use mecha_testkit::{MockModel, MockReply, ScriptToolCall, ScriptTurn, ScriptUsage};
 use serde_json::json;
@@ -94,7 +95,11 @@ pub async fn ask(
     };
     let mut pieces = Vec::new();
     let result = provider
-        .complete(request, &mut |t: &str| pieces.push(t.to_owned()))
+        .complete(request, &mut |piece: Streamed<'_>| {
+            if let Streamed::Text(t) = piece {
+                pieces.push(t.to_owned());
+            }
+        })
         .await;
     (result, pieces)
 }

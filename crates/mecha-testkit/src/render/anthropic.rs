@@ -42,6 +42,7 @@ fn wire_stop_reason(reason: &StopReason) -> String {
         StopReason::MaxTokens => "max_tokens".into(),
         StopReason::StopSequence => "stop_sequence".into(),
         StopReason::Refusal => "refusal".into(),
+        StopReason::ModelContextWindowExceeded => "model_context_window_exceeded".into(),
         StopReason::Other(other) => other.clone(),
     }
 }

@@ -32,7 +32,7 @@ fn wire_finish_reason(reason: &StopReason) -> String {
     match reason {
         StopReason::EndTurn | StopReason::StopSequence => "stop".into(),
         StopReason::ToolUse => "tool_calls".into(),
-        StopReason::MaxTokens => "length".into(),
+        StopReason::MaxTokens | StopReason::ModelContextWindowExceeded => "length".into(),
         StopReason::Refusal => "content_filter".into(),
         StopReason::Other(other) => other.clone(),
     }
