@@ -11,7 +11,8 @@ use mecha_core::{
 };
 use mecha_provider::{Provider, ProviderError, Request, Streamed};
 
-use crate::events::{Event, EventSink, GateVerdict};
+use crate::ending::{self, CONTINUE_PROMPT, CUT_CALL, Reading};
+use crate::events::{Event, EventSink, GateStage, GateVerdict};
 use crate::gate::Gate;
 
 /// Limits of a run.
@@ -35,11 +36,21 @@ pub struct Session {
 /// How a prompt ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
-    /// The model answered without calling tools.
+    /// The model answered without calling tools. A `stop_reason` that
+    /// `is_cut` means the output limit cut the answer short.
     Answered {
         text: String,
         stop_reason: StopReason,
     },
+    /// The model declined to answer. The exchange, prompt included, was
+    /// dropped from the session; `detail` is the API's explanation.
+    Refused {
+        text: String,
+        detail: Option<String>,
+    },
+    /// The model ended without a word, even after being asked to continue
+    /// (or, with `stop_reason` a limit, used it all up before saying anything).
+    Silent { stop_reason: StopReason },
     /// `max_turns` model requests were made and the model still wanted tools.
     TurnLimit { turns: u32 },
 }
@@ -151,13 +162,20 @@ impl Agent {
     }
 
     /// Adds `prompt` to the session and runs until the model answers.
+    ///
+    /// The session never keeps an empty assistant message (the APIs refuse
+    /// one on every later request), and a refusal drops the whole exchange,
+    /// prompt included: the API's advice, since a conversation that still
+    /// holds the refused turn refuses again.
     pub async fn send(
         &self,
         session: &mut Session,
         prompt: &str,
         events: &dyn EventSink,
     ) -> Result<Outcome, AgentError> {
+        let before = session.messages.len();
         session.messages.push(Message::user_text(prompt));
+        let mut nudged = false;
         for _ in 0..self.limits.max_turns {
             session.turns += 1;
             let turn = session.turns;
@@ -174,17 +192,38 @@ impl Agent {
                 turn,
                 usage: response.usage,
             });
-            let calls: Vec<ToolCall> = response.message.tool_calls().cloned().collect();
-            let text = response.message.text();
+            let (calls, cut) = match ending::read(&response) {
+                Reading::Tools { calls, cut } => (calls, cut),
+                Reading::Answer { text, stop_reason } => {
+                    if stop_reason.is_cut() {
+                        events.emit(Event::OutputLimit { turn, tool: None });
+                    }
+                    session.messages.push(response.message);
+                    return Ok(Outcome::Answered { text, stop_reason });
+                }
+                Reading::Refusal { text, detail } => {
+                    session.messages.truncate(before);
+                    return Ok(Outcome::Refused { text, detail });
+                }
+                Reading::Empty { stop_reason } => {
+                    if stop_reason == StopReason::EndTurn && !nudged {
+                        nudged = true;
+                        events.emit(Event::EmptyTurn { turn });
+                        session.messages.push(Message::user_text(CONTINUE_PROMPT));
+                        continue;
+                    }
+                    return Ok(Outcome::Silent { stop_reason });
+                }
+            };
             session.messages.push(response.message);
-            if calls.is_empty() {
-                return Ok(Outcome::Answered {
-                    text,
-                    stop_reason: response.stop_reason,
+            if let Some(cut) = &cut {
+                events.emit(Event::OutputLimit {
+                    turn,
+                    tool: Some(cut.name.clone()),
                 });
             }
             let results = self
-                .dispatch(&tools.registry, session, turn, &calls, events)
+                .dispatch(&tools.registry, session, turn, &calls, cut, events)
                 .await?;
             session.messages.push(Message {
                 role: Role::User,
@@ -198,26 +237,37 @@ impl Agent {
 
     /// Gates every call in order, runs the approved ones concurrently within
     /// the turn budget, and returns the results in call order. The budget
-    /// covers the refusals too: every block the turn sends takes room.
+    /// covers the refusals too: every block the turn sends takes room. A
+    /// call the output limit cut (always the last) is refused without asking
+    /// the gate: nobody should approve arguments that are not all there.
     async fn dispatch(
         &self,
         registry: &Registry,
         session: &mut Session,
         turn: u32,
         calls: &[ToolCall],
+        cut: Option<ToolCall>,
         events: &dyn EventSink,
     ) -> Result<Vec<Block>, AgentError> {
+        let whole = calls.len();
+        let calls: Vec<&ToolCall> = calls.iter().chain(cut.as_ref()).collect();
         let mut verdicts = Vec::with_capacity(calls.len());
-        for call in calls {
+        for (n, &call) in calls.iter().enumerate() {
             events.emit(Event::ToolCall {
                 id: call.id.clone(),
                 name: call.name.clone(),
                 input: call.input.clone(),
             });
-            let verdict = self
-                .gate
-                .judge(registry, &self.ctx, session.taint, call)
-                .await;
+            let verdict = if n >= whole {
+                GateVerdict::Blocked {
+                    stage: GateStage::Validation,
+                    reason: CUT_CALL.to_owned(),
+                }
+            } else {
+                self.gate
+                    .judge(registry, &self.ctx, session.taint, call)
+                    .await
+            };
             events.emit(Event::Gate {
                 id: call.id.clone(),
                 name: call.name.clone(),
@@ -244,7 +294,7 @@ impl Agent {
             .collect();
         let results = run_turn(registry, &self.ctx, turn, self.limits.turn_budget, slots).await;
         let mut blocks = Vec::with_capacity(calls.len());
-        for ((call, verdict), result) in calls.iter().zip(&verdicts).zip(results) {
+        for ((call, verdict), result) in calls.into_iter().zip(&verdicts).zip(results) {
             let output = result.map_err(|source| AgentError::Tool {
                 name: call.name.clone(),
                 source,

@@ -60,6 +60,11 @@ pub enum Event {
         bytes: usize,
         summary: String,
     },
+    /// The model's output limit cut its turn: the call to `tool`, which was
+    /// not run, or (no tool) the text of its answer.
+    OutputLimit { turn: u32, tool: Option<String> },
+    /// The model ended a turn without a word; it was asked to continue.
+    EmptyTurn { turn: u32 },
     /// Tokens used by one model request.
     Usage { turn: u32, usage: Usage },
     /// The run is over, however it ended: scripts read this one object
@@ -95,6 +100,9 @@ impl Event {
 pub enum RunEnd {
     /// The model answered; why it stopped.
     Answered(StopReason),
+    /// The model gave no usable answer (it refused, or said nothing);
+    /// `reason` is its stop reason, `error` says what to do.
+    Unanswered { reason: StopReason, error: String },
     /// The run stopped before an answer; `error` says why and what to do.
     Stopped { why: EarlyStop, error: String },
 }
@@ -126,6 +134,12 @@ impl Serialize for RunEnd {
                 stop_reason: reason,
                 is_error: false,
                 error: None,
+            }
+            .serialize(serializer),
+            RunEnd::Unanswered { reason, error } => Shown {
+                stop_reason: reason,
+                is_error: true,
+                error: Some(error),
             }
             .serialize(serializer),
             RunEnd::Stopped { why, error } => Shown {
@@ -166,6 +180,16 @@ mod tests {
         assert_eq!(answered["stop_reason"], "end_turn");
         assert_eq!(answered["is_error"], false);
         assert!(answered["error"].is_null());
+        let refused = shown(RunEnd::Unanswered {
+            reason: StopReason::Refusal,
+            error: "declined".into(),
+        });
+        assert_eq!(refused["stop_reason"], "refusal");
+        assert_eq!(refused["is_error"], true);
+        assert_eq!(refused["error"], "declined");
+        let cut = shown(RunEnd::Answered(StopReason::MaxTokens));
+        assert_eq!(cut["stop_reason"], "max_tokens");
+        assert_eq!(cut["is_error"], false);
         for (why, name) in [
             (EarlyStop::Error, "error"),
             (EarlyStop::MaxTurns, "max_turns"),

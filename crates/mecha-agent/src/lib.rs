@@ -6,12 +6,14 @@
 //! or read config files.
 
 mod agent;
+mod ending;
 mod events;
 mod gate;
 mod hook;
 mod validate;
 
 pub use agent::{Agent, AgentError, Limits, Outcome, Session, ToolRefresh};
+pub use ending::{CONTINUE_PROMPT, CUT_CALL};
 pub use events::{EarlyStop, Event, EventSink, GateStage, GateVerdict, RunEnd};
 pub use gate::Gate;
 pub use hook::Hook;

@@ -8,6 +8,7 @@
 mod approve;
 mod commands;
 mod config;
+mod notice;
 mod output;
 mod render;
 mod stdin;

@@ -8,6 +8,7 @@ use clap::ValueEnum;
 use mecha_agent::{Event, EventSink, GateVerdict};
 use serde_json::json;
 
+use crate::notice;
 use crate::output;
 use crate::terminal::printable;
 
@@ -29,6 +30,7 @@ pub fn sink(format: OutputFormat) -> Box<dyn EventSink> {
         OutputFormat::Text => Box::new(Text {
             state: Mutex::default(),
             stdout_is_terminal: std::io::stdout().is_terminal(),
+            stderr_is_terminal: std::io::stderr().is_terminal(),
         }),
         OutputFormat::Json => Box::new(Summary {
             each_event: false,
@@ -41,18 +43,27 @@ pub fn sink(format: OutputFormat) -> Box<dyn EventSink> {
     }
 }
 
-/// The answer on stdout as it streams; one line per tool event on stderr.
+/// The answer on stdout as it streams; one line per tool event on stderr,
+/// and the model's thinking on stderr as it streams, dimmed on a terminal,
+/// so stdout holds the answer alone.
 struct Text {
     state: Mutex<TextState>,
     /// A terminal gets the answer with control sequences escaped; a pipe
     /// gets it exactly as the model wrote it.
     stdout_is_terminal: bool,
+    stderr_is_terminal: bool,
 }
+
+/// Dim, and back to normal: how a terminal shows thinking.
+const DIM: &str = "\x1b[2m";
+const UNDIM: &str = "\x1b[0m";
 
 #[derive(Default)]
 struct TextState {
     /// stdout ends mid-line: the answer so far did not end with a newline.
     mid_line: bool,
+    /// Thinking is streaming on stderr, and its last line is not ended.
+    thinking: bool,
     /// Calls the gate refused; their refusal is already shown.
     refused: HashSet<String>,
 }
@@ -62,7 +73,21 @@ impl EventSink for Text {
         let Ok(mut state) = self.state.lock() else {
             return;
         };
+        if !matches!(event, Event::Thinking { .. } | Event::Usage { .. }) {
+            self.end_thinking(&mut state);
+        }
         match event {
+            Event::Thinking { text } => self.think(&mut state, &text),
+            Event::RedactedThinking => {
+                activity("(the model reasoned; the provider sent its thinking encrypted)");
+            }
+            Event::OutputLimit { tool, .. } => {
+                if std::mem::take(&mut state.mid_line) {
+                    output::out("\n");
+                }
+                crate::terminal::report(&notice::output_limit(tool.as_deref()));
+            }
+            Event::EmptyTurn { .. } => crate::terminal::report(notice::EMPTY_TURN),
             Event::Text { text } => {
                 if self.stdout_is_terminal {
                     output::out(&printable(&text));
@@ -108,10 +133,35 @@ impl EventSink for Text {
                     output::out("\n");
                 }
             }
-            Event::Gate { .. }
-            | Event::Usage { .. }
-            | Event::Thinking { .. }
-            | Event::RedactedThinking => {}
+            Event::Gate { .. } | Event::Usage { .. } => {}
+        }
+    }
+}
+
+impl Text {
+    /// A piece of thinking, on stderr: on its own lines, after any answer
+    /// text, dimmed on a terminal.
+    fn think(&self, state: &mut TextState, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        if !state.thinking && std::mem::take(&mut state.mid_line) {
+            output::out("\n");
+        }
+        let shown = printable(text);
+        if self.stderr_is_terminal {
+            output::err(&format!("{DIM}{shown}{UNDIM}"));
+        } else {
+            output::err(&shown);
+        }
+        // A piece that ends its line leaves nothing to close.
+        state.thinking = !text.ends_with('\n');
+    }
+
+    /// Something other than thinking comes: end thinking's last line.
+    fn end_thinking(&self, state: &mut TextState) {
+        if std::mem::take(&mut state.thinking) {
+            output::err("\n");
         }
     }
 }

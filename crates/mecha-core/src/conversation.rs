@@ -99,9 +99,11 @@ pub struct ToolCall {
     pub input_error: Option<String>,
 }
 
-/// Why the model stopped.
+/// Why the model stopped. Spelt as Anthropic's API spells it, which is
+/// also how mecha's JSON output and scripts write it; a reason mecha does
+/// not know keeps its own name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(from = "String", into = "String")]
 pub enum StopReason {
     EndTurn,
     ToolUse,
@@ -111,6 +113,44 @@ pub enum StopReason {
     /// The answer filled the model's context window: cut, like `MaxTokens`.
     ModelContextWindowExceeded,
     Other(String),
+}
+
+impl StopReason {
+    /// The name of the reason.
+    pub fn as_str(&self) -> &str {
+        match self {
+            StopReason::EndTurn => "end_turn",
+            StopReason::ToolUse => "tool_use",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::StopSequence => "stop_sequence",
+            StopReason::Refusal => "refusal",
+            StopReason::ModelContextWindowExceeded => "model_context_window_exceeded",
+            StopReason::Other(other) => other,
+        }
+    }
+}
+
+impl From<String> for StopReason {
+    fn from(name: String) -> Self {
+        match name.as_str() {
+            "end_turn" => StopReason::EndTurn,
+            "tool_use" => StopReason::ToolUse,
+            "max_tokens" => StopReason::MaxTokens,
+            "stop_sequence" => StopReason::StopSequence,
+            "refusal" => StopReason::Refusal,
+            "model_context_window_exceeded" => StopReason::ModelContextWindowExceeded,
+            _ => StopReason::Other(name),
+        }
+    }
+}
+
+impl From<StopReason> for String {
+    fn from(reason: StopReason) -> Self {
+        match reason {
+            StopReason::Other(other) => other,
+            known => known.as_str().to_owned(),
+        }
+    }
 }
 
 impl StopReason {
@@ -140,5 +180,34 @@ impl Usage {
         self.output_tokens += other.output_tokens;
         self.cache_read_tokens += other.cache_read_tokens;
         self.cache_write_tokens += other.cache_write_tokens;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_reasons_are_plain_names_both_ways() {
+        for name in [
+            "end_turn",
+            "tool_use",
+            "max_tokens",
+            "stop_sequence",
+            "refusal",
+            "model_context_window_exceeded",
+            "pause_turn",
+        ] {
+            let reason = StopReason::from(name.to_owned());
+            assert_eq!(reason.as_str(), name);
+            let json = serde_json::to_value(&reason).unwrap_or_default();
+            assert_eq!(json, serde_json::json!(name));
+            let back: Result<StopReason, _> = serde_json::from_value(json);
+            assert_eq!(back.ok(), Some(reason));
+        }
+        assert_eq!(
+            StopReason::from("pause_turn".to_owned()),
+            StopReason::Other("pause_turn".into())
+        );
     }
 }

@@ -17,17 +17,52 @@ use serde_json::{Value, json};
 
 /// Plays one queued assistant turn per request and records what it was sent.
 pub struct Queue {
-    turns: Mutex<VecDeque<Vec<Block>>>,
+    turns: Mutex<VecDeque<Response>>,
     pub seen: Mutex<Vec<Vec<Message>>>,
 }
 
 impl Queue {
+    /// Turns of these blocks, each with the stop reason its content implies.
     pub fn new(turns: Vec<Vec<Block>>) -> Arc<Self> {
+        Self::replies(
+            turns
+                .into_iter()
+                .map(|content| {
+                    let stop = if content.iter().any(|b| matches!(b, Block::ToolUse(_))) {
+                        StopReason::ToolUse
+                    } else {
+                        StopReason::EndTurn
+                    };
+                    reply(content, stop)
+                })
+                .collect(),
+        )
+    }
+
+    /// Whole responses, played in order.
+    pub fn replies(replies: Vec<Response>) -> Arc<Self> {
         Arc::new(Self {
-            turns: Mutex::new(turns.into()),
+            turns: Mutex::new(replies.into()),
             seen: Mutex::new(Vec::new()),
         })
     }
+}
+
+/// A response of these blocks with this stop reason.
+pub fn reply(content: Vec<Block>, stop_reason: StopReason) -> Response {
+    Response {
+        message: Message {
+            role: Role::Assistant,
+            content,
+        },
+        stop_reason,
+        stop_detail: None,
+        usage: Usage::default(),
+    }
+}
+
+pub fn text(t: &str) -> Block {
+    Block::Text { text: t.into() }
 }
 
 #[async_trait]
@@ -44,27 +79,20 @@ impl Provider for Queue {
         on_stream: &mut StreamSink<'_>,
     ) -> Result<Response, ProviderError> {
         self.seen.lock().unwrap().push(request.messages.to_vec());
-        let content = self.turns.lock().unwrap().pop_front().unwrap_or_else(|| {
-            vec![Block::Text {
-                text: "done".into(),
-            }]
-        });
-        let message = Message {
-            role: Role::Assistant,
-            content,
-        };
-        on_stream(Streamed::Text(&message.text()));
-        let stop_reason = if message.tool_calls().next().is_some() {
-            StopReason::ToolUse
-        } else {
-            StopReason::EndTurn
-        };
-        Ok(Response {
-            message,
-            stop_reason,
-            stop_detail: None,
-            usage: Usage::default(),
-        })
+        let response = self
+            .turns
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| reply(vec![text("done")], StopReason::EndTurn));
+        for block in &response.message.content {
+            match block {
+                Block::Text { text } => on_stream(Streamed::Text(text)),
+                Block::Thinking { thinking, .. } => on_stream(Streamed::Thinking(thinking)),
+                _ => {}
+            }
+        }
+        Ok(response)
     }
 }
 

@@ -5,11 +5,11 @@
 use std::path::Path;
 
 use clap::Args;
-use mecha_agent::{Agent, AgentError, Event, EventSink, Outcome, RunEnd, Session};
+use mecha_agent::{Agent, AgentError, EventSink, Outcome, Session};
 
 use crate::Failure;
 use crate::commands::RunOptions;
-use crate::commands::run::{EXIT_INTERRUPTED, INTERRUPTED, turn_limit_message};
+use crate::commands::run::{EXIT_INTERRUPTED, INTERRUPTED, finish_with_notice, reported};
 use crate::config::Settings;
 use crate::output;
 use crate::render::{OutputFormat, sink};
@@ -93,16 +93,10 @@ fn converse(
             Turn::Unread => return Ok(0),
             Turn::Interrupted => output::err_line(&format!("\nmecha: {INTERRUPTED}")),
             Turn::Ended(Err(e)) => crate::terminal::report(&e.to_string()),
-            Turn::Ended(Ok(Outcome::TurnLimit { turns })) => {
-                output::err_line(&format!("mecha: {}", turn_limit_message(turns)));
+            Turn::Ended(Ok(outcome)) => {
+                let (text, end) = reported(outcome, true);
+                finish_with_notice(events, &session, text, end, true);
             }
-            Turn::Ended(Ok(Outcome::Answered { text, stop_reason })) => events.emit(Event::Final {
-                text,
-                end: RunEnd::Answered(stop_reason),
-                turns: session.turns,
-                usage: session.usage,
-                taint: session.taint,
-            }),
         }
     }
 }

@@ -6,9 +6,12 @@ use std::path::Path;
 use clap::Args;
 use mecha_agent::{Agent, EarlyStop, Event, EventSink, Outcome, RunEnd, Session};
 
+use mecha_core::StopReason;
+
 use crate::Failure;
 use crate::commands::RunOptions;
 use crate::config::Settings;
+use crate::notice::{refused, silent};
 use crate::output;
 use crate::render::{OutputFormat, sink};
 use crate::wiring::build_agent;
@@ -27,6 +30,8 @@ pub struct RunArgs {
 
 /// Exit code when the run stopped at --max-turns.
 pub const EXIT_TURN_LIMIT: u8 = 3;
+/// Exit code when the model refused, or ended without answering.
+pub const EXIT_NO_ANSWER: u8 = 4;
 /// Exit code when interrupted (128 + SIGINT, as shells report it).
 pub const EXIT_INTERRUPTED: u8 = 130;
 
@@ -91,17 +96,14 @@ async fn drive(agent: &Agent, prompt: &str, events: &dyn EventSink) -> Result<u8
         () = output::closed() => return Ok(0),
     };
     let (text, end, result) = match outcome {
-        Some(Ok(Outcome::Answered { text, stop_reason })) => {
-            (text, RunEnd::Answered(stop_reason), Ok(0))
-        }
-        Some(Ok(Outcome::TurnLimit { turns })) => {
-            let error = turn_limit_message(turns);
-            output::err_line(&format!("mecha: {error}"));
-            let end = RunEnd::Stopped {
-                why: EarlyStop::MaxTurns,
-                error,
+        Some(Ok(outcome)) => {
+            let (text, end) = reported(outcome, false);
+            let code = match &end {
+                RunEnd::Answered(_) => 0,
+                RunEnd::Unanswered { .. } => EXIT_NO_ANSWER,
+                RunEnd::Stopped { .. } => EXIT_TURN_LIMIT,
             };
-            (String::new(), end, Ok(EXIT_TURN_LIMIT))
+            (text, end, Ok(code))
         }
         Some(Err(e)) => {
             let failure = Failure::Run(e.into());
@@ -116,8 +118,61 @@ async fn drive(agent: &Agent, prompt: &str, events: &dyn EventSink) -> Result<u8
             (String::new(), end, Ok(EXIT_INTERRUPTED))
         }
     };
-    finish(events, &session, text, end);
+    // A failure is reported by main, an interrupt above.
+    let notice = matches!(result, Ok(code) if code != EXIT_INTERRUPTED);
+    finish_with_notice(events, &session, text, end, notice);
     result
+}
+
+/// How a prompt's outcome is reported: the final event's text and ending.
+/// `in_chat`: a refused exchange was dropped and the conversation goes on.
+pub fn reported(outcome: Outcome, in_chat: bool) -> (String, RunEnd) {
+    match outcome {
+        Outcome::Answered { text, stop_reason } => (text, RunEnd::Answered(stop_reason)),
+        Outcome::Refused { text, detail } => {
+            let end = RunEnd::Unanswered {
+                reason: StopReason::Refusal,
+                error: refused(detail.as_deref(), in_chat),
+            };
+            (text, end)
+        }
+        Outcome::Silent { stop_reason } => {
+            let end = RunEnd::Unanswered {
+                error: silent(&stop_reason),
+                reason: stop_reason,
+            };
+            (String::new(), end)
+        }
+        Outcome::TurnLimit { turns } => {
+            let end = RunEnd::Stopped {
+                why: EarlyStop::MaxTurns,
+                error: turn_limit_message(turns),
+            };
+            (String::new(), end)
+        }
+    }
+}
+
+/// Reports the end of a prompt, then, with `notice`, why it has no whole
+/// answer, on stderr in every format: after the final event, which ends the
+/// answer's last line.
+pub fn finish_with_notice(
+    events: &dyn EventSink,
+    session: &Session,
+    text: String,
+    end: RunEnd,
+    notice: bool,
+) {
+    let said = match &end {
+        RunEnd::Unanswered { error, .. } | RunEnd::Stopped { error, .. } if notice => {
+            Some(format!("mecha: {error}"))
+        }
+        _ => None,
+    };
+    finish(events, session, text, end);
+    if let Some(said) = said {
+        output::err_line(&said);
+    }
 }
 
 /// Reports the end of the run.

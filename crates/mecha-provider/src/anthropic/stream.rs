@@ -171,15 +171,7 @@ impl StreamState {
 }
 
 fn stop_reason(reason: &str) -> StopReason {
-    match reason {
-        "end_turn" => StopReason::EndTurn,
-        "tool_use" => StopReason::ToolUse,
-        "max_tokens" => StopReason::MaxTokens,
-        "stop_sequence" => StopReason::StopSequence,
-        "refusal" => StopReason::Refusal,
-        "model_context_window_exceeded" => StopReason::ModelContextWindowExceeded,
-        other => StopReason::Other(other.to_owned()),
-    }
+    StopReason::from(reason.to_owned())
 }
 
 impl StreamDecoder for StreamState {

@@ -2,7 +2,6 @@
 //! the API sends them (message_start, content blocks with a ping after the
 //! first start, message_delta with the stop reason, message_stop).
 
-use mecha_core::StopReason;
 use mecha_provider::script::ScriptTurn;
 use serde_json::{Value, json};
 
@@ -33,18 +32,6 @@ fn message_start(cx: &Context, turn: &ScriptTurn) -> Value {
             },
         },
     })
-}
-
-fn wire_stop_reason(reason: &StopReason) -> String {
-    match reason {
-        StopReason::EndTurn => "end_turn".into(),
-        StopReason::ToolUse => "tool_use".into(),
-        StopReason::MaxTokens => "max_tokens".into(),
-        StopReason::StopSequence => "stop_sequence".into(),
-        StopReason::Refusal => "refusal".into(),
-        StopReason::ModelContextWindowExceeded => "model_context_window_exceeded".into(),
-        StopReason::Other(other) => other.clone(),
-    }
 }
 
 pub(crate) fn turn(cx: &Context, turn: &ScriptTurn) -> Rendered {
@@ -104,7 +91,7 @@ pub(crate) fn turn(cx: &Context, turn: &ScriptTurn) -> Rendered {
     frames.push(frame(&json!({
         "type": "message_delta",
         "delta": {
-            "stop_reason": wire_stop_reason(&turn.effective_stop_reason()),
+            "stop_reason": turn.effective_stop_reason().as_str(),
             "stop_sequence": null,
         },
         "usage": {"output_tokens": usage(turn).output_tokens},
