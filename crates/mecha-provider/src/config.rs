@@ -103,6 +103,11 @@ pub fn build_with(
         None => return Err(ProviderError::NotConfigured(HOW_TO_CONFIGURE.to_owned())),
     };
     tracing::debug!(?kind, "building the model provider");
+    if settings.max_tokens_field.is_some() && kind != Kind::OpenAi {
+        return Err(ProviderError::NotConfigured(
+            "[provider] max_tokens_field only applies to kind = \"openai\"; remove it".to_owned(),
+        ));
+    }
     match kind {
         Kind::Anthropic => {
             let key_env = settings

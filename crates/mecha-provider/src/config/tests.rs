@@ -238,4 +238,11 @@ fn max_tokens_field_parses_and_a_bad_value_names_the_choices() {
     ] {
         assert!(error.contains(needle), "missing {needle} in {error}");
     }
+    // Where it cannot be honoured it is an error, not ignored.
+    let anthropic = settings(r#"{"kind": "anthropic", "max_tokens_field": "max_tokens"}"#);
+    let error = describe(&anthropic, &[("ANTHROPIC_API_KEY", "k")]).unwrap_err();
+    assert!(
+        error.contains("max_tokens_field") && error.contains("openai"),
+        "{error}"
+    );
 }
