@@ -128,7 +128,7 @@ impl StreamState {
     fn stop_reason(&self, has_calls: bool) -> StopReason {
         match self.finish_reason.as_deref() {
             // OpenAI says `stop` when the model refused in words.
-            _ if !self.refusal.is_empty() => StopReason::Refusal,
+            _ if !self.refusal.trim().is_empty() => StopReason::Refusal,
             // Before the check for calls: the last call may be cut short,
             // and must not be run as if whole.
             Some("length") => StopReason::MaxTokens,
