@@ -127,17 +127,18 @@ fn push_message(out: &mut Vec<Value>, message: &Message, reasoning_field: Reason
                 json!(text)
             };
             chat.insert("content".into(), content);
-            // The reasoning before a tool call goes back with it: ollama (for
-            // gpt-oss) and vLLM read `reasoning`, llama.cpp and DeepSeek
-            // `reasoning_content` (DeepSeek's thinking mode refuses a tool
-            // loop without it), so it goes back in the field the server
-            // streamed it in. A server that streams no reasoning never
-            // gets the field, which strict servers would refuse. Answers
-            // without calls keep theirs to themselves: templates drop
-            // reasoning of finished turns, and DeepSeek's first reasoner
-            // refused any `reasoning_content` sent back.
+            // Reasoning goes back on the message it came with, in the field
+            // the server streamed it in: ollama (for gpt-oss) and vLLM read
+            // `reasoning`, llama.cpp and DeepSeek `reasoning_content`, and
+            // DeepSeek's thinking mode answers 400 when it is missing after
+            // a tool call. The chat template decides what the model sees
+            // again (templates drop the reasoning of finished turns). A
+            // server that streams no reasoning never gets the field, so one
+            // that refuses unknown fields is safe. (The first
+            // deepseek-reasoner, R1, refused `reasoning_content` sent back;
+            // the thinking mode that took its name requires it.)
             let reasoning = thinking_text(message);
-            if !calls.is_empty() && !reasoning.is_empty() {
+            if !reasoning.is_empty() {
                 chat.insert(reasoning_field.name().into(), json!(reasoning));
             }
             if !calls.is_empty() {
@@ -300,7 +301,7 @@ mod tests {
     }
 
     #[test]
-    fn reasoning_goes_back_with_tool_calls_in_the_servers_field() {
+    fn reasoning_goes_back_in_the_servers_field() {
         let call = Block::ToolUse(ToolCall {
             id: "call_1".into(),
             name: "fs_read".into(),
@@ -340,8 +341,11 @@ mod tests {
                 ReasoningField::ReasoningContent => "reasoning",
             };
             assert!(sent[1].get(other).is_none(), "{sent:#}");
-            // The final answer's reasoning stays home; the thinking is not text.
-            assert_eq!(sent[3], json!({"role": "assistant", "content": "A."}));
+            // The thinking is never text.
+            assert_eq!(
+                sent[3],
+                json!({"role": "assistant", "content": "A.", field.name(): "Done reading."})
+            );
         }
     }
 }
