@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use crate::anthropic::{AnthropicOptions, AnthropicProvider};
 use crate::http::HttpOptions;
-use crate::openai::{OpenAiOptions, OpenAiProvider};
+use crate::openai::{MaxTokensField, OpenAiOptions, OpenAiProvider};
 use crate::scripted::ScriptedProvider;
 use crate::{Provider, ProviderError};
 
@@ -42,6 +42,9 @@ pub struct ProviderSettings {
     pub api_key_env: Option<String>,
     pub context_window: Option<u64>,
     pub max_tokens: Option<u32>,
+    /// The field an OpenAI-compatible request carries `max_tokens` in:
+    /// `"max_tokens"` or `"max_completion_tokens"` (default: by host).
+    pub max_tokens_field: Option<MaxTokensField>,
     /// The script file the scripted provider plays.
     pub script: Option<PathBuf>,
     /// Longest silence, in seconds, before a stalled request or stream is an
@@ -100,6 +103,11 @@ pub fn build_with(
         None => return Err(ProviderError::NotConfigured(HOW_TO_CONFIGURE.to_owned())),
     };
     tracing::debug!(?kind, "building the model provider");
+    if settings.max_tokens_field.is_some() && kind != Kind::OpenAi {
+        return Err(ProviderError::NotConfigured(
+            "[provider] max_tokens_field only applies to kind = \"openai\"; remove it".to_owned(),
+        ));
+    }
     match kind {
         Kind::Anthropic => {
             let key_env = settings
@@ -174,6 +182,7 @@ pub fn build_with(
                 api_key,
                 api_key_env: key_env,
                 max_tokens: settings.max_tokens,
+                max_tokens_field: settings.max_tokens_field,
                 context_window: settings.context_window,
                 http,
             })?;

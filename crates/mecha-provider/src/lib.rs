@@ -31,7 +31,7 @@ pub use config::{
     DEFAULT_MAX_TOKENS, DEFAULT_OPENAI_BASE_URL, Kind, ProviderSettings, build, build_with,
 };
 pub use http::HttpOptions;
-pub use openai::{OpenAiOptions, OpenAiProvider};
+pub use openai::{MaxTokensField, OpenAiOptions, OpenAiProvider};
 pub use script::{Quirk, Script, ScriptToolCall, ScriptTurn, ScriptUsage};
 pub use scripted::ScriptedProvider;
 

@@ -4,15 +4,20 @@
 //! Tool results become `role: "tool"` messages; one that is an error has its
 //! content prefixed with `"Error: "`, since the wire format has no flag for it.
 
+mod calls;
+mod memory;
 mod request;
 mod stream;
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 
 use crate::http::{HttpCore, HttpOptions};
 use crate::{Provider, ProviderError, Request, Response, StreamSink};
-use request::LimitField;
+use memory::Memory;
+pub use request::MaxTokensField;
 use stream::StreamState;
 
 /// What an [`OpenAiProvider`] needs. [`crate::build`] fills it from config
@@ -28,6 +33,9 @@ pub struct OpenAiOptions {
     pub api_key_env: String,
     /// Unset leaves the output limit to the server.
     pub max_tokens: Option<u32>,
+    /// Unset chooses by host: `max_completion_tokens` for OpenAI's API and
+    /// Azure OpenAI, `max_tokens` for every other server.
+    pub max_tokens_field: Option<MaxTokensField>,
     pub context_window: Option<u64>,
     pub http: HttpOptions,
 }
@@ -37,8 +45,9 @@ pub struct OpenAiOptions {
 pub struct OpenAiProvider {
     http: HttpCore,
     model: String,
-    max_tokens: Option<(LimitField, u32)>,
+    max_tokens: Option<(MaxTokensField, u32)>,
     context_window: Option<u64>,
+    memory: Arc<Memory>,
 }
 
 impl OpenAiProvider {
@@ -57,11 +66,9 @@ impl OpenAiProvider {
         }
         headers.insert("accept", HeaderValue::from_static("text/event-stream"));
         let base = options.base_url.trim_end_matches('/');
-        let field = if is_openai_itself(base) {
-            LimitField::MaxCompletionTokens
-        } else {
-            LimitField::MaxTokens
-        };
+        let field = options
+            .max_tokens_field
+            .unwrap_or_else(|| default_max_tokens_field(base));
         let key_hint = if options.api_key.is_some() {
             format!("the {} environment variable", options.api_key_env)
         } else {
@@ -83,20 +90,25 @@ impl OpenAiProvider {
             model: options.model,
             max_tokens: options.max_tokens.map(|n| (field, n)),
             context_window: options.context_window,
+            memory: Arc::default(),
         })
     }
 }
 
-/// api.openai.com wants `max_completion_tokens`; compatible servers get the
-/// older `max_tokens`, which all of them understand.
-fn is_openai_itself(base_url: &str) -> bool {
-    reqwest::Url::parse(base_url)
+/// OpenAI's own API and Azure OpenAI (`*.openai.azure.com`) serve models
+/// that refuse `max_tokens` and want `max_completion_tokens`; compatible
+/// servers get the older `max_tokens`, which all of them understand. Other
+/// hosts of OpenAI's models set `max_tokens_field` in `[provider]`.
+fn default_max_tokens_field(base_url: &str) -> MaxTokensField {
+    let host = reqwest::Url::parse(base_url)
         .ok()
-        .and_then(|url| {
-            url.host_str()
-                .map(|h| h.eq_ignore_ascii_case("api.openai.com"))
-        })
-        .unwrap_or(false)
+        .and_then(|url| url.host_str().map(str::to_ascii_lowercase));
+    match host.as_deref() {
+        Some(h) if h == "api.openai.com" || h.ends_with(".openai.azure.com") => {
+            MaxTokensField::MaxCompletionTokens
+        }
+        _ => MaxTokensField::MaxTokens,
+    }
 }
 
 #[async_trait]
@@ -114,10 +126,19 @@ impl Provider for OpenAiProvider {
         request: Request<'_>,
         on_stream: &mut StreamSink<'_>,
     ) -> Result<Response, ProviderError> {
-        let body = request::body(&self.model, self.max_tokens, &request);
+        let body = request::body(
+            &self.model,
+            self.max_tokens,
+            &request,
+            self.memory.reasoning_field(),
+        );
         let body = serde_json::to_vec(&body)
             .map_err(|e| ProviderError::Api(format!("cannot encode the request: {e}")))?;
-        self.http.exchange::<StreamState>(&body, on_stream).await
+        self.http
+            .exchange_with(&body, on_stream, || {
+                StreamState::new(Arc::clone(&self.memory))
+            })
+            .await
     }
 }
 
@@ -127,8 +148,23 @@ mod tests {
 
     #[test]
     fn limit_field_by_host() {
-        assert!(is_openai_itself("https://api.openai.com/v1"));
-        assert!(!is_openai_itself("http://localhost:11434/v1"));
-        assert!(!is_openai_itself("not a url"));
+        let field = default_max_tokens_field;
+        let newer = MaxTokensField::MaxCompletionTokens;
+        assert_eq!(field("https://api.openai.com/v1"), newer);
+        assert_eq!(field("https://API.OpenAI.com/v1"), newer);
+        assert_eq!(
+            field("https://my-res.openai.azure.com/openai/deployments/gpt-5"),
+            newer
+        );
+        assert_eq!(
+            field("http://localhost:11434/v1"),
+            MaxTokensField::MaxTokens
+        );
+        // Only a real subdomain: a look-alike host is a compatible server.
+        assert_eq!(
+            field("https://openai.azure.com.example.org/v1"),
+            MaxTokensField::MaxTokens
+        );
+        assert_eq!(field("not a url"), MaxTokensField::MaxTokens);
     }
 }

@@ -29,7 +29,7 @@ pub(crate) struct SseReader {
 impl SseReader {
     pub fn new(response: reqwest::Response, idle: Duration, api: &'static str) -> Self {
         Self {
-            events: Box::pin(response.bytes_stream().eventsource()),
+            events: Box::pin(with_error_fields(response.bytes_stream()).eventsource()),
             idle,
             api,
         }
@@ -83,6 +83,77 @@ impl SseReader {
     }
 }
 
+/// The event name an `error:` field is delivered under. Older llama.cpp
+/// servers report a failed stream as a line `error: {"code":500,
+/// "message":..,"type":..}` (then `data: [DONE]`); the SSE rules drop a
+/// field they do not know, so its message would be lost and the stream
+/// would only seem to end early.
+pub(crate) const ERROR_FIELD_EVENT: &str = "mecha-error-field";
+
+/// The body with each `error:` line made an event of its own, named
+/// [`ERROR_FIELD_EVENT`], whose data is the field's value. Every other
+/// byte passes through unchanged.
+fn with_error_fields<S, B, E>(body: S) -> impl Stream<Item = Result<Vec<u8>, E>>
+where
+    S: Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+{
+    let mut fields = ErrorFields::default();
+    body.map(Some)
+        .chain(futures::stream::once(async { None }))
+        .map(move |item| match item {
+            Some(Ok(bytes)) => Ok(fields.feed(bytes.as_ref())),
+            Some(Err(e)) => Err(e),
+            None => Ok(fields.finish()),
+        })
+}
+
+/// Lines of a body as they complete; the unfinished one waits for its end
+/// (the SSE parser could not use it before then either).
+#[derive(Debug, Default)]
+struct ErrorFields {
+    line: Vec<u8>,
+}
+
+impl ErrorFields {
+    fn feed(&mut self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(bytes.len() + self.line.len());
+        for &byte in bytes {
+            self.line.push(byte);
+            if byte == b'\n' {
+                self.flush_into(&mut out);
+            }
+        }
+        out
+    }
+
+    /// The rest at the end of the body. An `error:` line the server did not
+    /// end with a blank line is still reported.
+    fn finish(&mut self) -> Vec<u8> {
+        if self.line.starts_with(b"error:") {
+            self.line.extend_from_slice(b"\n\n");
+        }
+        let mut out = Vec::new();
+        self.flush_into(&mut out);
+        out
+    }
+
+    fn flush_into(&mut self, out: &mut Vec<u8>) {
+        match self.line.strip_prefix(b"error:") {
+            Some(value) => {
+                let value = value.strip_prefix(b" ").unwrap_or(value);
+                out.extend_from_slice(b"event: ");
+                out.extend_from_slice(ERROR_FIELD_EVENT.as_bytes());
+                out.extend_from_slice(b"\ndata: ");
+                // With the line's own end.
+                out.extend_from_slice(value);
+            }
+            None => out.extend_from_slice(&self.line),
+        }
+        self.line.clear();
+    }
+}
+
 /// The error for an event whose data is not what the API documents.
 pub(crate) fn malformed(api: &str, event: &Event, error: &serde_json::Error) -> ProviderError {
     // Unnamed events (all of OpenAI's) come out of the parser as "message".
@@ -107,7 +178,7 @@ pub(crate) enum Flow {
 /// One wire format's reading of its event stream. The retrying exchange in
 /// [`HttpCore::exchange`] drives it, so both APIs share one loop.
 pub(crate) trait StreamDecoder: Default + Send {
-    /// Takes one event; text goes to `on_stream` as it arrives.
+    /// Takes one event; text and thinking go to `on_stream` as they arrive.
     fn handle(&mut self, event: &Event, on_stream: &mut StreamSink<'_>) -> Result<Flow, Attempt>;
     /// The answer, once the stream said it was done.
     fn finish(self) -> Response;
@@ -124,10 +195,21 @@ impl HttpCore {
         body: &[u8],
         on_stream: &mut StreamSink<'_>,
     ) -> Result<Response, ProviderError> {
+        self.exchange_with(body, on_stream, D::default).await
+    }
+
+    /// [`Self::exchange`] with each attempt's decoder made by `decoder`,
+    /// for a decoder that shares state with its provider.
+    pub async fn exchange_with<D: StreamDecoder>(
+        &self,
+        body: &[u8],
+        on_stream: &mut StreamSink<'_>,
+        decoder: impl Fn() -> D + Send + Sync,
+    ) -> Result<Response, ProviderError> {
         let mut retries = self.retries();
         loop {
             let attempt = match self.post(body).await {
-                Ok(response) => self.decode::<D>(response, on_stream).await,
+                Ok(response) => self.decode(response, on_stream, decoder()).await,
                 Err(e) => Err(e),
             };
             match attempt {
@@ -142,9 +224,9 @@ impl HttpCore {
         &self,
         response: reqwest::Response,
         on_stream: &mut StreamSink<'_>,
+        mut state: D,
     ) -> Result<Response, Attempt> {
         let mut events = SseReader::new(response, self.options.idle_timeout, self.api);
-        let mut state = D::default();
         while let Some(event) = events.next().await? {
             if state.handle(&event, on_stream)? == Flow::Done {
                 // Reading the rest lets the connection be reused.
@@ -153,5 +235,48 @@ impl HttpCore {
             }
         }
         Ok(state.at_end_of_body()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rewrite(chunks: &[&str]) -> String {
+        let mut fields = ErrorFields::default();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            out.extend(fields.feed(chunk.as_bytes()));
+        }
+        out.extend(fields.finish());
+        String::from_utf8(out).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn error_lines_become_events_split_anywhere() {
+        let body =
+            "data: {\"a\":1}\n\nerror: {\"code\":500,\"message\":\"boom\"}\n\ndata: [DONE]\n\n";
+        let expected = format!(
+            "data: {{\"a\":1}}\n\nevent: {ERROR_FIELD_EVENT}\ndata: {{\"code\":500,\"message\":\"boom\"}}\n\ndata: [DONE]\n\n"
+        );
+        assert_eq!(rewrite(&[body]), expected);
+        // Cut mid-line, even inside the field name.
+        let (a, b) = body.split_at(20);
+        assert_eq!(rewrite(&[a, b]), expected);
+        let each: Vec<String> = body.chars().map(String::from).collect();
+        let each: Vec<&str> = each.iter().map(String::as_str).collect();
+        assert_eq!(rewrite(&each), expected);
+    }
+
+    #[test]
+    fn other_lines_pass_unchanged_and_a_last_error_line_is_ended() {
+        let body = "event: message_start\r\ndata: {}\r\n\r\n: comment\ndata: errors: none\n";
+        assert_eq!(rewrite(&[body]), body);
+        assert_eq!(
+            rewrite(&["error: {}"]),
+            format!("event: {ERROR_FIELD_EVENT}\ndata: {{}}\n\n")
+        );
+        // A cut stream stays cut: its partial line is not made an event.
+        assert_eq!(rewrite(&["data: {\"par"]), "data: {\"par");
     }
 }

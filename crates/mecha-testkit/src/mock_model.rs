@@ -327,6 +327,10 @@ fn respond(api: Api, cx: &Context, reply: MockReply) -> Response<Body> {
             };
             stream(rendered.frames, Ending::Complete)
         }
+        MockReply::LlamaCppError { message } => stream(
+            render::openai::llama_cpp_error(api, &message).frames,
+            Ending::Complete,
+        ),
         MockReply::Stall => stream(Vec::new(), Ending::Stall),
         MockReply::Unauthorized => unauthorized(api),
         MockReply::Status {

@@ -28,6 +28,10 @@ pub enum MockReply {
     /// A 200 stream that reports an error in-band before any content, e.g.
     /// Anthropic's `overloaded_error`.
     ErrorEvent { kind: String, message: String },
+    /// A 200 stream whose only event is an older llama.cpp's error line,
+    /// `error: {"code":500,"message":..,"type":"server_error"}`: an SSE
+    /// field that is not `data`.
+    LlamaCppError { message: String },
 }
 
 impl MockReply {

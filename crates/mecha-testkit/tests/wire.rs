@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use mecha_core::StopReason;
+use mecha_provider::Quirk;
 use mecha_testkit::{MockModel, MockReply, ScriptToolCall, ScriptTurn};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -85,6 +87,66 @@ async fn openai_stream_has_the_real_shape() {
     let response = raw_post(&mock, "/v1/chat/completions", &[], &without).await;
     assert!(!response.contains("prompt_tokens"), "usage only when asked");
     assert!(response.contains("data: [DONE]"));
+}
+
+/// One OpenAI-compatible stream of `reply`, usage requested.
+async fn openai_stream(reply: MockReply) -> String {
+    let mock = MockModel::start(vec![reply]).await;
+    let body = json!({"model": "m", "stream": true, "stream_options": {"include_usage": true}});
+    raw_post(&mock, "/v1/chat/completions", &[], &body.to_string()).await
+}
+
+#[tokio::test]
+async fn openai_compatible_servers_habits_have_their_shape() {
+    let thinking = ScriptTurn::text("Four.").with_thinking("Two and two.");
+    let vllm = openai_stream(thinking.clone().into()).await;
+    assert!(vllm.matches("\"reasoning\":\"").count() >= 2, "{vllm}");
+    assert!(vllm.find("\"reasoning\"") < vllm.find("\"content\":\"Fo"));
+    let llama = openai_stream(thinking.with_quirk(Quirk::ReasoningContent).into()).await;
+    assert!(llama.matches("\"reasoning_content\":\"").count() >= 2);
+    assert!(!llama.contains("\"reasoning\":"), "{llama}");
+
+    let mut refused = ScriptTurn::default().with_stop_reason(StopReason::Refusal);
+    refused.stop_detail = Some("I can't help with that.".into());
+    let openai = openai_stream(refused.into()).await;
+    assert!(openai.matches("\"refusal\":\"").count() >= 2, "{openai}");
+    assert!(openai.contains("\"finish_reason\":\"stop\""), "{openai}");
+
+    let two = || {
+        ScriptTurn::calls(vec![
+            ScriptToolCall::new("fs_read", json!({"path": "a"})),
+            ScriptToolCall::new("fs_read", json!({"path": "b"})),
+        ])
+    };
+    let ollama = openai_stream(two().with_quirk(Quirk::SameIndex).into()).await;
+    assert_eq!(
+        ollama.matches("\"index\":0,\"type\":\"function\"").count(),
+        2,
+        "{ollama}"
+    );
+    assert!(!ollama.contains("\"index\":1"), "{ollama}");
+    assert!(ollama.contains("\"id\":\"call_1_1\"") && ollama.contains("\"id\":\"call_1_2\""));
+    let objects = openai_stream(two().with_quirk(Quirk::ArgumentsObject).into()).await;
+    assert!(
+        objects.contains("\"arguments\":{\"path\":\"b\"}"),
+        "{objects}"
+    );
+    let null = openai_stream(ScriptTurn::text("ok").with_quirk(Quirk::NullChoices).into()).await;
+    assert!(null.contains("\"choices\":null,\"created\""), "{null}");
+
+    let error = MockReply::LlamaCppError {
+        message: "boom".into(),
+    };
+    let llama = openai_stream(error).await;
+    assert!(
+        llama
+            .contains("\nerror: {\"code\":500,\"message\":\"boom\",\"type\":\"server_error\"}\n\n"),
+        "{llama}"
+    );
+    assert!(
+        llama.contains("data: [DONE]") && !llama.contains("data: {"),
+        "{llama}"
+    );
 }
 
 #[tokio::test]

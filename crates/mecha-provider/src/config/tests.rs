@@ -220,3 +220,29 @@ fn a_missing_openai_model_names_every_place_to_set_one() {
         assert!(error.contains(needle), "missing {needle} in {error}");
     }
 }
+
+#[test]
+fn max_tokens_field_parses_and_a_bad_value_names_the_choices() {
+    let s = settings(r#"{"kind": "openai", "max_tokens_field": "max_completion_tokens"}"#);
+    assert_eq!(
+        s.max_tokens_field,
+        Some(MaxTokensField::MaxCompletionTokens)
+    );
+    let s = settings(r#"{"max_tokens_field": "max_tokens"}"#);
+    assert_eq!(s.max_tokens_field, Some(MaxTokensField::MaxTokens));
+    let error = toml_from(r#"{"max_tokens_field": "max_output_tokens"}"#).unwrap_err();
+    for needle in [
+        "max_output_tokens",
+        "`max_tokens`",
+        "`max_completion_tokens`",
+    ] {
+        assert!(error.contains(needle), "missing {needle} in {error}");
+    }
+    // Where it cannot be honoured it is an error, not ignored.
+    let anthropic = settings(r#"{"kind": "anthropic", "max_tokens_field": "max_tokens"}"#);
+    let error = describe(&anthropic, &[("ANTHROPIC_API_KEY", "k")]).unwrap_err();
+    assert!(
+        error.contains("max_tokens_field") && error.contains("openai"),
+        "{error}"
+    );
+}

@@ -1,27 +1,32 @@
 //! mecha's conversation as an OpenAI Chat Completions request body.
 
 use mecha_core::{Block, Message, Role, ToolDefinition};
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::memory::ReasoningField;
 use crate::Request;
 
 /// Text put before a tool result that is an error. Chat Completions has no
 /// error flag on tool messages, so the model learns it from the content.
 pub(crate) const ERROR_PREFIX: &str = "Error: ";
 
-/// Which field carries the output limit. OpenAI's own API refuses
-/// `max_tokens` for its reasoning models; local servers (ollama, llama.cpp,
-/// vLLM) all know `max_tokens`, not all know the newer name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LimitField {
+/// Which field carries the output limit (`[provider] max_tokens_field`).
+/// OpenAI's reasoning models, on OpenAI's API and on Azure, refuse
+/// `max_tokens`; local servers (ollama, llama.cpp, vLLM) all know
+/// `max_tokens`, not all know the newer name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MaxTokensField {
     MaxTokens,
     MaxCompletionTokens,
 }
 
 pub(crate) fn body(
     model: &str,
-    max_tokens: Option<(LimitField, u32)>,
+    max_tokens: Option<(MaxTokensField, u32)>,
     request: &Request<'_>,
+    reasoning_field: ReasoningField,
 ) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
@@ -30,10 +35,10 @@ pub(crate) fn body(
     // Unset means the server's default: a local model with a small context
     // refuses a request whose limit does not fit, so none is invented.
     match max_tokens {
-        Some((LimitField::MaxTokens, n)) => {
+        Some((MaxTokensField::MaxTokens, n)) => {
             body.insert("max_tokens".into(), json!(n));
         }
-        Some((LimitField::MaxCompletionTokens, n)) => {
+        Some((MaxTokensField::MaxCompletionTokens, n)) => {
             body.insert("max_completion_tokens".into(), json!(n));
         }
         None => {}
@@ -46,7 +51,7 @@ pub(crate) fn body(
         messages.push(json!({"role": "system", "content": request.system}));
     }
     for m in request.messages {
-        push_message(&mut messages, m);
+        push_message(&mut messages, m, reasoning_field);
     }
     body.insert("messages".into(), Value::Array(messages));
     Value::Object(body)
@@ -71,7 +76,7 @@ fn tools(tools: &[ToolDefinition]) -> Value {
 /// One mecha message can become several chat messages: tool results are
 /// messages of their own (`role: "tool"`), and must directly follow the
 /// assistant message that called them, so they go before any user text.
-fn push_message(out: &mut Vec<Value>, message: &Message) {
+fn push_message(out: &mut Vec<Value>, message: &Message, reasoning_field: ReasoningField) {
     let text = joined_text(message);
     match message.role {
         Role::User => {
@@ -122,12 +127,39 @@ fn push_message(out: &mut Vec<Value>, message: &Message) {
                 json!(text)
             };
             chat.insert("content".into(), content);
+            // Reasoning goes back on the message it came with, in the field
+            // the server streamed it in: ollama (for gpt-oss) and vLLM read
+            // `reasoning`, llama.cpp and DeepSeek `reasoning_content`, and
+            // DeepSeek's thinking mode answers 400 when it is missing after
+            // a tool call. The chat template decides what the model sees
+            // again (templates drop the reasoning of finished turns). A
+            // server that streams no reasoning never gets the field, so one
+            // that refuses unknown fields is safe. (The first
+            // deepseek-reasoner, R1, refused `reasoning_content` sent back;
+            // the thinking mode that took its name requires it.)
+            let reasoning = thinking_text(message);
+            if !reasoning.is_empty() {
+                chat.insert(reasoning_field.name().into(), json!(reasoning));
+            }
             if !calls.is_empty() {
                 chat.insert("tool_calls".into(), Value::Array(calls));
             }
             out.push(Value::Object(chat));
         }
     }
+}
+
+/// The message's reasoning, as the server streamed it.
+fn thinking_text(message: &Message) -> String {
+    let texts: Vec<&str> = message
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            Block::Thinking { thinking, .. } if !thinking.is_empty() => Some(thinking.as_str()),
+            _ => None,
+        })
+        .collect();
+    texts.concat()
 }
 
 /// Plain strings rather than content-part arrays: every compatible server
@@ -205,7 +237,12 @@ mod tests {
             tools: &tools,
             messages: &messages,
         };
-        let body = body("qwen3", Some((LimitField::MaxTokens, 512)), &request);
+        let body = body(
+            "qwen3",
+            Some((MaxTokensField::MaxTokens, 512)),
+            &request,
+            ReasoningField::Reasoning,
+        );
         assert_eq!(
             body,
             json!({
@@ -241,12 +278,74 @@ mod tests {
             tools: &[],
             messages: &[],
         };
-        let none = body("m", None, &request);
+        let none = body("m", None, &request, ReasoningField::Reasoning);
         assert!(none.get("max_tokens").is_none());
         assert!(none.get("max_completion_tokens").is_none());
         assert!(none.get("tools").is_none());
         assert_eq!(none["messages"], json!([]));
-        let newer = body("m", Some((LimitField::MaxCompletionTokens, 9)), &request);
+        let newer = body(
+            "m",
+            Some((MaxTokensField::MaxCompletionTokens, 9)),
+            &request,
+            ReasoningField::Reasoning,
+        );
         assert_eq!(newer["max_completion_tokens"], json!(9));
+        assert!(newer.get("max_tokens").is_none());
+    }
+
+    fn thought(text: &str) -> Block {
+        Block::Thinking {
+            thinking: text.into(),
+            signature: None,
+        }
+    }
+
+    #[test]
+    fn reasoning_goes_back_in_the_servers_field() {
+        let call = Block::ToolUse(ToolCall {
+            id: "call_1".into(),
+            name: "fs_read".into(),
+            input: json!({"path": "a"}),
+            input_error: None,
+        });
+        let messages = [
+            Message::user_text("read a"),
+            Message {
+                role: Role::Assistant,
+                content: vec![thought("I should read a."), call],
+            },
+            Message {
+                role: Role::User,
+                content: vec![Block::ToolResult {
+                    tool_use_id: "call_1".into(),
+                    content: "A".into(),
+                    is_error: false,
+                }],
+            },
+            Message {
+                role: Role::Assistant,
+                content: vec![thought("Done reading."), Block::Text { text: "A.".into() }],
+            },
+        ];
+        let request = Request {
+            system: "",
+            tools: &[],
+            messages: &messages,
+        };
+        for field in [ReasoningField::Reasoning, ReasoningField::ReasoningContent] {
+            let sent = body("m", None, &request, field)["messages"].clone();
+            assert_eq!(sent[1][field.name()], json!("I should read a."), "{sent:#}");
+            assert_eq!(sent[1]["content"], Value::Null);
+            let other = match field {
+                ReasoningField::Reasoning => "reasoning_content",
+                ReasoningField::ReasoningContent => "reasoning",
+            };
+            assert!(sent[1].get(other).is_none(), "{sent:#}");
+            // The thinking is never text.
+            assert_eq!(
+                sent[3],
+                json!({"role": "assistant", "content": "A.", field.name(): "Done reading."})
+            );
+        }
     }
 }

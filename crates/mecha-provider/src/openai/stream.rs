@@ -2,15 +2,18 @@
 //!
 //! Kept free of I/O so the mapping can be tested chunk by chunk. Lenient
 //! where compatible servers differ (missing ids or indexes, `stop` for a
-//! turn with tool calls), strict where a difference would lose data.
+//! turn with tool calls, `"choices": null`), strict where a difference
+//! would lose data.
 
-use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use eventsource_stream::Event;
 use mecha_core::{Block, Message, Role, StopReason, ToolCall, Usage};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::calls::{CallDelta, Calls};
+use super::memory::{Memory, ReasoningField};
 use crate::http::{Attempt, error_message};
 use crate::sse::{Flow, StreamDecoder, malformed};
 use crate::tool_args::parse_arguments;
@@ -20,8 +23,9 @@ const API: &str = "the OpenAI-compatible API";
 
 #[derive(Debug, Deserialize)]
 struct Chunk {
+    /// Some servers send `null` rather than `[]` in the usage chunk.
     #[serde(default)]
-    choices: Vec<Choice>,
+    choices: Option<Vec<Choice>>,
     #[serde(default)]
     usage: Option<WireUsage>,
     #[serde(default)]
@@ -42,26 +46,17 @@ struct Choice {
 struct Delta {
     #[serde(default)]
     content: Option<String>,
+    /// vLLM and ollama stream the model's reasoning here...
+    #[serde(default)]
+    reasoning: Option<String>,
+    /// ...llama.cpp and DeepSeek here (and vLLM, for a while, in both).
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    /// OpenAI's words when the model refused, instead of `content`.
+    #[serde(default)]
+    refusal: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<CallDelta>>,
-}
-
-#[derive(Debug, Deserialize)]
-struct CallDelta {
-    #[serde(default)]
-    index: Option<usize>,
-    #[serde(default)]
-    id: Option<String>,
-    #[serde(default)]
-    function: Option<FunctionDelta>,
-}
-
-#[derive(Debug, Deserialize)]
-struct FunctionDelta {
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    arguments: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -80,46 +75,47 @@ struct PromptDetails {
     cached_tokens: Option<u64>,
 }
 
-#[derive(Debug, Default)]
-struct PartialCall {
-    id: String,
-    name: String,
-    arguments: String,
-}
-
 /// The answer so far.
 #[derive(Debug, Default)]
 pub(crate) struct StreamState {
+    memory: Arc<Memory>,
+    reasoning: String,
     text: String,
-    calls: BTreeMap<usize, PartialCall>,
+    refusal: String,
+    calls: Calls,
     finish_reason: Option<String>,
     usage: Usage,
 }
 
 impl StreamState {
-    fn add_call_delta(&mut self, position: usize, delta: CallDelta) {
-        // Some servers leave out `index` and send each call whole: a new id
-        // then means a new call, no id means more of the last one.
-        let index = match delta.index {
-            Some(index) => index,
-            None if delta.id.is_some() => self
-                .calls
-                .keys()
-                .next_back()
-                .map_or(position, |last| last + 1),
-            None => self.calls.keys().next_back().copied().unwrap_or(position),
-        };
-        let call = self.calls.entry(index).or_default();
-        if let Some(id) = delta.id.filter(|id| !id.is_empty()) {
-            call.id = id;
+    pub fn new(memory: Arc<Memory>) -> Self {
+        Self {
+            memory,
+            ..Self::default()
         }
-        if let Some(function) = delta.function {
-            if let Some(name) = function.name {
-                call.name.push_str(&name);
-            }
-            if let Some(arguments) = function.arguments {
-                call.arguments.push_str(&arguments);
-            }
+    }
+
+    fn add_delta(&mut self, delta: Delta, on_stream: &mut StreamSink<'_>) {
+        // A server sending both fields sends the same text twice.
+        let reasoning = match (delta.reasoning, delta.reasoning_content) {
+            (Some(r), _) if !r.is_empty() => Some((ReasoningField::Reasoning, r)),
+            (_, Some(r)) if !r.is_empty() => Some((ReasoningField::ReasoningContent, r)),
+            _ => None,
+        };
+        if let Some((field, piece)) = reasoning {
+            self.memory.saw_reasoning_in(field);
+            on_stream(Streamed::Thinking(&piece));
+            self.reasoning.push_str(&piece);
+        }
+        if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+            on_stream(Streamed::Text(&text));
+            self.text.push_str(&text);
+        }
+        if let Some(refusal) = delta.refusal {
+            self.refusal.push_str(&refusal);
+        }
+        for call in delta.tool_calls.into_iter().flatten() {
+            self.calls.add(call);
         }
     }
 
@@ -127,6 +123,22 @@ impl StreamState {
     /// without `[DONE]`.
     pub fn finished(&self) -> bool {
         self.finish_reason.is_some()
+    }
+
+    fn stop_reason(&self, has_calls: bool) -> StopReason {
+        match self.finish_reason.as_deref() {
+            // OpenAI says `stop` when the model refused in words.
+            _ if !self.refusal.trim().is_empty() => StopReason::Refusal,
+            // Before the check for calls: the last call may be cut short,
+            // and must not be run as if whole.
+            Some("length") => StopReason::MaxTokens,
+            Some("content_filter") => StopReason::Refusal,
+            // Some servers say `stop` even when the turn ends in tool calls.
+            _ if has_calls => StopReason::ToolUse,
+            Some("stop") | None => StopReason::EndTurn,
+            Some("tool_calls" | "function_call") => StopReason::ToolUse,
+            Some(other) => StopReason::Other(other.to_owned()),
+        }
     }
 }
 
@@ -136,8 +148,23 @@ pub(crate) fn ended_early(what: &str) -> ProviderError {
     ))
 }
 
+/// An error the server reported inside the stream: OpenAI's and vLLM's
+/// `error` chunk, or llama.cpp's `error:` line.
+fn failed_mid_answer(error: &Value) -> Attempt {
+    ProviderError::Api(format!(
+        "{API} failed mid-answer: {}",
+        error_message(&serde_json::json!({ "error": error }).to_string())
+    ))
+    .into()
+}
+
 impl StreamDecoder for StreamState {
     fn handle(&mut self, event: &Event, on_stream: &mut StreamSink<'_>) -> Result<Flow, Attempt> {
+        if event.event == crate::sse::ERROR_FIELD_EVENT {
+            let error = serde_json::from_str(&event.data)
+                .unwrap_or_else(|_| Value::String(event.data.clone()));
+            return Err(failed_mid_answer(&error));
+        }
         if event.data.trim() == "[DONE]" {
             return if self.finish_reason.is_some() {
                 Ok(Flow::Done)
@@ -148,11 +175,7 @@ impl StreamDecoder for StreamState {
         let chunk: Chunk =
             serde_json::from_str(&event.data).map_err(|e| malformed(API, event, &e))?;
         if let Some(error) = chunk.error {
-            return Err(ProviderError::Api(format!(
-                "{API} failed mid-answer: {}",
-                error_message(&serde_json::json!({ "error": error }).to_string())
-            ))
-            .into());
+            return Err(failed_mid_answer(&error));
         }
         if let Some(usage) = chunk.usage {
             // Counted the Anthropic way: `input_tokens` are the uncached
@@ -169,15 +192,10 @@ impl StreamDecoder for StreamState {
             };
         }
         // mecha asks for one choice; any other would be a second answer.
-        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+        let choices = chunk.choices.into_iter().flatten();
+        for choice in choices.filter(|c| c.index == 0) {
             if let Some(delta) = choice.delta {
-                if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
-                    on_stream(Streamed::Text(&text));
-                    self.text.push_str(&text);
-                }
-                for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
-                    self.add_call_delta(position, call);
-                }
+                self.add_delta(delta, on_stream);
             }
             if let Some(reason) = choice.finish_reason {
                 self.finish_reason = Some(reason);
@@ -187,14 +205,31 @@ impl StreamDecoder for StreamState {
     }
 
     fn finish(self) -> Response {
+        let stop_reason = self.stop_reason(!self.calls.is_empty());
+        let StreamState {
+            memory,
+            reasoning,
+            text,
+            refusal,
+            calls,
+            usage,
+            ..
+        } = self;
         let mut content = Vec::new();
-        if !self.text.is_empty() {
-            content.push(Block::Text { text: self.text });
+        // Signed by nothing: a compatible server only streams the text.
+        if !reasoning.is_empty() {
+            content.push(Block::Thinking {
+                thinking: reasoning,
+                signature: None,
+            });
         }
-        for (index, call) in self.calls {
+        if !text.is_empty() {
+            content.push(Block::Text { text });
+        }
+        for call in calls.into_vec() {
             let (input, input_error) = parse_arguments(&call.arguments);
             let id = if call.id.is_empty() {
-                format!("call_{index}")
+                memory.new_call_id()
             } else {
                 call.id
             };
@@ -205,25 +240,14 @@ impl StreamDecoder for StreamState {
                 input_error,
             }));
         }
-        let message = Message {
-            role: Role::Assistant,
-            content,
-        };
-        let has_calls = message.tool_calls().next().is_some();
-        let stop_reason = match self.finish_reason.as_deref() {
-            // Some servers say `stop` even when the turn ends in tool calls.
-            _ if has_calls => StopReason::ToolUse,
-            Some("stop") | None => StopReason::EndTurn,
-            Some("tool_calls" | "function_call") => StopReason::ToolUse,
-            Some("length") => StopReason::MaxTokens,
-            Some("content_filter") => StopReason::Refusal,
-            Some(other) => StopReason::Other(other.to_owned()),
-        };
         Response {
-            message,
+            message: Message {
+                role: Role::Assistant,
+                content,
+            },
             stop_reason,
-            stop_detail: None,
-            usage: self.usage,
+            stop_detail: Some(refusal).filter(|r| !r.trim().is_empty()),
+            usage,
         }
     }
 
@@ -239,135 +263,4 @@ impl StreamDecoder for StreamState {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn data(text: &str) -> Event {
-        Event {
-            event: "message".into(),
-            data: text.into(),
-            id: String::new(),
-            retry: None,
-        }
-    }
-
-    fn run(chunks: &[&str]) -> (Result<Flow, Attempt>, StreamState, Vec<String>) {
-        let mut state = StreamState::default();
-        let mut pieces = Vec::new();
-        let mut on_stream = |piece: Streamed<'_>| {
-            if let Streamed::Text(t) = piece {
-                pieces.push(t.to_owned());
-            }
-        };
-        let mut flow = Ok(Flow::Continue);
-        for c in chunks {
-            flow = state.handle(&data(c), &mut on_stream);
-            if !matches!(flow, Ok(Flow::Continue)) {
-                break;
-            }
-        }
-        (flow, state, pieces)
-    }
-
-    #[test]
-    fn text_tool_calls_and_usage() {
-        let (flow, state, pieces) = run(&[
-            r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}],"usage":null}"#,
-            r#"{"choices":[{"index":0,"delta":{"content":"Read"},"finish_reason":null}]}"#,
-            r#"{"choices":[{"index":0,"delta":{"content":"ing."},"finish_reason":null}]}"#,
-            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"fs_read","arguments":""}}]},"finish_reason":null}]}"#,
-            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"pa"}}]},"finish_reason":null}]}"#,
-            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"fs_list","arguments":"{}"}}]},"finish_reason":null}]}"#,
-            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"th\":\"a\"}"}}]},"finish_reason":null}]}"#,
-            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":null}"#,
-            r#"{"choices":[],"usage":{"prompt_tokens":500,"completion_tokens":30,"total_tokens":530,"prompt_tokens_details":{"cached_tokens":384}}}"#,
-            "[DONE]",
-        ]);
-        assert!(matches!(flow, Ok(Flow::Done)), "{flow:?}");
-        assert_eq!(pieces, ["Read", "ing."]);
-        let response = state.finish();
-        assert_eq!(response.stop_reason, StopReason::ToolUse);
-        assert_eq!(
-            response.usage,
-            Usage {
-                input_tokens: 116,
-                output_tokens: 30,
-                cache_read_tokens: 384,
-                cache_write_tokens: 0
-            }
-        );
-        let calls: Vec<_> = response.message.tool_calls().cloned().collect();
-        assert_eq!(calls.len(), 2);
-        assert_eq!(
-            (calls[0].id.as_str(), calls[0].name.as_str()),
-            ("call_a", "fs_read")
-        );
-        assert_eq!(calls[0].input, json!({"path": "a"}));
-        assert_eq!(calls[1].name, "fs_list");
-        assert_eq!(response.message.text(), "Reading.");
-    }
-
-    #[test]
-    fn done_without_finish_reason_is_an_early_end() {
-        let (flow, _, _) = run(&[
-            r#"{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}"#,
-            "[DONE]",
-        ]);
-        match flow {
-            Err(Attempt::Fatal(ProviderError::Transport(m))) => assert!(m.contains("ended early")),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn finish_reasons_map() {
-        let stop = |reason: &str| {
-            let chunk =
-                format!(r#"{{"choices":[{{"index":0,"delta":{{}},"finish_reason":"{reason}"}}]}}"#);
-            let (_, state, _) = run(&[&chunk]);
-            state.finish().stop_reason
-        };
-        assert_eq!(stop("stop"), StopReason::EndTurn);
-        assert_eq!(stop("length"), StopReason::MaxTokens);
-        assert_eq!(stop("content_filter"), StopReason::Refusal);
-        assert_eq!(stop("tool_calls"), StopReason::ToolUse);
-        assert_eq!(stop("weird"), StopReason::Other("weird".into()));
-    }
-
-    #[test]
-    fn calls_without_index_or_id_and_stop_reason() {
-        let (_, state, _) = run(&[
-            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"x1","function":{"name":"a","arguments":"{\"k\":1}"}},{"id":"x2","function":{"name":"b","arguments":"{nope"}}]}}]}"#,
-            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"name":"c","arguments":""}}]},"finish_reason":"stop"}]}"#,
-        ]);
-        let response = state.finish();
-        assert_eq!(response.stop_reason, StopReason::ToolUse);
-        let calls: Vec<_> = response.message.tool_calls().cloned().collect();
-        assert_eq!(calls.len(), 2, "{calls:?}");
-        assert_eq!(calls[0].input, json!({"k": 1}));
-        // The id-less delta continued the last call.
-        assert_eq!(calls[1].name, "bc");
-        assert!(
-            calls[1]
-                .input_error
-                .as_deref()
-                .unwrap_or("")
-                .contains("{nope")
-        );
-    }
-
-    #[test]
-    fn error_chunk_and_malformed_chunk() {
-        let (flow, _, _) = run(&[r#"{"error":{"message":"out of memory","type":"server_error"}}"#]);
-        match flow {
-            Err(Attempt::Fatal(ProviderError::Api(m))) => assert!(m.contains("out of memory")),
-            other => panic!("{other:?}"),
-        }
-        let (flow, _, _) = run(&["{\"choices\": [tru"]);
-        match flow {
-            Err(Attempt::Fatal(ProviderError::Transport(m))) => assert!(m.contains("malformed")),
-            other => panic!("{other:?}"),
-        }
-    }
-}
+mod tests;
