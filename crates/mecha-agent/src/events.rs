@@ -40,6 +40,9 @@ pub enum Event {
     Thinking { text: String },
     /// The model reasoned, but the API sent it encrypted.
     RedactedThinking,
+    /// The model API failed in a way worth another try; `what` says how
+    /// and when the next attempt starts.
+    Retrying { what: String },
     /// The model asked for a tool.
     ToolCall {
         id: String,
@@ -91,6 +94,9 @@ impl Event {
                 text: text.to_owned(),
             },
             Streamed::RedactedThinking => Event::RedactedThinking,
+            Streamed::Retrying(what) => Event::Retrying {
+                what: what.to_owned(),
+            },
         }
     }
 }

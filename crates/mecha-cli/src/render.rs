@@ -88,6 +88,12 @@ impl EventSink for Text {
                 crate::terminal::report(&notice::output_limit(tool.as_deref()));
             }
             Event::EmptyTurn { .. } => crate::terminal::report(notice::EMPTY_TURN),
+            Event::Retrying { what } => {
+                if std::mem::take(&mut state.mid_line) {
+                    output::out("\n");
+                }
+                crate::terminal::report(&what);
+            }
             Event::Text { text } => {
                 if self.stdout_is_terminal {
                     output::out(&printable(&text));

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use mecha_core::error_chain;
 
-use crate::ProviderError;
+use crate::{ProviderError, StreamSink, Streamed};
 
 /// How an HTTP provider connects, waits and retries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -196,11 +196,14 @@ pub(crate) struct Retries<'a> {
 }
 
 impl Retries<'_> {
-    /// Waits before the next attempt, or says why there will be none.
+    /// Waits before the next attempt, or says why there will be none. The
+    /// wait is announced through `on_stream`: the user may have seen part
+    /// of the failed attempt (thinking), and a silent pause looks like a hang.
     pub async fn wait(
         &mut self,
         reason: String,
         after: Option<Duration>,
+        on_stream: &mut StreamSink<'_>,
     ) -> Result<(), ProviderError> {
         let exhausted = |why: String| {
             ProviderError::Exhausted(format!(
@@ -230,6 +233,13 @@ impl Retries<'_> {
             "{}: {reason}; retrying",
             self.api
         );
+        on_stream(Streamed::Retrying(&format!(
+            "{} {reason}; retrying in {} (retry {} of {})",
+            self.api,
+            seconds(delay),
+            self.retried,
+            self.options.max_retries
+        )));
         tokio::time::sleep(delay).await;
         Ok(())
     }

@@ -90,6 +90,10 @@ pub enum Streamed<'a> {
     Thinking(&'a str),
     /// The API sent reasoning it encrypted: there is nothing to show.
     RedactedThinking,
+    /// The attempt failed in a way worth another try, and mecha waits
+    /// before it: what failed and when the next attempt starts. What
+    /// streamed before it streams again.
+    Retrying(&'a str),
 }
 
 /// Receives the answer as it streams. A named alias because `async_trait`

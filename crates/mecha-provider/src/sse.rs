@@ -215,7 +215,9 @@ impl HttpCore {
             match attempt {
                 Ok(response) => return Ok(response),
                 Err(Attempt::Fatal(e)) => return Err(e),
-                Err(Attempt::Retry { reason, after }) => retries.wait(reason, after).await?,
+                Err(Attempt::Retry { reason, after }) => {
+                    retries.wait(reason, after, on_stream).await?;
+                }
             }
         }
     }

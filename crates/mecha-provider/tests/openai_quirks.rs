@@ -36,6 +36,7 @@ async fn ask(
             Streamed::Text(t) => pieces.push((false, t.to_owned())),
             Streamed::Thinking(t) => pieces.push((true, t.to_owned())),
             Streamed::RedactedThinking => pieces.push((true, String::new())),
+            Streamed::Retrying(_) => {}
         })
         .await;
     (result, pieces)

@@ -30,7 +30,9 @@ fn run_events(
     let mut on_stream = |piece: Streamed<'_>| match piece {
         Streamed::Text(t) => pieces.push((false, t.to_owned())),
         Streamed::Thinking(t) => pieces.push((true, t.to_owned())),
-        Streamed::RedactedThinking => panic!("no redacted thinking on this wire"),
+        Streamed::RedactedThinking | Streamed::Retrying(_) => {
+            panic!("a decoder sends no {piece:?}")
+        }
     };
     let mut flow = Ok(Flow::Continue);
     for event in events {
