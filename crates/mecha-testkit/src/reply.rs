@@ -28,6 +28,10 @@ pub enum MockReply {
     /// A 200 stream that reports an error in-band before any content, e.g.
     /// Anthropic's `overloaded_error`.
     ErrorEvent { kind: String, message: String },
+    /// Anthropic: a 200 stream that streams this thinking, then reports
+    /// `overloaded_error` in-band before any of the answer (the
+    /// OpenAI-compatible API gets the bare error event).
+    OverloadedInThinking(String),
 }
 
 impl MockReply {

@@ -118,8 +118,9 @@ impl StopDetails {
     /// The explanation, else the category in words.
     fn readable(self) -> Option<String> {
         let present = |s: Option<String>| s.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
-        present(self.explanation)
-            .or_else(|| present(self.category).map(|c| format!("category: {}", c.replace('_', " "))))
+        present(self.explanation).or_else(|| {
+            present(self.category).map(|c| format!("category: {}", c.replace('_', " ")))
+        })
     }
 }
 
@@ -293,13 +294,19 @@ impl StreamDecoder for StreamState {
                         self.content_seen = true;
                         json.push_str(&partial_json);
                     }
-                    (Some(Partial::Thinking { thinking, .. }), Delta::Thinking { thinking: piece }) => {
+                    (
+                        Some(Partial::Thinking { thinking, .. }),
+                        Delta::Thinking { thinking: piece },
+                    ) => {
                         if !piece.is_empty() {
                             on_stream(Streamed::Thinking(&piece));
                         }
                         thinking.push_str(&piece);
                     }
-                    (Some(Partial::Thinking { signature, .. }), Delta::Signature { signature: piece }) => {
+                    (
+                        Some(Partial::Thinking { signature, .. }),
+                        Delta::Signature { signature: piece },
+                    ) => {
                         signature.get_or_insert_with(String::new).push_str(&piece);
                     }
                     (Some(Partial::Skipped), _) | (_, Delta::Other) => {}

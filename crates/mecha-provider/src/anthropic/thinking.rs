@@ -3,8 +3,8 @@
 
 use std::fmt;
 
-use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::{Value, json};
 
 use super::models::{ModelSpec, ThinkingModes};
@@ -202,9 +202,18 @@ mod tests {
 
     #[test]
     fn checks_against_the_model_and_max_tokens() {
-        assert_eq!(check(Thinking::Budget(8192), "claude-sonnet-4-5", 64_000), Ok(()));
-        assert_eq!(check(Thinking::Adaptive, "claude-opus-4-6", 128_000), Ok(()));
-        assert_eq!(check(Thinking::Budget(8192), "claude-opus-4-6", 128_000), Ok(()));
+        assert_eq!(
+            check(Thinking::Budget(8192), "claude-sonnet-4-5", 64_000),
+            Ok(())
+        );
+        assert_eq!(
+            check(Thinking::Adaptive, "claude-opus-4-6", 128_000),
+            Ok(())
+        );
+        assert_eq!(
+            check(Thinking::Budget(8192), "claude-opus-4-6", 128_000),
+            Ok(())
+        );
         // Unknown models are the API's to judge.
         assert_eq!(check(Thinking::Adaptive, "claude-test", 32_000), Ok(()));
 

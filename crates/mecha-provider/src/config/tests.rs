@@ -245,13 +245,18 @@ fn thinking_parses_from_toml_in_both_forms() {
 
 #[test]
 fn thinking_is_checked_against_the_model_and_max_tokens() {
-    assert!(anthropic(r#"{"model": "claude-sonnet-4-5", "thinking": {"budget_tokens": 8192}}"#).is_ok());
+    assert!(
+        anthropic(r#"{"model": "claude-sonnet-4-5", "thinking": {"budget_tokens": 8192}}"#).is_ok()
+    );
     assert!(anthropic(r#"{"model": "claude-opus-4-7", "thinking": "adaptive"}"#).is_ok());
     let error = anthropic(
         r#"{"model": "claude-sonnet-4-5", "max_tokens": 4096, "thinking": {"budget_tokens": 8192}}"#,
     )
     .unwrap_err();
-    assert!(error.contains("must be less than max_tokens (4096)"), "{error}");
+    assert!(
+        error.contains("must be less than max_tokens (4096)"),
+        "{error}"
+    );
     let error = anthropic(r#"{"model": "claude-opus-4-7", "thinking": {"budget_tokens": 8192}}"#)
         .unwrap_err();
     assert!(error.contains("thinking = \"adaptive\""), "{error}");
@@ -275,8 +280,14 @@ fn the_context_window_comes_from_the_model_unless_configured() {
             .map(|p| p.context_window())
             .map_err(|e| e.to_string())
     };
-    assert_eq!(window(r#"{"model": "claude-sonnet-4-6"}"#), Ok(Some(1_000_000)));
-    assert_eq!(window(r#"{"model": "claude-haiku-4-5"}"#), Ok(Some(200_000)));
+    assert_eq!(
+        window(r#"{"model": "claude-sonnet-4-6"}"#),
+        Ok(Some(1_000_000))
+    );
+    assert_eq!(
+        window(r#"{"model": "claude-haiku-4-5"}"#),
+        Ok(Some(200_000))
+    );
     assert_eq!(
         window(r#"{"model": "claude-sonnet-4-6", "context_window": 150000}"#),
         Ok(Some(150_000))

@@ -111,7 +111,8 @@ fn stop_reasons_map() {
 
 #[test]
 fn overloaded_before_content_retries_after_content_fails() {
-    let overloaded = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
+    let overloaded =
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
     let (flow, _, _) = run(&[json!({"type": "ping"}), overloaded.clone()]);
     assert!(matches!(flow, Err(Attempt::Retry { .. })), "{flow:?}");
 
@@ -364,7 +365,9 @@ fn a_refusal_carries_its_explanation() {
         response.stop_detail.as_deref(),
         Some("This request asks for working malware.")
     );
-    let response = refusal(json!({"type": "refusal", "category": "reasoning_extraction", "explanation": null}));
+    let response = refusal(
+        json!({"type": "refusal", "category": "reasoning_extraction", "explanation": null}),
+    );
     assert_eq!(
         response.stop_detail.as_deref(),
         Some("category: reasoning extraction")
