@@ -59,6 +59,14 @@ impl AnthropicProvider {
         let max_tokens = options
             .max_tokens
             .unwrap_or_else(|| spec.map_or(DEFAULT_MAX_TOKENS, |s| s.max_output));
+        if let Some(spec) = spec.filter(|s| max_tokens > s.max_output) {
+            // The API would refuse every request with a 400.
+            return Err(ProviderError::NotConfigured(format!(
+                "max_tokens = {max_tokens} in [provider] is more than {} writes (at most {}): \
+                 lower it, or remove it to use {}",
+                options.model, spec.max_output, spec.max_output
+            )));
+        }
         if let Some(thinking) = options.thinking {
             thinking.check(&options.model, spec, max_tokens)?;
         }

@@ -297,3 +297,13 @@ fn the_context_window_comes_from_the_model_unless_configured() {
         Ok(Some(ANTHROPIC_CONTEXT_WINDOW))
     );
 }
+
+#[test]
+fn max_tokens_above_what_the_model_writes_is_refused() {
+    let error = anthropic(r#"{"model": "claude-sonnet-4-5", "max_tokens": 100000}"#).unwrap_err();
+    assert!(error.contains("at most 64000"), "{error}");
+    assert!(error.contains("lower it, or remove it"), "{error}");
+    assert!(anthropic(r#"{"model": "claude-sonnet-4-5", "max_tokens": 64000}"#).is_ok());
+    // Unknown models are the API's to judge.
+    assert!(anthropic(r#"{"model": "claude-test", "max_tokens": 500000}"#).is_ok());
+}
