@@ -1,7 +1,9 @@
 //! The Anthropic Messages API, streamed.
 
+mod models;
 mod request;
 mod stream;
+mod thinking;
 
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderValue};
@@ -9,9 +11,17 @@ use reqwest::header::{HeaderMap, HeaderValue};
 use crate::http::{HttpCore, HttpOptions};
 use crate::{Provider, ProviderError, Request, Response, StreamSink};
 use stream::StreamState;
+pub use thinking::{MIN_THINKING_BUDGET, Thinking};
 
 /// The API version this client speaks; the wire format is pinned to it.
 const API_VERSION: &str = "2023-06-01";
+
+/// `max_tokens` for a model mecha does not know: enough for a long file
+/// write, and accepted by every current Claude model.
+pub const DEFAULT_MAX_TOKENS: u32 = 32_000;
+
+/// The context window of a model mecha does not know.
+pub const ANTHROPIC_CONTEXT_WINDOW: u64 = 200_000;
 
 /// What an [`AnthropicProvider`] needs. [`crate::build`] fills it from
 /// config and environment.
@@ -23,8 +33,13 @@ pub struct AnthropicOptions {
     pub api_key: String,
     /// Where the key came from, named when the API refuses it.
     pub api_key_env: String,
-    pub max_tokens: u32,
+    /// Unset: the model's own output limit where mecha knows it, else
+    /// [`DEFAULT_MAX_TOKENS`].
+    pub max_tokens: Option<u32>,
+    /// Unset: the model's where mecha knows it, else
+    /// [`ANTHROPIC_CONTEXT_WINDOW`].
     pub context_window: Option<u64>,
+    pub thinking: Option<Thinking>,
     pub http: HttpOptions,
 }
 
@@ -34,11 +49,27 @@ pub struct AnthropicProvider {
     http: HttpCore,
     model: String,
     max_tokens: u32,
-    context_window: Option<u64>,
+    context_window: u64,
+    thinking: Option<Thinking>,
 }
 
 impl AnthropicProvider {
     pub fn new(options: AnthropicOptions) -> Result<Self, ProviderError> {
+        let spec = models::lookup(&options.model);
+        let max_tokens = options
+            .max_tokens
+            .unwrap_or_else(|| spec.map_or(DEFAULT_MAX_TOKENS, |s| s.max_output));
+        if let Some(spec) = spec.filter(|s| max_tokens > s.max_output) {
+            // The API would refuse every request with a 400.
+            return Err(ProviderError::NotConfigured(format!(
+                "max_tokens = {max_tokens} in [provider] is more than {} writes (at most {}): \
+                 lower it, or remove it to use {}",
+                options.model, spec.max_output, spec.max_output
+            )));
+        }
+        if let Some(thinking) = options.thinking {
+            thinking.check(&options.model, spec, max_tokens)?;
+        }
         let mut headers = HeaderMap::new();
         let mut key = HeaderValue::from_str(&options.api_key).map_err(|_| {
             ProviderError::NotConfigured(format!(
@@ -51,6 +82,21 @@ impl AnthropicProvider {
         headers.insert("x-api-key", key);
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
         headers.insert("accept", HeaderValue::from_static("text/event-stream"));
+        let betas: Vec<&str> = [
+            options.thinking.and_then(Thinking::beta),
+            spec.filter(|s| s.needs_window_beta)
+                .map(|_| "model-context-window-exceeded-2025-08-26"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !betas.is_empty() {
+            // One comma-separated value, as the SDKs send it.
+            let value = HeaderValue::from_str(&betas.join(",")).map_err(|e| {
+                ProviderError::NotConfigured(format!("cannot build the anthropic-beta header: {e}"))
+            })?;
+            headers.insert("anthropic-beta", value);
+        }
         let url = format!("{}/v1/messages", options.base_url.trim_end_matches('/'));
         let http = HttpCore::new(
             url,
@@ -61,9 +107,13 @@ impl AnthropicProvider {
         )?;
         Ok(Self {
             http,
+            context_window: options
+                .context_window
+                .or(spec.map(|s| s.context_window))
+                .unwrap_or(ANTHROPIC_CONTEXT_WINDOW),
             model: options.model,
-            max_tokens: options.max_tokens,
-            context_window: options.context_window,
+            max_tokens,
+            thinking: options.thinking,
         })
     }
 }
@@ -75,7 +125,7 @@ impl Provider for AnthropicProvider {
     }
 
     fn context_window(&self) -> Option<u64> {
-        self.context_window
+        Some(self.context_window)
     }
 
     async fn complete(
@@ -83,7 +133,7 @@ impl Provider for AnthropicProvider {
         request: Request<'_>,
         on_stream: &mut StreamSink<'_>,
     ) -> Result<Response, ProviderError> {
-        let body = request::body(&self.model, self.max_tokens, &request);
+        let body = request::body(&self.model, self.max_tokens, self.thinking, &request);
         let body = serde_json::to_vec(&body)
             .map_err(|e| ProviderError::Api(format!("cannot encode the request: {e}")))?;
         self.http.exchange::<StreamState>(&body, on_stream).await

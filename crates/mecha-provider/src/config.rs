@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::anthropic::{AnthropicOptions, AnthropicProvider};
+use crate::anthropic::{AnthropicOptions, AnthropicProvider, Thinking};
 use crate::http::HttpOptions;
 use crate::openai::{MaxTokensField, OpenAiOptions, OpenAiProvider};
 use crate::scripted::ScriptedProvider;
@@ -16,8 +16,6 @@ use crate::{Provider, ProviderError};
 pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
 pub const DEFAULT_ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
-pub const DEFAULT_MAX_TOKENS: u32 = 8192;
-pub const ANTHROPIC_CONTEXT_WINDOW: u64 = 200_000;
 
 /// Which API the provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -41,10 +39,13 @@ pub struct ProviderSettings {
     /// The variable holding the API key, instead of the conventional one.
     pub api_key_env: Option<String>,
     pub context_window: Option<u64>,
+    /// Unset: the model's output limit where mecha knows it (Anthropic).
     pub max_tokens: Option<u32>,
     /// The field an OpenAI-compatible request carries `max_tokens` in:
     /// `"max_tokens"` or `"max_completion_tokens"` (default: by host).
     pub max_tokens_field: Option<MaxTokensField>,
+    /// Claude's extended thinking: `"adaptive"` or `{ budget_tokens = N }`.
+    pub thinking: Option<Thinking>,
     /// The script file the scripted provider plays.
     pub script: Option<PathBuf>,
     /// Longest silence, in seconds, before a stalled request or stream is an
@@ -108,6 +109,14 @@ pub fn build_with(
             "[provider] max_tokens_field only applies to kind = \"openai\"; remove it".to_owned(),
         ));
     }
+    if kind == Kind::OpenAi && settings.thinking.is_some() {
+        return Err(ProviderError::NotConfigured(
+            "`thinking` in [provider] is for kind = \"anthropic\": the OpenAI-compatible API has \
+             no thinking budget to send (reasoning models think on their own, and mecha shows \
+             the reasoning a server streams); remove `thinking`"
+                .to_owned(),
+        ));
+    }
     match kind {
         Kind::Anthropic => {
             let key_env = settings
@@ -138,8 +147,9 @@ pub fn build_with(
                 base_url,
                 api_key,
                 api_key_env: key_env,
-                max_tokens: settings.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-                context_window: Some(settings.context_window.unwrap_or(ANTHROPIC_CONTEXT_WINDOW)),
+                max_tokens: settings.max_tokens,
+                context_window: settings.context_window,
+                thinking: settings.thinking,
                 http,
             })?;
             Ok(Arc::new(provider))

@@ -25,10 +25,13 @@ mod scripted;
 mod sse;
 mod tool_args;
 
-pub use anthropic::{AnthropicOptions, AnthropicProvider};
+pub use anthropic::{
+    ANTHROPIC_CONTEXT_WINDOW, AnthropicOptions, AnthropicProvider, DEFAULT_MAX_TOKENS,
+    MIN_THINKING_BUDGET, Thinking,
+};
 pub use config::{
-    ANTHROPIC_CONTEXT_WINDOW, DEFAULT_ANTHROPIC_BASE_URL, DEFAULT_ANTHROPIC_MODEL,
-    DEFAULT_MAX_TOKENS, DEFAULT_OPENAI_BASE_URL, Kind, ProviderSettings, build, build_with,
+    DEFAULT_ANTHROPIC_BASE_URL, DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_BASE_URL, Kind,
+    ProviderSettings, build, build_with,
 };
 pub use http::HttpOptions;
 pub use openai::{MaxTokensField, OpenAiOptions, OpenAiProvider};

@@ -153,7 +153,7 @@ async fn headers_and_cache_breakpoints() {
 
     let body = &request.body;
     assert_eq!(body["model"], "claude-test");
-    assert_eq!(body["max_tokens"], 8192);
+    assert_eq!(body["max_tokens"], mecha_provider::DEFAULT_MAX_TOKENS);
     assert_eq!(
         body["system"],
         json!([{"type": "text", "text": "You are a test.", "cache_control": {"type": "ephemeral"}}])

@@ -62,6 +62,9 @@ struct State {
     requests: Vec<RecordedRequest>,
     connections: usize,
     api_key: Option<String>,
+    /// Every thinking block sent so far, complete: the only ones a request
+    /// may send back.
+    sent_thinking: Vec<Value>,
     /// Gets a copy of every request as it is recorded.
     subscribers: Vec<mpsc::UnboundedSender<RecordedRequest>>,
 }
@@ -258,6 +261,12 @@ async fn handle(
         if let Some(refusal) = check_headers(api, &recorded, state.api_key.as_deref()) {
             return Ok(refusal);
         }
+        if api == Api::Anthropic
+            && let Some(message) =
+                render::anthropic::check_thinking(&recorded.body, &state.sent_thinking)
+        {
+            return Ok(error_status(api, 400, &message, None));
+        }
         let given = state.served + state.replies.len();
         let Some(reply) = state.replies.pop_front() else {
             let message = format!(
@@ -271,6 +280,11 @@ async fn handle(
             turn: state.served,
             include_usage: recorded.body["stream_options"]["include_usage"] == Value::Bool(true),
         };
+        if let (Api::Anthropic, MockReply::Turn(turn) | MockReply::CutStream(turn)) = (api, &reply)
+        {
+            let blocks = render::anthropic::thinking_blocks(&cx, turn);
+            state.sent_thinking.extend(blocks);
+        }
         (reply, cx)
     };
     Ok(respond(api, &cx, reply))
@@ -331,6 +345,13 @@ fn respond(api: Api, cx: &Context, reply: MockReply) -> Response<Body> {
             render::openai::llama_cpp_error(api, &message).frames,
             Ending::Complete,
         ),
+        MockReply::OverloadedInThinking(thinking) => {
+            let rendered = match api {
+                Api::Anthropic => render::anthropic::overloaded_in_thinking(cx, &thinking),
+                Api::OpenAi => render::openai::error_event("overloaded_error", "Overloaded"),
+            };
+            stream(rendered.frames, Ending::Complete)
+        }
         MockReply::Stall => stream(Vec::new(), Ending::Stall),
         MockReply::Unauthorized => unauthorized(api),
         MockReply::Status {

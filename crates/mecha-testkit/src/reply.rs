@@ -32,6 +32,10 @@ pub enum MockReply {
     /// `error: {"code":500,"message":..,"type":"server_error"}`: an SSE
     /// field that is not `data`.
     LlamaCppError { message: String },
+    /// Anthropic: a 200 stream that streams this thinking, then reports
+    /// `overloaded_error` in-band before any of the answer (the
+    /// OpenAI-compatible API gets the bare error event).
+    OverloadedInThinking(String),
 }
 
 impl MockReply {

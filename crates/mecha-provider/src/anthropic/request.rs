@@ -3,6 +3,7 @@
 use mecha_core::{Block, Message, Role, ToolDefinition};
 use serde_json::{Map, Value, json};
 
+use super::Thinking;
 use crate::Request;
 
 /// The request body. Cache breakpoints sit on the system prompt, the last
@@ -10,11 +11,19 @@ use crate::Request;
 /// shared by every request of the run, the last lets each turn read the
 /// previous turn's conversation from the cache instead of paying for it
 /// again.
-pub(crate) fn body(model: &str, max_tokens: u32, request: &Request<'_>) -> Value {
+pub(crate) fn body(
+    model: &str,
+    max_tokens: u32,
+    thinking: Option<Thinking>,
+    request: &Request<'_>,
+) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert("max_tokens".into(), json!(max_tokens));
     body.insert("stream".into(), json!(true));
+    if let Some(thinking) = thinking {
+        body.insert("thinking".into(), thinking.wire());
+    }
     // The API refuses an empty text block, so no prompt means no field.
     if !request.system.is_empty() {
         body.insert(
@@ -58,11 +67,17 @@ fn tools(tools: &[ToolDefinition]) -> Value {
 
 fn messages(messages: &[Message]) -> Value {
     let mut list: Vec<Value> = messages.iter().map(message).collect();
+    // The API refuses `cache_control` on a thinking block.
     let last_block = list
         .last_mut()
         .and_then(|m| m.get_mut("content"))
         .and_then(Value::as_array_mut)
-        .and_then(|blocks| blocks.last_mut())
+        .and_then(|blocks| {
+            blocks
+                .iter_mut()
+                .rev()
+                .find(|b| !matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking")))
+        })
         .and_then(Value::as_object_mut);
     if let Some(block) = last_block {
         block.insert("cache_control".into(), ephemeral());
@@ -141,7 +156,7 @@ mod tests {
             tools: &tools,
             messages: &messages,
         };
-        let body = body("claude-x", 1024, &request);
+        let body = body("claude-x", 1024, None, &request);
         assert_eq!(
             body,
             json!({
@@ -170,7 +185,7 @@ mod tests {
             tools: &[],
             messages: &[],
         };
-        let body = body("m", 1, &request);
+        let body = body("m", 1, None, &request);
         assert!(body.get("system").is_none());
         assert!(body.get("tools").is_none());
         assert_eq!(body["messages"], json!([]));
@@ -224,7 +239,7 @@ mod tests {
             tools: &[],
             messages: &messages,
         };
-        let body = body("m", 1, &request);
+        let body = body("m", 1, None, &request);
         assert_eq!(
             body["messages"],
             json!([
@@ -241,5 +256,87 @@ mod tests {
                 ]},
             ])
         );
+    }
+
+    #[test]
+    fn thinking_is_requested_and_sent_back_in_order() {
+        let messages = [
+            Message::user_text("read a"),
+            Message {
+                role: Role::Assistant,
+                content: vec![
+                    Block::Thinking {
+                        thinking: "I should read a.".into(),
+                        signature: Some("sig-1".into()),
+                    },
+                    Block::RedactedThinking {
+                        data: "opaque".into(),
+                    },
+                    // From a server that signs nothing: not sendable.
+                    Block::Thinking {
+                        thinking: "unsigned".into(),
+                        signature: None,
+                    },
+                    Block::ToolUse(ToolCall {
+                        id: "toolu_1".into(),
+                        name: "fs_read".into(),
+                        input: json!({"path": "a"}),
+                        input_error: None,
+                    }),
+                ],
+            },
+        ];
+        let request = Request {
+            system: "",
+            tools: &[],
+            messages: &messages,
+        };
+        let body = body("m", 16_000, Some(Thinking::Budget(4096)), &request);
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 4096})
+        );
+        assert_eq!(
+            body["messages"][1]["content"],
+            json!([
+                {"type": "thinking", "thinking": "I should read a.", "signature": "sig-1"},
+                {"type": "redacted_thinking", "data": "opaque"},
+                {"type": "tool_use", "id": "toolu_1", "name": "fs_read", "input": {"path": "a"},
+                 "cache_control": {"type": "ephemeral"}},
+            ])
+        );
+        let adaptive = body_without_thinking_fields(&messages);
+        assert!(adaptive.get("thinking").is_none());
+    }
+
+    fn body_without_thinking_fields(messages: &[Message]) -> Value {
+        let request = Request {
+            system: "",
+            tools: &[],
+            messages,
+        };
+        body("m", 1, None, &request)
+    }
+
+    #[test]
+    fn the_cache_breakpoint_skips_thinking_blocks() {
+        let messages = [Message {
+            role: Role::Assistant,
+            content: vec![
+                Block::Text {
+                    text: "Done.".into(),
+                },
+                Block::Thinking {
+                    thinking: String::new(),
+                    signature: Some("sig".into()),
+                },
+            ],
+        }];
+        let body = body_without_thinking_fields(&messages);
+        let blocks = &body["messages"][0]["content"];
+        assert_eq!(blocks[0]["cache_control"], json!({"type": "ephemeral"}));
+        assert!(blocks[1].get("cache_control").is_none(), "{blocks}");
+        // Omitted thinking (no text, a signature) still goes back.
+        assert_eq!(blocks[1]["signature"], "sig");
     }
 }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use eventsource_stream::Event;
 use mecha_core::{Block, Message, Role, StopReason, ToolCall, Usage};
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::http::Attempt;
 use crate::sse::{Flow, StreamDecoder, malformed};
@@ -62,8 +63,21 @@ enum StartBlock {
     ToolUse {
         id: String,
         name: String,
+        /// `{}` from the API, which streams the input as deltas; some
+        /// compatible servers send it whole here instead.
+        #[serde(default)]
+        input: Option<Value>,
     },
-    /// Thinking, server tools and the like: not part of mecha's conversation.
+    Thinking {
+        #[serde(default)]
+        thinking: String,
+        #[serde(default)]
+        signature: Option<String>,
+    },
+    RedactedThinking {
+        data: String,
+    },
+    /// Server tools and the like: not part of mecha's conversation.
     #[serde(other)]
     Other,
 }
@@ -75,6 +89,10 @@ enum Delta {
     Text { text: String },
     #[serde(rename = "input_json_delta")]
     InputJson { partial_json: String },
+    #[serde(rename = "thinking_delta")]
+    Thinking { thinking: String },
+    #[serde(rename = "signature_delta")]
+    Signature { signature: String },
     #[serde(other)]
     Other,
 }
@@ -83,6 +101,27 @@ enum Delta {
 struct MessageDelta {
     #[serde(default)]
     stop_reason: Option<String>,
+    /// Why, in words: set with a `refusal`.
+    #[serde(default)]
+    stop_details: Option<StopDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+struct StopDetails {
+    #[serde(default)]
+    category: Option<String>,
+    #[serde(default)]
+    explanation: Option<String>,
+}
+
+impl StopDetails {
+    /// The explanation, else the category in words.
+    fn readable(self) -> Option<String> {
+        let present = |s: Option<String>| s.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+        present(self.explanation).or_else(|| {
+            present(self.category).map(|c| format!("category: {}", c.replace('_', " ")))
+        })
+    }
 }
 
 /// Every field optional: `message_delta` repeats only some of them, and each
@@ -113,8 +152,16 @@ enum Partial {
     Tool {
         id: String,
         name: String,
+        /// The input as `content_block_start` gave it.
+        start_input: Option<Value>,
+        /// The input as `input_json_delta`s streamed it; wins when any came.
         json: String,
     },
+    Thinking {
+        thinking: String,
+        signature: Option<String>,
+    },
+    Redacted(String),
     Skipped,
 }
 
@@ -124,8 +171,11 @@ pub(crate) struct StreamState {
     blocks: BTreeMap<usize, Partial>,
     usage: Usage,
     stop_reason: Option<StopReason>,
-    /// Content arrived: from here on a failure cannot be retried, because
-    /// the caller has already seen part of this answer.
+    stop_detail: Option<String>,
+    /// Text or a tool call arrived: from here on a failure cannot be
+    /// retried, because the caller has already seen part of this answer.
+    /// Thinking does not count: it is not the answer, and a retry streams
+    /// it afresh.
     content_seen: bool,
 }
 
@@ -188,32 +238,68 @@ impl StreamDecoder for StreamState {
                 index,
                 content_block,
             } => {
-                self.content_seen = true;
                 let partial = match content_block {
                     StartBlock::Text { text } => {
+                        self.content_seen = true;
                         if !text.is_empty() {
                             on_stream(Streamed::Text(&text));
                         }
                         Partial::Text(text)
                     }
-                    StartBlock::ToolUse { id, name } => Partial::Tool {
-                        id,
-                        name,
-                        json: String::new(),
-                    },
+                    StartBlock::ToolUse { id, name, input } => {
+                        self.content_seen = true;
+                        Partial::Tool {
+                            id,
+                            name,
+                            start_input: input,
+                            json: String::new(),
+                        }
+                    }
+                    StartBlock::Thinking {
+                        thinking,
+                        signature,
+                    } => {
+                        if !thinking.is_empty() {
+                            on_stream(Streamed::Thinking(&thinking));
+                        }
+                        Partial::Thinking {
+                            thinking,
+                            signature: signature.filter(|s| !s.is_empty()),
+                        }
+                    }
+                    StartBlock::RedactedThinking { data } => {
+                        on_stream(Streamed::RedactedThinking);
+                        Partial::Redacted(data)
+                    }
                     StartBlock::Other => Partial::Skipped,
                 };
                 self.blocks.insert(index, partial);
             }
             WireEvent::ContentBlockDelta { index, delta } => {
-                self.content_seen = true;
                 match (self.blocks.get_mut(&index), delta) {
                     (Some(Partial::Text(text)), Delta::Text { text: piece }) => {
+                        self.content_seen = true;
                         on_stream(Streamed::Text(&piece));
                         text.push_str(&piece);
                     }
                     (Some(Partial::Tool { json, .. }), Delta::InputJson { partial_json }) => {
+                        self.content_seen = true;
                         json.push_str(&partial_json);
+                    }
+                    (
+                        Some(Partial::Thinking { thinking, .. }),
+                        Delta::Thinking { thinking: piece },
+                    ) => {
+                        if !piece.is_empty() {
+                            on_stream(Streamed::Thinking(&piece));
+                        }
+                        thinking.push_str(&piece);
+                    }
+                    (
+                        Some(Partial::Thinking { signature, .. }),
+                        Delta::Signature { signature: piece },
+                    ) => {
+                        signature.get_or_insert_with(String::new).push_str(&piece);
                     }
                     (Some(Partial::Skipped), _) | (_, Delta::Other) => {}
                     (_, _) => {
@@ -231,6 +317,9 @@ impl StreamDecoder for StreamState {
                 if let Some(reason) = delta.stop_reason {
                     self.stop_reason = Some(stop_reason(&reason));
                 }
+                if let Some(details) = delta.stop_details {
+                    self.stop_detail = details.readable();
+                }
                 if let Some(usage) = usage {
                     self.update_usage(&usage);
                 }
@@ -246,7 +335,16 @@ impl StreamDecoder for StreamState {
         for partial in self.blocks.into_values() {
             match partial {
                 Partial::Text(text) if !text.is_empty() => content.push(Block::Text { text }),
-                Partial::Tool { id, name, json } => {
+                Partial::Tool {
+                    id,
+                    name,
+                    start_input,
+                    json,
+                } => {
+                    let json = match start_input {
+                        Some(input) if json.trim().is_empty() => input.to_string(),
+                        _ => json,
+                    };
                     let (input, input_error) = parse_arguments(&json);
                     content.push(Block::ToolUse(ToolCall {
                         id,
@@ -255,7 +353,19 @@ impl StreamDecoder for StreamState {
                         input_error,
                     }));
                 }
-                Partial::Text(_) | Partial::Skipped => {}
+                // Omitted thinking (summaries off) is an empty text with a
+                // signature, and must go back all the same.
+                Partial::Thinking {
+                    thinking,
+                    signature,
+                } if !thinking.is_empty() || signature.is_some() => {
+                    content.push(Block::Thinking {
+                        thinking,
+                        signature,
+                    });
+                }
+                Partial::Redacted(data) => content.push(Block::RedactedThinking { data }),
+                Partial::Text(_) | Partial::Thinking { .. } | Partial::Skipped => {}
             }
         }
         let message = Message {
@@ -272,7 +382,7 @@ impl StreamDecoder for StreamState {
         Response {
             message,
             stop_reason,
-            stop_detail: None,
+            stop_detail: self.stop_detail,
             usage: self.usage,
         }
     }
@@ -287,166 +397,4 @@ impl StreamDecoder for StreamState {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn event(data: serde_json::Value) -> Event {
-        Event {
-            event: data["type"].as_str().unwrap_or("message").to_owned(),
-            data: data.to_string(),
-            id: String::new(),
-            retry: None,
-        }
-    }
-
-    fn run(events: &[serde_json::Value]) -> (Result<Flow, Attempt>, StreamState, String) {
-        let mut state = StreamState::default();
-        let mut text = String::new();
-        let mut on_stream = |piece: Streamed<'_>| {
-            if let Streamed::Text(t) = piece {
-                text.push_str(t);
-            }
-        };
-        let mut flow = Ok(Flow::Continue);
-        for e in events {
-            flow = state.handle(&event(e.clone()), &mut on_stream);
-            if !matches!(flow, Ok(Flow::Continue)) {
-                break;
-            }
-        }
-        (flow, state, text)
-    }
-
-    #[test]
-    fn text_and_tool_use_with_usage() {
-        let (flow, state, text) = run(&[
-            json!({"type": "message_start", "message": {"id": "m", "usage": {
-                "input_tokens": 12, "output_tokens": 1,
-                "cache_read_input_tokens": 300, "cache_creation_input_tokens": 40}}}),
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-            json!({"type": "ping"}),
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Let me "}}),
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "look."}}),
-            json!({"type": "content_block_stop", "index": 0}),
-            json!({"type": "content_block_start", "index": 1, "content_block":
-                {"type": "tool_use", "id": "toolu_1", "name": "fs_read", "input": {}}}),
-            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": ""}}),
-            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"pa"}}),
-            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "th\": \"a\"}"}}),
-            json!({"type": "content_block_stop", "index": 1}),
-            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": null},
-                   "usage": {"output_tokens": 55}}),
-            json!({"type": "message_stop"}),
-        ]);
-        assert!(matches!(flow, Ok(Flow::Done)));
-        assert_eq!(text, "Let me look.");
-        let response = state.finish();
-        assert_eq!(response.stop_reason, StopReason::ToolUse);
-        assert_eq!(
-            response.usage,
-            Usage {
-                input_tokens: 12,
-                output_tokens: 55,
-                cache_read_tokens: 300,
-                cache_write_tokens: 40,
-            }
-        );
-        assert_eq!(
-            response.message.content,
-            vec![
-                Block::Text {
-                    text: "Let me look.".into()
-                },
-                Block::ToolUse(ToolCall {
-                    id: "toolu_1".into(),
-                    name: "fs_read".into(),
-                    input: json!({"path": "a"}),
-                    input_error: None,
-                }),
-            ]
-        );
-    }
-
-    #[test]
-    fn bad_tool_json_becomes_input_error() {
-        let (_, state, _) = run(&[
-            json!({"type": "content_block_start", "index": 0, "content_block":
-                {"type": "tool_use", "id": "t", "name": "x", "input": {}}}),
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{nope"}}),
-            json!({"type": "message_stop"}),
-        ]);
-        let response = state.finish();
-        let call = response.message.tool_calls().next().cloned();
-        let call = call.unwrap_or_else(|| panic!("no call in {response:?}"));
-        assert_eq!(call.input, json!({}));
-        assert!(call.input_error.unwrap_or_default().contains("{nope"));
-    }
-
-    #[test]
-    fn stop_reasons_map() {
-        assert_eq!(stop_reason("end_turn"), StopReason::EndTurn);
-        assert_eq!(stop_reason("max_tokens"), StopReason::MaxTokens);
-        assert_eq!(stop_reason("stop_sequence"), StopReason::StopSequence);
-        assert_eq!(stop_reason("refusal"), StopReason::Refusal);
-        assert_eq!(
-            stop_reason("pause_turn"),
-            StopReason::Other("pause_turn".into())
-        );
-    }
-
-    #[test]
-    fn overloaded_before_content_retries_after_content_fails() {
-        let overloaded = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
-        let (flow, _, _) = run(&[json!({"type": "ping"}), overloaded.clone()]);
-        assert!(matches!(flow, Err(Attempt::Retry { .. })), "{flow:?}");
-
-        let (flow, _, _) = run(&[
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-            overloaded,
-        ]);
-        match flow {
-            Err(Attempt::Fatal(ProviderError::Transport(m))) => assert!(m.contains("ended early")),
-            other => panic!("{other:?}"),
-        }
-
-        let invalid =
-            json!({"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}});
-        let (flow, _, _) = run(&[invalid]);
-        assert!(matches!(flow, Err(Attempt::Fatal(ProviderError::Api(_)))));
-    }
-
-    #[test]
-    fn malformed_data_names_the_event() {
-        let mut state = StreamState::default();
-        let bad = Event {
-            event: "content_block_delta".into(),
-            data: "{not json".into(),
-            id: String::new(),
-            retry: None,
-        };
-        match state.handle(&bad, &mut |_| {}) {
-            Err(Attempt::Fatal(ProviderError::Transport(m))) => {
-                assert!(m.contains("malformed `content_block_delta`"), "{m}");
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn unknown_events_and_blocks_are_skipped() {
-        let (flow, state, text) = run(&[
-            json!({"type": "brand_new_event", "x": 1}),
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}}),
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "hm"}}),
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "s"}}),
-            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}}),
-            json!({"type": "message_stop"}),
-        ]);
-        assert!(matches!(flow, Ok(Flow::Done)));
-        assert_eq!(text, "");
-        let response = state.finish();
-        assert!(response.message.content.is_empty());
-        assert_eq!(response.stop_reason, StopReason::EndTurn);
-    }
-}
+mod tests;

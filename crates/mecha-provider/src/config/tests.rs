@@ -1,6 +1,7 @@
 use std::collections::HashMap;
 
 use super::*;
+use crate::ANTHROPIC_CONTEXT_WINDOW;
 
 fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     let map: HashMap<String, String> = pairs
@@ -245,4 +246,90 @@ fn max_tokens_field_parses_and_a_bad_value_names_the_choices() {
         error.contains("max_tokens_field") && error.contains("openai"),
         "{error}"
     );
+}
+
+fn anthropic(settings_json: &str) -> Result<String, String> {
+    describe(&settings(settings_json), &[("ANTHROPIC_API_KEY", "k")])
+}
+
+#[test]
+fn thinking_parses_from_toml_in_both_forms() {
+    let parse = |text: &str| toml::from_str::<ProviderSettings>(text).map_err(|e| e.to_string());
+    assert_eq!(
+        parse("thinking = { budget_tokens = 4096 }").map(|s| s.thinking),
+        Ok(Some(Thinking::Budget(4096)))
+    );
+    assert_eq!(
+        parse("thinking = \"adaptive\"").map(|s| s.thinking),
+        Ok(Some(Thinking::Adaptive))
+    );
+    let error = parse("thinking = { budget_tokens = 512 }").unwrap_err();
+    assert!(error.contains("at least 1024"), "{error}");
+    let error = parse("thinking = \"max\"").unwrap_err();
+    assert!(error.contains("\"adaptive\""), "{error}");
+}
+
+#[test]
+fn thinking_is_checked_against_the_model_and_max_tokens() {
+    assert!(
+        anthropic(r#"{"model": "claude-sonnet-4-5", "thinking": {"budget_tokens": 8192}}"#).is_ok()
+    );
+    assert!(anthropic(r#"{"model": "claude-opus-4-7", "thinking": "adaptive"}"#).is_ok());
+    let error = anthropic(
+        r#"{"model": "claude-sonnet-4-5", "max_tokens": 4096, "thinking": {"budget_tokens": 8192}}"#,
+    )
+    .unwrap_err();
+    assert!(
+        error.contains("must be less than max_tokens (4096)"),
+        "{error}"
+    );
+    let error = anthropic(r#"{"model": "claude-opus-4-7", "thinking": {"budget_tokens": 8192}}"#)
+        .unwrap_err();
+    assert!(error.contains("thinking = \"adaptive\""), "{error}");
+}
+
+#[test]
+fn thinking_for_an_openai_provider_says_why_not() {
+    let s = settings(
+        r#"{"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1",
+            "thinking": {"budget_tokens": 2048}}"#,
+    );
+    let error = describe(&s, &[]).unwrap_err();
+    assert!(error.contains("kind = \"anthropic\""), "{error}");
+    assert!(error.contains("remove `thinking`"), "{error}");
+}
+
+#[test]
+fn the_context_window_comes_from_the_model_unless_configured() {
+    let window = |json: &str| {
+        build(&settings(json), &env_of(&[("ANTHROPIC_API_KEY", "k")]))
+            .map(|p| p.context_window())
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(
+        window(r#"{"model": "claude-sonnet-4-6"}"#),
+        Ok(Some(1_000_000))
+    );
+    assert_eq!(
+        window(r#"{"model": "claude-haiku-4-5"}"#),
+        Ok(Some(200_000))
+    );
+    assert_eq!(
+        window(r#"{"model": "claude-sonnet-4-6", "context_window": 150000}"#),
+        Ok(Some(150_000))
+    );
+    assert_eq!(
+        window(r#"{"model": "claude-test"}"#),
+        Ok(Some(ANTHROPIC_CONTEXT_WINDOW))
+    );
+}
+
+#[test]
+fn max_tokens_above_what_the_model_writes_is_refused() {
+    let error = anthropic(r#"{"model": "claude-sonnet-4-5", "max_tokens": 100000}"#).unwrap_err();
+    assert!(error.contains("at most 64000"), "{error}");
+    assert!(error.contains("lower it, or remove it"), "{error}");
+    assert!(anthropic(r#"{"model": "claude-sonnet-4-5", "max_tokens": 64000}"#).is_ok());
+    // Unknown models are the API's to judge.
+    assert!(anthropic(r#"{"model": "claude-test", "max_tokens": 500000}"#).is_ok());
 }
