@@ -116,3 +116,22 @@ async fn a_retry_is_announced_on_stderr() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn an_overload_mid_thinking_is_retried_and_the_user_told_why_thinking_repeats() {
+    let e = env();
+    let mock = MockModel::start(vec![
+        MockReply::OverloadedInThinking("A first line of thought.".into()),
+        thinking_answer(),
+    ])
+    .await;
+    let out = e.run(Api::Anthropic, &mock, "k", &["what number?"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "It is 42.\n");
+    let err = stderr(&out);
+    let first = err.find("A first line of thought.").unwrap();
+    let retry = err.find("retrying in").unwrap();
+    let second = err.find("The user wants a number;").unwrap();
+    assert!(first < retry && retry < second, "{err}");
+    assert_eq!(mock.requests().len(), 2);
+}

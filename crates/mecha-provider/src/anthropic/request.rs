@@ -66,7 +66,7 @@ fn tools(tools: &[ToolDefinition]) -> Value {
 }
 
 fn messages(messages: &[Message]) -> Value {
-    let mut list: Vec<Value> = messages.iter().map(message).collect();
+    let mut list: Vec<Value> = messages.iter().filter_map(message).collect();
     // The API refuses `cache_control` on a thinking block.
     let last_block = list
         .last_mut()
@@ -85,13 +85,16 @@ fn messages(messages: &[Message]) -> Value {
     Value::Array(list)
 }
 
-fn message(message: &Message) -> Value {
+/// `None` for a message with nothing left to send: the API refuses empty
+/// content ("all messages must have non-empty content") on every later
+/// request, so one such message would break the conversation for good.
+fn message(message: &Message) -> Option<Value> {
     let role = match message.role {
         Role::User => "user",
         Role::Assistant => "assistant",
     };
     let content: Vec<Value> = message.content.iter().filter_map(block).collect();
-    json!({"role": role, "content": content})
+    (!content.is_empty()).then(|| json!({"role": role, "content": content}))
 }
 
 fn block(block: &Block) -> Option<Value> {
@@ -176,6 +179,28 @@ mod tests {
                 ]}],
             })
         );
+    }
+
+    #[test]
+    fn a_message_with_nothing_to_send_is_left_out() {
+        let messages = [
+            Message::user_text("hi"),
+            Message {
+                role: Role::Assistant,
+                content: vec![Block::Text {
+                    text: String::new(),
+                }],
+            },
+            Message::user_text("still there?"),
+        ];
+        let request = Request {
+            system: "",
+            tools: &[],
+            messages: &messages,
+        };
+        let sent = &body("m", 1, None, &request)["messages"];
+        assert_eq!(sent.as_array().map(Vec::len), Some(2), "{sent}");
+        assert_eq!(sent[1]["content"][0]["text"], "still there?");
     }
 
     #[test]

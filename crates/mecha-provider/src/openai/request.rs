@@ -119,6 +119,11 @@ fn push_message(out: &mut Vec<Value>, message: &Message, reasoning_field: Reason
                     })
                 })
                 .collect();
+            // A turn that said nothing is not sent: servers differ on an
+            // empty assistant message, and none needs one.
+            if text.is_empty() && calls.is_empty() {
+                return;
+            }
             let mut chat = Map::new();
             chat.insert("role".into(), json!("assistant"));
             let content = if text.is_empty() && !calls.is_empty() {
@@ -268,6 +273,33 @@ mod tests {
                     {"role": "assistant", "content": "Done."},
                 ],
             })
+        );
+    }
+
+    #[test]
+    fn a_turn_that_said_nothing_is_not_sent() {
+        let messages = [
+            Message::user_text("hi"),
+            Message {
+                role: Role::Assistant,
+                content: vec![Block::Text {
+                    text: String::new(),
+                }],
+            },
+            Message::user_text("still there?"),
+        ];
+        let request = Request {
+            system: "",
+            tools: &[],
+            messages: &messages,
+        };
+        let sent = &body("m", None, &request, ReasoningField::Reasoning)["messages"];
+        assert_eq!(
+            sent,
+            &json!([
+                {"role": "user", "content": "hi"},
+                {"role": "user", "content": "still there?"},
+            ])
         );
     }
 
