@@ -9,11 +9,10 @@ mod common;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use common::{KEY, fast_http, tools};
+use common::{KEY, ask_streamed as ask, fast_http};
 use mecha_core::{Block, Message, Role, StopReason};
 use mecha_provider::{
-    Kind, Provider, ProviderError, ProviderSettings, Quirk, Request, Response, Streamed, Thinking,
-    build_with,
+    Kind, Provider, ProviderError, ProviderSettings, Quirk, Thinking, build_with,
 };
 use mecha_testkit::{MockModel, MockReply, ScriptToolCall, ScriptTurn};
 use serde_json::json;
@@ -42,31 +41,6 @@ fn thinking_provider(mock: &MockModel) -> Arc<dyn Provider> {
             ..ProviderSettings::default()
         },
     )
-}
-
-/// One request; what streamed, as `text:` / `thinking:` / `redacted` lines.
-async fn ask(
-    provider: &dyn Provider,
-    messages: &[Message],
-) -> (Result<Response, ProviderError>, Vec<String>) {
-    let tools = tools();
-    let request = Request {
-        system: "You are a test.",
-        tools: &tools,
-        messages,
-    };
-    let mut pieces = Vec::new();
-    let result = provider
-        .complete(request, &mut |piece: Streamed<'_>| {
-            pieces.push(match piece {
-                Streamed::Text(t) => format!("text:{t}"),
-                Streamed::Thinking(t) => format!("thinking:{t}"),
-                Streamed::RedactedThinking => "redacted".to_owned(),
-                Streamed::Retrying(_) => "retrying".to_owned(),
-            });
-        })
-        .await;
-    (result, pieces)
 }
 
 fn thinking_call_turn() -> ScriptTurn {

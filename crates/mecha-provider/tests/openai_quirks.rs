@@ -10,39 +10,15 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{KEY, Wire, fast_http, provider, tools};
+use common::{KEY, Wire, ask_streamed as ask, fast_http, provider};
 use mecha_core::{Block, Message, Role, StopReason};
 use mecha_provider::{
-    Kind, MaxTokensField, Provider, ProviderError, ProviderSettings, Quirk, Request, Response,
-    Streamed, build_with,
+    Kind, MaxTokensField, ProviderError, ProviderSettings, Quirk, Response, build_with,
 };
 use mecha_testkit::{MockModel, MockReply, ScriptToolCall, ScriptTurn};
 use serde_json::{Value, json};
 
-/// One request; what streamed, each piece marked `true` when thinking.
-async fn ask(
-    provider: &dyn Provider,
-    messages: &[Message],
-) -> (Result<Response, ProviderError>, Vec<(bool, String)>) {
-    let tools = tools();
-    let request = Request {
-        system: "You are a test.",
-        tools: &tools,
-        messages,
-    };
-    let mut pieces = Vec::new();
-    let result = provider
-        .complete(request, &mut |piece: Streamed<'_>| match piece {
-            Streamed::Text(t) => pieces.push((false, t.to_owned())),
-            Streamed::Thinking(t) => pieces.push((true, t.to_owned())),
-            Streamed::RedactedThinking => pieces.push((true, String::new())),
-            Streamed::Retrying(_) => {}
-        })
-        .await;
-    (result, pieces)
-}
-
-async fn one_turn(turn: ScriptTurn) -> (Result<Response, ProviderError>, Vec<(bool, String)>) {
+async fn one_turn(turn: ScriptTurn) -> (Result<Response, ProviderError>, Vec<String>) {
     let mock = MockModel::start(vec![turn.into()]).await;
     let provider = provider(Wire::OpenAi, &mock, fast_http());
     ask(provider.as_ref(), &[Message::user_text("go")]).await
@@ -81,8 +57,13 @@ async fn reasoning_streams_as_thinking_and_goes_back_with_the_call_in_its_field(
         let (response, pieces) = ask(provider.as_ref(), &messages).await;
         let response = response.unwrap();
         assert!(pieces.len() >= 2, "{pieces:?}");
-        assert!(pieces.iter().all(|(thinking, _)| *thinking), "{pieces:?}");
-        let streamed: String = pieces.iter().map(|(_, t)| t.as_str()).collect();
+        let streamed: String = pieces
+            .iter()
+            .map(|p| {
+                p.strip_prefix("thinking:")
+                    .unwrap_or_else(|| panic!("{pieces:?}"))
+            })
+            .collect();
         assert_eq!(streamed, "I must read a first.");
         assert_eq!(
             response.message.content[0],

@@ -82,8 +82,9 @@ pub fn tools() -> Vec<ToolDefinition> {
         .collect()
 }
 
-/// One request; the text pieces as they streamed.
-pub async fn ask(
+/// One request; what streamed, as `text:` / `thinking:` pieces and
+/// `redacted` / `retrying` marks, in order.
+pub async fn ask_streamed(
     provider: &dyn Provider,
     messages: &[Message],
 ) -> (Result<Response, ProviderError>, Vec<String>) {
@@ -96,12 +97,28 @@ pub async fn ask(
     let mut pieces = Vec::new();
     let result = provider
         .complete(request, &mut |piece: Streamed<'_>| {
-            if let Streamed::Text(t) = piece {
-                pieces.push(t.to_owned());
-            }
+            pieces.push(match piece {
+                Streamed::Text(t) => format!("text:{t}"),
+                Streamed::Thinking(t) => format!("thinking:{t}"),
+                Streamed::RedactedThinking => "redacted".to_owned(),
+                Streamed::Retrying(_) => "retrying".to_owned(),
+            });
         })
         .await;
     (result, pieces)
+}
+
+/// One request; the text pieces as they streamed.
+pub async fn ask(
+    provider: &dyn Provider,
+    messages: &[Message],
+) -> (Result<Response, ProviderError>, Vec<String>) {
+    let (result, pieces) = ask_streamed(provider, messages).await;
+    let text = pieces
+        .into_iter()
+        .filter_map(|p| p.strip_prefix("text:").map(str::to_owned))
+        .collect();
+    (result, text)
 }
 
 fn hello() -> Vec<Message> {
