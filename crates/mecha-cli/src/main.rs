@@ -2,8 +2,9 @@
 //! into a registry and runs a command.
 //!
 //! Exit codes: 0 success, 1 a run failed, 2 bad usage or configuration,
-//! 3 a run stopped at --max-turns, 130 interrupted, 141 stdout or stderr
-//! was closed by its reader (see `output`).
+//! 3 a run stopped at --max-turns, 4 the model gave no answer (refused, or
+//! said nothing), 130 interrupted, 141 stdout or stderr was closed by its
+//! reader (see `output`).
 
 mod approve;
 mod commands;
