@@ -118,7 +118,7 @@ async fn run_one(
     };
     let call_ctx = ctx.for_call(&call.id, turn, content);
     let mut output = tool.call(call.input.clone(), &call_ctx).await?;
-    output.content = call_ctx.fit(tool.name(), &output.content);
+    call_ctx.fit_output(tool.name(), &mut output);
     // An untrusted source's spill is a stranger's text even when its result
     // is the harness's (a fetch that timed out with part of a page saved).
     if output.external || tool.capabilities().untrusted_input {

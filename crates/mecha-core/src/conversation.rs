@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::Image;
+
 /// Who said it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -71,6 +73,10 @@ pub enum Block {
         tool_use_id: String,
         content: String,
         is_error: bool,
+        /// Images the result carries besides its text, for a provider to
+        /// send the way its API takes them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<Image>,
     },
     /// The model's reasoning before it answered. `signature` is the opaque
     /// token an API that checks thinking (Anthropic's) needs to accept the

@@ -4,6 +4,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::ToolOutput;
+use crate::image;
 use crate::jail::{self, Jail, JailError, ResolvedPath};
 use crate::spill::{self, CallSpills, DEFAULT_SPILL_MAX_BYTES, SpillDir, SpillingSink};
 
@@ -26,6 +28,9 @@ pub struct ToolCtx {
     pub call_id: String,
     /// The turn (1-based) this call belongs to.
     pub turn: u32,
+    /// Whether the model takes images: when not, a result's images are
+    /// saved and replaced by a placeholder that says so.
+    accepts_images: bool,
 }
 
 impl ToolCtx {
@@ -41,6 +46,7 @@ impl ToolCtx {
             call_budget_bytes: call_budget,
             call_id: String::new(),
             turn: 1,
+            accepts_images: true,
         })
     }
 
@@ -73,6 +79,26 @@ impl ToolCtx {
             spill: Arc::new(SpillDir::create(max)?),
             ..self
         })
+    }
+
+    /// The same context, for a model that does (or does not) take images.
+    #[must_use]
+    pub fn with_images(mut self, accepts: bool) -> Self {
+        self.accepts_images = accepts;
+        self
+    }
+
+    /// Whether the model takes images in tool results.
+    pub fn accepts_images(&self) -> bool {
+        self.accepts_images
+    }
+
+    /// The same call with a smaller budget, its spill files still its own.
+    pub(crate) fn with_call_budget(&self, call_budget: usize) -> Self {
+        Self {
+            call_budget_bytes: call_budget,
+            ..self.clone()
+        }
     }
 
     /// The context for one call of a batch.
@@ -126,6 +152,21 @@ impl ToolCtx {
             self.turn,
             self.call_budget_bytes,
         )
+    }
+
+    /// A new spill file of this call, for content that is not text.
+    pub(crate) fn spill_file(&self, tool: &str, ext: &str) -> io::Result<(PathBuf, std::fs::File)> {
+        self.spill
+            .create_file(tool, self.turn, &self.call_spills, ext)
+    }
+
+    /// Fits a finished result (text and images) into this call's budget:
+    /// see [`crate::image`].
+    pub(crate) fn fit_output(&self, tool: &str, output: &mut ToolOutput) {
+        let images = std::mem::take(&mut output.images);
+        let (content, images) = image::fit_images(self, tool, &output.content, images);
+        output.content = content;
+        output.images = images;
     }
 
     /// Labels what this call spilled as content from outside the machine,

@@ -15,6 +15,7 @@ mod capabilities;
 mod conversation;
 mod ctx;
 mod error_text;
+mod image;
 mod jail;
 mod output;
 mod panic_cleanup;
@@ -36,6 +37,9 @@ pub use capabilities::{Capabilities, Egress};
 pub use conversation::{Block, Message, Role, StopReason, ToolCall, Usage};
 pub use ctx::ToolCtx;
 pub use error_text::error_chain;
+pub use image::{
+    IMAGE_COST_BYTES, Image, MAX_IMAGE_BYTES, human_size, over_cap, placeholder, sniff,
+};
 pub use jail::{Jail, JailError, ResolvedPath};
 pub use output::ToolOutput;
 pub use panic_cleanup::{clean_up_after_panic, install_panic_cleanup};

@@ -1,5 +1,7 @@
 //! What a tool hands back to the loop.
 
+use crate::Image;
+
 /// The result of one tool call, as the model will see it.
 ///
 /// `is_error` marks an expected failure the model can route around; `Err`
@@ -21,6 +23,9 @@ pub struct ToolOutput {
     /// adds no taint. Any other result of an executed call does, error or
     /// not: a failing command's output is still the file it printed.
     pub harness: bool,
+    /// Images the result carries besides its text (a screenshot, a PNG
+    /// file). Which of them reach the model is the batch's decision.
+    pub images: Vec<Image>,
 }
 
 impl ToolOutput {
@@ -31,6 +36,7 @@ impl ToolOutput {
             is_error: false,
             external: false,
             harness: false,
+            images: Vec::new(),
         }
     }
 

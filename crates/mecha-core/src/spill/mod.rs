@@ -119,12 +119,15 @@ impl SpillDir {
     }
 
     /// Creates a new file, mode 0600, named after the tool and turn, e.g.
-    /// `shell-t1-9f2c1a04.txt`, and notes it as written by `call`.
+    /// `shell-t1-9f2c1a04.txt`, and notes it as written by `call`. `ext` is
+    /// what the file holds (`txt`, or an image's own format, so a person
+    /// or a program opening it knows what it is).
     pub(crate) fn create_file(
         &self,
         tool: &str,
         turn: u32,
         call: &CallSpills,
+        ext: &str,
     ) -> io::Result<(PathBuf, File)> {
         let seq = self.counter.fetch_add(1, Ordering::Relaxed);
         let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
@@ -133,7 +136,7 @@ impl SpillDir {
         let safe_tool = sanitize_tool_name(tool);
         let path = self
             .path()
-            .join(format!("{safe_tool}-t{turn}-{tag:08x}.txt"));
+            .join(format!("{safe_tool}-t{turn}-{tag:08x}.{ext}"));
         let file = File::options()
             .write(true)
             .create_new(true)

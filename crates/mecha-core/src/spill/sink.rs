@@ -74,7 +74,7 @@ impl<'a> SpillingSink<'a> {
         if overflowing && self.file.is_none() {
             let opened = self
                 .spill
-                .create_file(self.tool, self.turn, self.call)
+                .create_file(self.tool, self.turn, self.call, "txt")
                 .and_then(|(path, file)| {
                     let mut saved = Saved {
                         path,
