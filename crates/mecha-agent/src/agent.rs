@@ -116,6 +116,9 @@ impl Agent {
         ctx: ToolCtx,
         limits: Limits,
     ) -> Self {
+        // Whether a result's images reach the model is the provider's to
+        // say; the batch makes a placeholder of each one that cannot.
+        let ctx = ctx.with_images(provider.accepts_images());
         Self {
             provider,
             tools: Mutex::new(ToolSet::new(registry)),
@@ -317,6 +320,7 @@ impl Agent {
                 tool_use_id: call.id.clone(),
                 content: output.content,
                 is_error: output.is_error,
+                images: output.images,
             });
         }
         Ok(blocks)

@@ -6,7 +6,7 @@
 
 use std::io;
 
-use mecha_core::{SpillingSink, ToolOutput};
+use mecha_core::{Image, SpillingSink, ToolOutput};
 use serde_json::Value;
 
 /// The most characters of a server-chosen name, URI or MIME type shown in a
@@ -27,8 +27,15 @@ pub(crate) fn render(result: &Value, external: bool, sink: SpillingSink<'_>) -> 
         sink,
         parts: 0,
         bytes: 0,
+        images: Vec::new(),
     };
     for block in blocks {
+        // An image is not text: it goes beside the text, as it came (the
+        // batch decides whether it reaches the model).
+        if let Some(image) = image(block) {
+            out.images.push(image);
+            continue;
+        }
         out.next_part();
         render_block(block, &mut out);
     }
@@ -41,7 +48,7 @@ pub(crate) fn render(result: &Value, external: bool, sink: SpillingSink<'_>) -> 
             tracing::warn!(error = %e, "could not render an MCP result's structured content");
         }
     }
-    if out.bytes == 0 {
+    if out.bytes == 0 && out.images.is_empty() {
         out.push("[the tool returned no content]");
     }
     let is_error = result.get("isError").and_then(Value::as_bool) == Some(true);
@@ -50,6 +57,7 @@ pub(crate) fn render(result: &Value, external: bool, sink: SpillingSink<'_>) -> 
         is_error,
         external,
         harness: false,
+        images: out.images,
     }
 }
 
@@ -58,6 +66,9 @@ struct Parts<'a> {
     sink: SpillingSink<'a>,
     parts: usize,
     bytes: usize,
+    /// Image blocks, as the server sent them: the batch decides which
+    /// reach the model (`mecha_core::Image`).
+    images: Vec<Image>,
 }
 
 impl Parts<'_> {
@@ -90,7 +101,7 @@ fn render_block(block: &Value, out: &mut Parts<'_>) {
     let str_of = |key: &str| block.get(key).and_then(Value::as_str);
     match str_of("type").unwrap_or("") {
         "text" => out.push(str_of("text").unwrap_or("")),
-        kind @ ("image" | "audio") => out.push(&format!(
+        kind @ "audio" => out.push(&format!(
             "[{kind}: {}, {}]",
             capped(str_of("mimeType").unwrap_or("unknown type")),
             size(str_of("data"))
@@ -121,6 +132,15 @@ fn render_block(block: &Value, out: &mut Parts<'_>) {
             capped(other)
         )),
     }
+}
+
+/// An `image` content block's media type and base64 data.
+fn image(block: &Value) -> Option<Image> {
+    let str_of = |key: &str| block.get(key).and_then(Value::as_str);
+    (str_of("type") == Some("image")).then(|| Image {
+        media_type: str_of("mimeType").unwrap_or("").to_owned(),
+        data: str_of("data").unwrap_or("").to_owned(),
+    })
 }
 
 /// A server-chosen field, cut to [`SHOWN_FIELD_CHARS`].
@@ -183,7 +203,7 @@ mod tests {
     }
 
     #[test]
-    fn non_text_blocks_become_placeholders() {
+    fn images_are_images_and_other_blocks_placeholders() {
         let out = render(
             &json!({"content": [
                 {"type": "image", "data": "aGVsbG8gd29ybGQ=", "mimeType": "image/png"},
@@ -197,9 +217,16 @@ mod tests {
         );
         assert_eq!(
             out.content,
-            "[image: image/png, 11 bytes]\n[audio: audio/wav, 0 bytes]\n[resource file:///a.txt]\n\
+            "[audio: audio/wav, 0 bytes]\n[resource file:///a.txt]\n\
              hello\n[resource file:///b.bin: application/zip, 3 bytes]\n[resource link: report \
              <file:///r.pdf>]\n[a content block of type `hologram` that mecha does not show]"
+        );        assert_eq!(
+            out.images,
+            vec![Image {
+                media_type: "image/png".into(),
+                data: "aGVsbG8gd29ybGQ=".into()
+            }],
+            "an image block is an image, not a placeholder"
         );
     }
 

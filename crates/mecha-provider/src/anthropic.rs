@@ -40,6 +40,8 @@ pub struct AnthropicOptions {
     /// [`ANTHROPIC_CONTEXT_WINDOW`].
     pub context_window: Option<u64>,
     pub thinking: Option<Thinking>,
+    /// Whether the model reads images (`[provider] images`, default yes).
+    pub images: bool,
     pub http: HttpOptions,
 }
 
@@ -51,6 +53,7 @@ pub struct AnthropicProvider {
     max_tokens: u32,
     context_window: u64,
     thinking: Option<Thinking>,
+    images: bool,
 }
 
 impl AnthropicProvider {
@@ -114,6 +117,7 @@ impl AnthropicProvider {
             model: options.model,
             max_tokens,
             thinking: options.thinking,
+            images: options.images,
         })
     }
 }
@@ -122,6 +126,10 @@ impl AnthropicProvider {
 impl Provider for AnthropicProvider {
     fn describe(&self) -> String {
         format!("anthropic {} at {}", self.model, self.http.url())
+    }
+
+    fn accepts_images(&self) -> bool {
+        self.images
     }
 
     fn context_window(&self) -> Option<u64> {

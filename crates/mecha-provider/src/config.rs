@@ -51,6 +51,10 @@ pub struct ProviderSettings {
     /// Longest silence, in seconds, before a stalled request or stream is an
     /// error (default 120). Raise it for slow local models.
     pub idle_timeout_secs: Option<u64>,
+    /// Whether the model reads images in tool results (default true for
+    /// Anthropic and OpenAI-compatible servers). `false` for a text-only
+    /// model: its images become a placeholder saying where they are saved.
+    pub images: Option<bool>,
 }
 
 /// How to configure a provider; shown when none is.
@@ -117,6 +121,14 @@ pub fn build_with(
                 .to_owned(),
         ));
     }
+    if kind == Kind::Scripted && settings.images == Some(true) {
+        return Err(ProviderError::NotConfigured(
+            "[provider] images = true cannot apply to kind = \"scripted\": a script has no \
+             model to see them; remove `images`"
+                .to_owned(),
+        ));
+    }
+    let images = settings.images.unwrap_or(true);
     match kind {
         Kind::Anthropic => {
             let key_env = settings
@@ -150,6 +162,7 @@ pub fn build_with(
                 max_tokens: settings.max_tokens,
                 context_window: settings.context_window,
                 thinking: settings.thinking,
+                images,
                 http,
             })?;
             Ok(Arc::new(provider))
@@ -194,6 +207,7 @@ pub fn build_with(
                 max_tokens: settings.max_tokens,
                 max_tokens_field: settings.max_tokens_field,
                 context_window: settings.context_window,
+                images,
                 http,
             })?;
             Ok(Arc::new(provider))

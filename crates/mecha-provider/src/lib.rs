@@ -114,6 +114,13 @@ pub trait Provider: Send + Sync {
     /// The model's context window in tokens, if known.
     fn context_window(&self) -> Option<u64>;
 
+    /// Whether the model can be sent images in tool results. A provider
+    /// that cannot (or is configured not to) gets a placeholder instead,
+    /// which says so; none is assumed to.
+    fn accepts_images(&self) -> bool {
+        false
+    }
+
     /// Sends one request and streams the answer; `on_stream` receives text
     /// and thinking as they arrive.
     async fn complete(

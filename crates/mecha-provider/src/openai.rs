@@ -37,6 +37,8 @@ pub struct OpenAiOptions {
     /// Azure OpenAI, `max_tokens` for every other server.
     pub max_tokens_field: Option<MaxTokensField>,
     pub context_window: Option<u64>,
+    /// Whether the model reads images (`[provider] images`, default yes).
+    pub images: bool,
     pub http: HttpOptions,
 }
 
@@ -48,6 +50,7 @@ pub struct OpenAiProvider {
     max_tokens: Option<(MaxTokensField, u32)>,
     context_window: Option<u64>,
     memory: Arc<Memory>,
+    images: bool,
 }
 
 impl OpenAiProvider {
@@ -90,6 +93,7 @@ impl OpenAiProvider {
             model: options.model,
             max_tokens: options.max_tokens.map(|n| (field, n)),
             context_window: options.context_window,
+            images: options.images,
             memory: Arc::default(),
         })
     }
@@ -115,6 +119,10 @@ fn default_max_tokens_field(base_url: &str) -> MaxTokensField {
 impl Provider for OpenAiProvider {
     fn describe(&self) -> String {
         format!("openai {} at {}", self.model, self.http.url())
+    }
+
+    fn accepts_images(&self) -> bool {
+        self.images
     }
 
     fn context_window(&self) -> Option<u64> {

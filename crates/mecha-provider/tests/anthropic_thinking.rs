@@ -59,6 +59,7 @@ fn tool_result() -> Message {
             tool_use_id: "toolu_1".into(),
             content: "a.txt\nb.txt".into(),
             is_error: false,
+            images: Vec::new(),
         }],
     }
 }

@@ -38,6 +38,7 @@ fn results_for(response: &Response) -> Message {
                 tool_use_id: call.id.clone(),
                 content: "contents".into(),
                 is_error: false,
+                images: Vec::new(),
             })
             .collect(),
     }

@@ -6,7 +6,10 @@
 use std::io::{self, BufRead, BufReader, Read};
 
 use async_trait::async_trait;
-use mecha_core::{ArgKind, Capabilities, ResolvedPath, Tool, ToolCtx, ToolOutput};
+use mecha_core::{
+    ArgKind, Capabilities, Image, MAX_IMAGE_BYTES, ResolvedPath, Tool, ToolCtx, ToolOutput,
+    human_size, over_cap, placeholder, sniff,
+};
 use serde_json::{Value, json};
 
 use crate::args::{jail_refusal, optional_u64, required_str};
@@ -31,7 +34,8 @@ impl Tool for FsRead {
     fn description(&self) -> &str {
         "Read a text file. Lines come back numbered (line number, tab, text). `offset` is the \
          first line to show (1-based), `limit` how many lines (default 2000). Also reads the \
-         files a truncation notice points at."
+         files a truncation notice points at. A PNG, JPEG, GIF or WebP file comes back as the \
+         image."
     }
 
     fn input_schema(&self) -> Value {
@@ -79,6 +83,9 @@ fn read(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
     // A spilled result from outside is still from outside when read back.
     let external = ctx.spill().holds_external(&file);
     let mut reader = BufReader::new(file);
+    if let Some(media_type) = sniff(reader.fill_buf().map_err(cannot)?) {
+        return read_image(requested, media_type, reader, external).map_err(cannot);
+    }
     if looks_binary(&mut reader).map_err(cannot)? {
         let size = target
             .dir()
@@ -100,6 +107,36 @@ fn read(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
     } else {
         ToolOutput::ok(text)
     })
+}
+
+/// An image file, as the image (the batch decides whether the model gets
+/// it). One over the cap is never read past the cap: the model learns its
+/// size, and that it stays where it is.
+fn read_image(
+    requested: &str,
+    media_type: &str,
+    mut reader: BufReader<std::fs::File>,
+    external: bool,
+) -> io::Result<ToolOutput> {
+    let mut bytes = Vec::new();
+    (&mut reader)
+        .take(MAX_IMAGE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    let image = Image::from_bytes(&bytes).filter(|_| bytes.len() <= MAX_IMAGE_BYTES);
+    let Some(image) = image else {
+        let size = reader.get_ref().metadata()?.len();
+        let location = format!("it stays at {requested}");
+        let note = placeholder(media_type, size, &over_cap(size), &location);
+        return Ok(ToolOutput::ok(note));
+    };
+    let text = format!("{requested}: {media_type}, {}", human_size(bytes.len() as u64));
+    let mut output = if external {
+        ToolOutput::external(text)
+    } else {
+        ToolOutput::ok(text)
+    };
+    output.images.push(image);
+    Ok(output)
 }
 
 /// Reads a whole text file through the jail (for fs_edit).

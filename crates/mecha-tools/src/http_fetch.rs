@@ -174,10 +174,8 @@ impl HttpFetch {
         // It came from outside, whatever the status; a 4xx/5xx or a broken
         // body is also a failure the model should notice.
         ToolOutput {
-            content: out,
             is_error: status.as_u16() >= 400 || broke.is_some(),
-            external: true,
-            harness: false,
+            ..ToolOutput::external(out)
         }
     }
 

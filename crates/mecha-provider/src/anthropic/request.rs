@@ -1,6 +1,6 @@
 //! mecha's conversation as an Anthropic Messages request body.
 
-use mecha_core::{Block, Message, Role, ToolDefinition};
+use mecha_core::{Block, Image, Message, Role, ToolDefinition};
 use serde_json::{Map, Value, json};
 
 use super::Thinking;
@@ -128,13 +128,31 @@ fn block(block: &Block) -> Option<Value> {
             tool_use_id,
             content,
             is_error,
+            images,
         } => json!({
             "type": "tool_result",
             "tool_use_id": tool_use_id,
-            "content": content,
+            "content": tool_result_content(content, images),
             "is_error": is_error,
         }),
     })
+}
+
+/// A plain string when there are no images (the request stays what it was
+/// before images existed, byte for byte); otherwise the text block and then
+/// one image block per image, which a tool result may hold.
+fn tool_result_content(text: &str, images: &[Image]) -> Value {
+    if images.is_empty() {
+        return json!(text);
+    }
+    let text = (!text.is_empty()).then(|| json!({"type": "text", "text": text}));
+    let images = images.iter().map(|image| {
+        json!({
+            "type": "image",
+            "source": {"type": "base64", "media_type": image.media_type, "data": image.data},
+        })
+    });
+    text.into_iter().chain(images).collect()
 }
 
 #[cfg(test)]
@@ -250,11 +268,13 @@ mod tests {
                         tool_use_id: "toolu_1".into(),
                         content: "contents of a".into(),
                         is_error: false,
+                        images: Vec::new(),
                     },
                     Block::ToolResult {
                         tool_use_id: "toolu_2".into(),
                         content: "bad arguments".into(),
                         is_error: true,
+                        images: Vec::new(),
                     },
                 ],
             },

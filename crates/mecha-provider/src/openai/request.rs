@@ -1,6 +1,6 @@
 //! mecha's conversation as an OpenAI Chat Completions request body.
 
-use mecha_core::{Block, Message, Role, ToolDefinition};
+use mecha_core::{Block, Image, Message, Role, ToolDefinition};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -80,13 +80,16 @@ fn push_message(out: &mut Vec<Value>, message: &Message, reasoning_field: Reason
     let text = joined_text(message);
     match message.role {
         Role::User => {
+            let mut images = Vec::new();
             for block in &message.content {
                 if let Block::ToolResult {
                     tool_use_id,
                     content,
                     is_error,
+                    images: shots,
                 } = block
                 {
+                    push_images(&mut images, tool_use_id, shots);
                     let content = if *is_error {
                         format!("{ERROR_PREFIX}{content}")
                     } else {
@@ -97,7 +100,14 @@ fn push_message(out: &mut Vec<Value>, message: &Message, reasoning_field: Reason
                     );
                 }
             }
-            if !text.is_empty() {
+            if !images.is_empty() {
+                // The text goes in the same message: some chat templates
+                // refuse two user messages in a row.
+                if !text.is_empty() {
+                    images.push(json!({"type": "text", "text": text}));
+                }
+                out.push(json!({"role": "user", "content": images}));
+            } else if !text.is_empty() {
                 out.push(json!({"role": "user", "content": text}));
             }
         }
@@ -152,6 +162,30 @@ fn push_message(out: &mut Vec<Value>, message: &Message, reasoning_field: Reason
             out.push(Value::Object(chat));
         }
     }
+}
+
+/// A `tool` message holds text only, so a result's images go in a user
+/// message right after the tool messages: a line naming the call they
+/// belong to, then each image as a data URL.
+fn push_images(parts: &mut Vec<Value>, tool_use_id: &str, images: &[Image]) {
+    if images.is_empty() {
+        return;
+    }
+    let which = if images.len() == 1 {
+        "The image"
+    } else {
+        "The images"
+    };
+    parts.push(json!({
+        "type": "text",
+        "text": format!("{which} below came with the result of tool call {tool_use_id}."),
+    }));
+    parts.extend(images.iter().map(|image| {
+        json!({
+            "type": "image_url",
+            "image_url": {"url": format!("data:{};base64,{}", image.media_type, image.data)},
+        })
+    }));
 }
 
 /// The message's reasoning, as the server streamed it.
@@ -219,11 +253,13 @@ mod tests {
                         tool_use_id: "call_1".into(),
                         content: "A".into(),
                         is_error: false,
+                        images: Vec::new(),
                     },
                     Block::ToolResult {
                         tool_use_id: "call_2".into(),
                         content: "no such file".into(),
                         is_error: true,
+                        images: Vec::new(),
                     },
                     Block::Text {
                         text: "also note this".into(),
@@ -352,6 +388,7 @@ mod tests {
                     tool_use_id: "call_1".into(),
                     content: "A".into(),
                     is_error: false,
+                    images: Vec::new(),
                 }],
             },
             Message {

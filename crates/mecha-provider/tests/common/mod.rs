@@ -228,6 +228,7 @@ pub async fn tool_error_round_trip(wire: Wire) -> serde_json::Value {
             tool_use_id: call_id,
             content: "no such file: missing".into(),
             is_error: true,
+            images: Vec::new(),
         }],
     });
     let (second, _) = ask(provider.as_ref(), &history).await;
