@@ -102,10 +102,10 @@ async fn result_shapes() {
     let ws = tempfile::tempdir().unwrap();
     let hub = McpHub::start([fixture_config("fx", &[])], &opts(ws.path())).await;
     let text = |out: mecha_core::ToolOutput| out.content;
-    assert_eq!(
-        text(call(&hub, "fx__image", json!({}), ws.path()).await),
-        "[image: image/png, 11 bytes]"
-    );
+    let image = call(&hub, "fx__image", json!({}), ws.path()).await;
+    assert_eq!(image.content, "a screenshot");
+    assert_eq!(image.images.len(), 1, "an image block is an image");
+    assert_eq!(image.images[0].media_type, "image/png");
     assert_eq!(
         text(call(&hub, "fx__resource", json!({}), ws.path()).await),
         "[resource file:///notes.txt]\nresource text\n[resource file:///blob.bin: \

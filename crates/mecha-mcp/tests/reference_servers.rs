@@ -117,9 +117,8 @@ async fn server_everything() {
     // Other result shapes come back as text or placeholders.
     let image = call(&hub, "everything__get-tiny-image", json!({}), ws.path()).await;
     assert!(
-        image.content.contains("[image: image/png"),
-        "{}",
-        image.content
+        image.images.iter().any(|i| i.media_type == "image/png"),
+        "{image:?}"
     );
     let links = call(
         &hub,
