@@ -105,7 +105,12 @@ async fn fs_read_of_a_png_sends_the_image_whatever_the_file_is_called() {
     let e = env();
     let png = png_file(0);
     std::fs::write(e.ws.join("shot.dat"), &png).unwrap();
-    let mock = run(&e, Api::Anthropic, &[("fs_read", json!({"path": "shot.dat"}))]).await;
+    let mock = run(
+        &e,
+        Api::Anthropic,
+        &[("fs_read", json!({"path": "shot.dat"}))],
+    )
+    .await;
     let results = anthropic_results(&mock);
     let content = results[0]["content"].as_array().unwrap();
     assert_eq!(content[0]["text"], "shot.dat: image/png, 70 bytes");
@@ -116,7 +121,12 @@ async fn fs_read_of_a_png_sends_the_image_whatever_the_file_is_called() {
 async fn an_image_over_the_cap_is_described_not_sent() {
     let e = env();
     std::fs::write(e.ws.join("big.png"), png_file(6 * 1024 * 1024)).unwrap();
-    let mock = run(&e, Api::Anthropic, &[("fs_read", json!({"path": "big.png"}))]).await;
+    let mock = run(
+        &e,
+        Api::Anthropic,
+        &[("fs_read", json!({"path": "big.png"}))],
+    )
+    .await;
     let body = &mock.requests()[1].body;
     assert_eq!(images_in(body), 0);
     let results = anthropic_results(&mock);

@@ -161,7 +161,12 @@ fn judge(ctx: &ToolCtx, tool: &str, image: Image, room: usize) -> Result<Image, 
             "its data is not PNG, JPEG, GIF or WebP, the formats a model reads (declared as \
              {declared})"
         );
-        return Err(placeholder(&declared, size, &reason, &save(ctx, tool, &bytes, "bin")));
+        return Err(placeholder(
+            &declared,
+            size,
+            &reason,
+            &save(ctx, tool, &bytes, "bin"),
+        ));
     };
     let ext = media_type.trim_start_matches("image/");
     let reason = if bytes.len() > MAX_IMAGE_BYTES {
@@ -180,7 +185,12 @@ fn judge(ctx: &ToolCtx, tool: &str, image: Image, room: usize) -> Result<Image, 
             data: image.data,
         });
     };
-    Err(placeholder(media_type, size, &reason, &save(ctx, tool, &bytes, ext)))
+    Err(placeholder(
+        media_type,
+        size,
+        &reason,
+        &save(ctx, tool, &bytes, ext),
+    ))
 }
 
 /// Saves an image the model does not get to the spill directory, and says

@@ -42,7 +42,10 @@ fn an_image_that_fits_is_kept_with_the_type_its_bytes_say() {
     let (text, images) = fit_images(&ctx, "t", "a shot", vec![encoded(&png(100), "image/jpeg")]);
     assert_eq!(text, "a shot");
     assert_eq!(images.len(), 1);
-    assert_eq!(images[0].media_type, "image/png", "the bytes win over the label");
+    assert_eq!(
+        images[0].media_type, "image/png",
+        "the bytes win over the label"
+    );
 }
 
 #[test]
@@ -76,7 +79,10 @@ fn a_model_without_images_gets_a_placeholder_that_says_so() {
     let ctx = ctx(20_000).with_images(false);
     let (text, images) = fit_images(&ctx, "t", "shot:", vec![encoded(&png(10), "image/png")]);
     assert!(images.is_empty());
-    assert!(text.contains("not shown: the configured model does not take images"), "{text}");
+    assert!(
+        text.contains("not shown: the configured model does not take images"),
+        "{text}"
+    );
     assert!(text.contains("`images = false` in [provider]"), "{text}");
 }
 
@@ -96,6 +102,14 @@ fn data_that_is_no_image_format_is_never_sent_as_one() {
         ],
     );
     assert!(images.is_empty());
-    assert!(text.contains("[image: image/svg+xml, 6 bytes, not shown: its data is not PNG, JPEG, GIF or WebP"), "{text}");
-    assert!(text.contains("[image: image/png, not shown: its data is not valid base64]"), "{text}");
+    assert!(
+        text.contains(
+            "[image: image/svg+xml, 6 bytes, not shown: its data is not PNG, JPEG, GIF or WebP"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("[image: image/png, not shown: its data is not valid base64]"),
+        "{text}"
+    );
 }

@@ -220,7 +220,8 @@ mod tests {
             "[audio: audio/wav, 0 bytes]\n[resource file:///a.txt]\n\
              hello\n[resource file:///b.bin: application/zip, 3 bytes]\n[resource link: report \
              <file:///r.pdf>]\n[a content block of type `hologram` that mecha does not show]"
-        );        assert_eq!(
+        );
+        assert_eq!(
             out.images,
             vec![Image {
                 media_type: "image/png".into(),

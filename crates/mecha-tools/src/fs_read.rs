@@ -129,7 +129,10 @@ fn read_image(
         let note = placeholder(media_type, size, &over_cap(size), &location);
         return Ok(ToolOutput::ok(note));
     };
-    let text = format!("{requested}: {media_type}, {}", human_size(bytes.len() as u64));
+    let text = format!(
+        "{requested}: {media_type}, {}",
+        human_size(bytes.len() as u64)
+    );
     let mut output = if external {
         ToolOutput::external(text)
     } else {

@@ -488,7 +488,10 @@ impl Fixture {
                     }
                     None => TINY_PNG.to_owned(),
                 };
-                let mime = args.get("mime").and_then(Value::as_str).unwrap_or("image/png");
+                let mime = args
+                    .get("mime")
+                    .and_then(Value::as_str)
+                    .unwrap_or("image/png");
                 json!({"content": [
                     {"type": "text", "text": "a screenshot"},
                     {"type": "image", "data": data, "mimeType": mime}
