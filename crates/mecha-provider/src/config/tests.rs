@@ -333,3 +333,29 @@ fn max_tokens_above_what_the_model_writes_is_refused() {
     // Unknown models are the API's to judge.
     assert!(anthropic(r#"{"model": "claude-test", "max_tokens": 500000}"#).is_ok());
 }
+
+#[test]
+fn images_are_on_unless_turned_off_and_a_script_cannot_take_them() {
+    let accepts = |json: &str, env: &[(&str, &str)]| {
+        build(&settings(json), &env_of(env))
+            .map(|p| p.accepts_images())
+            .map_err(|e| e.to_string())
+    };
+    let key = [("ANTHROPIC_API_KEY", "k")];
+    assert_eq!(accepts(r#"{"kind": "anthropic"}"#, &key), Ok(true));
+    let local = r#"{"kind": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "m", "images": false}"#;
+    assert_eq!(accepts(local, &[]), Ok(false));
+
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("turns.json");
+    std::fs::write(&path, r#"{"turns": [{"text": "hi"}]}"#).unwrap_or_else(|e| panic!("{e}"));
+    let scripted = |images: &str| {
+        format!(
+            r#"{{"kind": "scripted", "script": {:?}{images}}}"#,
+            path.display().to_string()
+        )
+    };
+    assert_eq!(accepts(&scripted(""), &[]), Ok(false));
+    let error = accepts(&scripted(r#", "images": true"#), &[]).unwrap_err();
+    assert!(error.contains("images = true cannot apply"), "{error}");
+}
