@@ -343,7 +343,8 @@ fn images_are_on_unless_turned_off_and_a_script_cannot_take_them() {
     };
     let key = [("ANTHROPIC_API_KEY", "k")];
     assert_eq!(accepts(r#"{"kind": "anthropic"}"#, &key), Ok(true));
-    let local = r#"{"kind": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "m", "images": false}"#;
+    let local =
+        r#"{"kind": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "m", "images": false}"#;
     assert_eq!(accepts(local, &[]), Ok(false));
 
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
