@@ -8,7 +8,8 @@
 //! answers), `notify` (sends `noise` log notifications, then
 //! `notifications/tools/list_changed`, then adds a tool `added`), `sample`, `elicit`, `roots` (send that request to the
 //! client and report its answer), `image`, `resource`, `resource_link`,
-//! `structured`, `fail` (one of each result shape).
+//! `structured`, `fail` (one of each result shape), `media` (an image with
+//! structuredContent mirroring it, as `read_media_file` answers).
 //!
 //! Misbehaviour, by flag:
 //!
@@ -369,6 +370,12 @@ impl Fixture {
             tool("resource", "Return embedded resources.", &empty, None),
             tool("resource_link", "Return a resource link.", &empty, None),
             tool("structured", "Return structuredContent only.", &empty, None),
+            tool(
+                "media",
+                "Return an image, mirrored in structuredContent.",
+                &empty,
+                None,
+            ),
             tool("fail", "Return isError.", &empty, None),
         ];
         if self.added {
@@ -506,6 +513,11 @@ impl Fixture {
             "structured" => {
                 json!({"content": [], "structuredContent": {"temperature": 21.5, "unit": "C"}})
             }
+            "media" => json!({
+                "content": [{"type": "image", "data": "aGVsbG8gd29ybGQ=", "mimeType": "image/png"}],
+                "structuredContent": {"content": [{"type": "image", "data": "aGVsbG8gd29ybGQ=",
+                    "mimeType": "image/png", "note": "STRUCTURED-MIRROR"}]}
+            }),
             "fail" => {
                 json!({"content": [{"type": "text", "text": "it went wrong"}], "isError": true})
             }
