@@ -335,7 +335,8 @@ fn summary(content: &str) -> String {
     let line: String = if trimmed.starts_with(['{', '[']) {
         let mut joined = String::new();
         for part in trimmed.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            if !joined.is_empty() && !joined.ends_with(['{', '[']) && !part.starts_with(['}', ']']) {
+            if !joined.is_empty() && !joined.ends_with(['{', '[']) && !part.starts_with(['}', ']'])
+            {
                 joined.push(' ');
             }
             joined.push_str(part);

@@ -44,7 +44,10 @@ async fn structured_content_is_the_answer_only_when_there_is_no_content() {
 async fn a_resource_link_leads_to_the_reader_tool_which_reads_it() {
     let mut e = env();
     let record = e.ws.join("calls.log");
-    e.extra_config = fixture_server("fix", &["--resources", "--record", record.to_str().unwrap()]);
+    e.extra_config = fixture_server(
+        "fix",
+        &["--resources", "--record", record.to_str().unwrap()],
+    );
     let read = |uri: &str| ("fix__read_resource", json!({ "uri": uri }));
     let mock = MockModel::start(vec![
         tool_turn(&[("fix__resource_link", json!({}))]),
@@ -68,7 +71,10 @@ async fn a_resource_link_leads_to_the_reader_tool_which_reads_it() {
         "{results:?}"
     );
     assert_eq!(results[1].0, "[resource mem://notes]\nthe notes resource");
-    assert_eq!(results[2].0, "[resource mem://notes.b64]\nhello from a blob");
+    assert_eq!(
+        results[2].0,
+        "[resource mem://notes.b64]\nhello from a blob"
+    );
     assert_eq!(
         results[3].0,
         "[resource file:///report.pdf: application/pdf, 9 bytes]"
@@ -160,10 +166,19 @@ async fn mecha_tools_reports_every_server_and_fails_when_one_did() {
             .unwrap_or_else(|| panic!("{name} missing: {text}"))
             .to_owned()
     };
-    assert!(line("good__echo_open").contains("[refused once armed]"), "{text}");
-    assert!(!line("good__echo").contains("[refused once armed]"), "{text}");
+    assert!(
+        line("good__echo_open").contains("[refused once armed]"),
+        "{text}"
+    );
+    assert!(
+        !line("good__echo").contains("[refused once armed]"),
+        "{text}"
+    );
     assert!(text.contains("MCP server `good` ("), "{text}");
-    assert!(text.contains("MCP server `broken` is unavailable"), "{text}");
+    assert!(
+        text.contains("MCP server `broken` is unavailable"),
+        "{text}"
+    );
 
     // With every server up, the exit code is 0 again.
     e.extra_config = fixture_server("good", &[]);
@@ -194,7 +209,10 @@ async fn mcp_check_uses_the_json_words_and_marks_sends() {
     assert!(open.ends_with("[refused once armed]"), "{open}");
     assert!(line("echo").contains("egress=none"), "{text}");
     assert!(!line("echo").contains("[refused once armed]"), "{text}");
-    assert!(!text.contains("egress=None") && !text.contains("egress=Chosen"), "{text}");
+    assert!(
+        !text.contains("egress=None") && !text.contains("egress=Chosen"),
+        "{text}"
+    );
     assert!(text.lines().all(|l| !l.ends_with(' ')), "{text:?}");
 }
 

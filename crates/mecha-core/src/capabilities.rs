@@ -127,15 +127,25 @@ mod tests {
 
     #[test]
     fn egress_serializes_as_its_word() {
-        for (egress, word) in [(Egress::None, "none"), (Egress::Blind, "blind"), (Egress::Chosen, "chosen")] {
+        for (egress, word) in [
+            (Egress::None, "none"),
+            (Egress::Blind, "blind"),
+            (Egress::Chosen, "chosen"),
+        ] {
             assert_eq!(egress.as_str(), word);
-            assert_eq!(serde_json::to_value(egress).unwrap(), serde_json::json!(word));
+            assert_eq!(
+                serde_json::to_value(egress).unwrap(),
+                serde_json::json!(word)
+            );
         }
     }
 
     #[test]
     fn only_a_chosen_send_is_refused_when_armed() {
-        let with = |egress| Capabilities { egress, ..Capabilities::NONE };
+        let with = |egress| Capabilities {
+            egress,
+            ..Capabilities::NONE
+        };
         assert!(with(Egress::Chosen).refused_when_armed());
         assert!(!with(Egress::Blind).refused_when_armed());
         assert!(!with(Egress::None).refused_when_armed());

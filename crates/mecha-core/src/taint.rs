@@ -139,10 +139,20 @@ mod tests {
             default.contains("`http_fetch` sends data to a destination the model chooses"),
             "{default}"
         );
-        let own = Fake("browser_snapshot", UNTRUSTED_CHOSEN, Some("is marked open-world"));
+        let own = Fake(
+            "browser_snapshot",
+            UNTRUSTED_CHOSEN,
+            Some("is marked open-world"),
+        );
         let refusal = super::interlock(t, &own, false).unwrap();
-        assert!(refusal.contains("`browser_snapshot` is marked open-world, and"), "{refusal}");
-        assert!(!refusal.contains("destination the model chooses"), "{refusal}");
+        assert!(
+            refusal.contains("`browser_snapshot` is marked open-world, and"),
+            "{refusal}"
+        );
+        assert!(
+            !refusal.contains("destination the model chooses"),
+            "{refusal}"
+        );
     }
 
     #[test]

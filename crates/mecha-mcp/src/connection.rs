@@ -165,7 +165,13 @@ impl Connection {
     /// rendered like one.
     pub async fn read_resource(&self, uri: &str, limit: Duration) -> Result<Value, RequestError> {
         let params = json!({ "uri": uri });
-        let answer = request(self.service.peer(), "resources/read", Some(params), Some(limit)).await?;
+        let answer = request(
+            self.service.peer(),
+            "resources/read",
+            Some(params),
+            Some(limit),
+        )
+        .await?;
         let Some(contents) = answer.get("contents").and_then(Value::as_array) else {
             return Err(RequestError::Unexpected(
                 "its resources/read answer has no `contents` array".into(),

@@ -148,7 +148,12 @@ fn render_block(block: &Value, reader: Option<&str>, out: &mut Parts<'_>) {
 /// Whether a resource of this MIME type is text a model can read: `text/*`,
 /// and the structured formats that are text in all but name.
 fn is_text(mime: &str) -> bool {
-    let essence = mime.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let essence = mime
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     let Some((kind, sub)) = essence.split_once('/') else {
         return false;
     };
@@ -156,8 +161,19 @@ fn is_text(mime: &str) -> bool {
         || (kind == "application"
             && (matches!(
                 sub,
-                "json" | "xml" | "yaml" | "x-yaml" | "toml" | "javascript" | "ecmascript"
-                    | "x-sh" | "sql" | "csv" | "ld+json" | "x-ndjson" | "graphql"
+                "json"
+                    | "xml"
+                    | "yaml"
+                    | "x-yaml"
+                    | "toml"
+                    | "javascript"
+                    | "ecmascript"
+                    | "x-sh"
+                    | "sql"
+                    | "csv"
+                    | "ld+json"
+                    | "x-ndjson"
+                    | "graphql"
             ) || sub.ends_with("+json")
                 || sub.ends_with("+xml")))
 }
@@ -277,28 +293,47 @@ mod tests {
 
     #[test]
     fn text_blobs_show_inline_and_binary_ones_stay_placeholders() {
-        let blob = |mime: &str, data: &str| {
-            json!({"content": [{"type": "resource", "resource": {"uri": "mem://r", "mimeType": mime, "blob": data}}]})
-        };
+        let blob = |mime: &str, data: &str| json!({"content": [{"type": "resource", "resource": {"uri": "mem://r", "mimeType": mime, "blob": data}}]});
         // "hello, resource" in base64.
         let hello = "aGVsbG8sIHJlc291cmNl";
-        for mime in ["text/plain", "application/json", "text/markdown; charset=utf-8", "application/vnd.api+json"] {
-            assert_eq!(render(&blob(mime, hello), false).content, "[resource mem://r]\nhello, resource", "{mime}");
+        for mime in [
+            "text/plain",
+            "application/json",
+            "text/markdown; charset=utf-8",
+            "application/vnd.api+json",
+        ] {
+            assert_eq!(
+                render(&blob(mime, hello), false).content,
+                "[resource mem://r]\nhello, resource",
+                "{mime}"
+            );
         }
         assert_eq!(
             render(&blob("application/octet-stream", hello), false).content,
             "[resource mem://r: application/octet-stream, 15 bytes]"
         );
         // Not UTF-8, or not base64: a placeholder, not mojibake.
-        assert_eq!(render(&blob("text/plain", "//79"), false).content, "[resource mem://r: text/plain, 3 bytes]");
-        assert!(render(&blob("text/plain", "*not base64*"), false).content.starts_with("[resource mem://r: text/plain"));
+        assert_eq!(
+            render(&blob("text/plain", "//79"), false).content,
+            "[resource mem://r: text/plain, 3 bytes]"
+        );
+        assert!(
+            render(&blob("text/plain", "*not base64*"), false)
+                .content
+                .starts_with("[resource mem://r: text/plain")
+        );
     }
 
     #[test]
     fn a_resource_link_names_the_reader_tool() {
         let ctx = ToolCtx::new(&std::env::temp_dir(), 4096).unwrap();
         let link = json!({"content": [{"type": "resource_link", "uri": "file:///r.pdf", "name": "report"}]});
-        let out = super::render(&link, false, Some("srv__read_resource"), ctx.sink("t", 4096));
+        let out = super::render(
+            &link,
+            false,
+            Some("srv__read_resource"),
+            ctx.sink("t", 4096),
+        );
         assert_eq!(
             out.content,
             "[resource link: report <file:///r.pdf>; read it with srv__read_resource]"

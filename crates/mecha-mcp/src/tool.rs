@@ -325,10 +325,22 @@ mod tests {
         let listed = [json!({"name": "t"})];
         assert_eq!(build_specs(&config, &listed, false).len(), 1);
         let specs = build_specs(&config, &listed, true);
-        let reader = specs.iter().find(|s| s.kind == ToolKind::ReadResource).unwrap();
-        assert_eq!((reader.name.as_str(), reader.raw_name.as_str()), ("s__read_resource", "read_resource"));
+        let reader = specs
+            .iter()
+            .find(|s| s.kind == ToolKind::ReadResource)
+            .unwrap();
+        assert_eq!(
+            (reader.name.as_str(), reader.raw_name.as_str()),
+            ("s__read_resource", "read_resource")
+        );
         assert!(reader.read_only);
-        assert_eq!(reader.capabilities, Capabilities { private_data: true, ..Capabilities::NONE });
+        assert_eq!(
+            reader.capabilities,
+            Capabilities {
+                private_data: true,
+                ..Capabilities::NONE
+            }
+        );
         assert_eq!(reader.input_schema["required"], json!(["uri"]));
         // Forced capabilities reach it as they reach every tool of the server.
         config.force.untrusted_input = true;
@@ -338,7 +350,11 @@ mod tests {
         assert!(reader.external && reader.capabilities.egress == Egress::Chosen);
         assert_eq!(reader.send_reason, FORCED_SEND);
         // A tool of the server's own that has the name keeps it.
-        let own = build_specs(&McpServerConfig::new("s", "x"), &[json!({"name": "read_resource"})], true);
+        let own = build_specs(
+            &McpServerConfig::new("s", "x"),
+            &[json!({"name": "read_resource"})],
+            true,
+        );
         assert_eq!(own.len(), 1);
         assert_eq!(own[0].kind, ToolKind::Call);
     }
@@ -347,7 +363,11 @@ mod tests {
     fn an_open_world_tool_says_why_it_is_a_send() {
         let config = McpServerConfig::new("s", "x");
         let open = one(&config, annotated(json!({"openWorldHint": true})));
-        assert!(open.send_reason.contains("marked open-world"), "{}", open.send_reason);
+        assert!(
+            open.send_reason.contains("marked open-world"),
+            "{}",
+            open.send_reason
+        );
         assert!(open.send_reason.contains("any call to it counts as a send"));
     }
 

@@ -580,7 +580,9 @@ fn tool(name: &str, description: &str, schema: &Value, annotations: Option<Value
 /// What `--resources` serves at `uri`.
 fn resource(uri: &str) -> Option<Value> {
     Some(match uri {
-        "mem://notes" => json!({"uri": uri, "mimeType": "text/plain", "text": "the notes resource"}),
+        "mem://notes" => {
+            json!({"uri": uri, "mimeType": "text/plain", "text": "the notes resource"})
+        }
         // "hello from a blob" in base64.
         "mem://notes.b64" => {
             json!({"uri": uri, "mimeType": "text/plain", "blob": "aGVsbG8gZnJvbSBhIGJsb2I="})
