@@ -327,11 +327,33 @@ impl Agent {
     }
 }
 
-/// The first line of a result, short, for activity logs.
+/// The most characters of a result an activity line shows.
+const SUMMARY_CHARS: usize = 100;
+
+/// The first line of a result, short, for activity logs. A JSON result's
+/// first line is a lone `{`, so JSON is collapsed onto one line instead:
+/// its lines trimmed and joined (a JSON string holds no raw line break, so
+/// only indentation goes), as far as the summary reaches.
 fn summary(content: &str) -> String {
-    let line = content.lines().next().unwrap_or("");
-    match line.char_indices().nth(100) {
+    let trimmed = content.trim_start();
+    let line: String = if trimmed.starts_with(['{', '[']) {
+        let mut joined = String::new();
+        for part in trimmed.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            if !joined.is_empty() && !joined.ends_with(['{', '[']) && !part.starts_with(['}', ']'])
+            {
+                joined.push(' ');
+            }
+            joined.push_str(part);
+            if joined.chars().nth(SUMMARY_CHARS).is_some() {
+                break;
+            }
+        }
+        joined
+    } else {
+        content.lines().next().unwrap_or("").to_owned()
+    };
+    match line.char_indices().nth(SUMMARY_CHARS) {
         Some((i, _)) => format!("{}…", &line[..i]),
-        None => line.to_owned(),
+        None => line,
     }
 }

@@ -70,12 +70,7 @@ impl Gate {
         if let Err(problem) = self.schemas.check(tool, &call.input) {
             return blocked(Validation, problem);
         }
-        if let Some(reason) = interlock(
-            taint,
-            tool.name(),
-            tool.capabilities(),
-            self.block_sends_after_private,
-        ) {
+        if let Some(reason) = interlock(taint, tool, self.block_sends_after_private) {
             return blocked(Interlock, reason);
         }
         if let Some(hook) = &self.hook {

@@ -116,7 +116,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
     match cli.command {
         Command::Run(args) => commands::run::run(args, settings, &workspace),
         Command::Chat(args) => commands::chat::run(args, settings, &workspace),
-        Command::Tools(args) => commands::tools::run(args, settings, &workspace).map(|()| 0),
+        Command::Tools(args) => commands::tools::run(args, settings, &workspace),
         Command::Mcp(command) => commands::mcp::run(command, settings, &workspace),
     }
 }

@@ -35,7 +35,9 @@ impl Tools for Env {
 #[test]
 fn json_matches_the_spec_capability_table() {
     let e = env();
-    let tools: Value = serde_json::from_str(&e.offline_stdout(&["tools", "--json"])).unwrap();
+    let listing: Value = serde_json::from_str(&e.offline_stdout(&["tools", "--json"])).unwrap();
+    assert_eq!(listing["servers"], json!([]), "{listing:#}");
+    let tools = &listing["tools"];
     let caps = |private: bool, untrusted: bool, egress: &str, destructive: bool| json!({"private_data": private, "untrusted_input": untrusted, "egress": egress, "destructive": destructive});
     let expected = [
         ("fs_edit", false, caps(false, false, "none", true)),
@@ -118,7 +120,8 @@ fn config_then_project_then_flag_each_narrow() {
     .unwrap();
     let names = |args: &[&str]| -> Vec<String> {
         let v: Value = serde_json::from_str(&e.offline_stdout(args)).unwrap();
-        v.as_array()
+        v["tools"]
+            .as_array()
             .unwrap()
             .iter()
             .map(|t| t["name"].as_str().unwrap().to_owned())

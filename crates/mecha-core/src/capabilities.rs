@@ -6,8 +6,7 @@ use serde::Serialize;
 /// Where data a tool sends can go, and who picks the destination.
 ///
 /// Ordered by danger, so the highest of several is `max`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub enum Egress {
     /// Nothing leaves the machine.
     #[default]
@@ -16,6 +15,24 @@ pub enum Egress {
     Blind,
     /// The model names the recipient (a URL, an address, a channel).
     Chosen,
+}
+
+impl Egress {
+    /// Its name as people and JSON see it (`none`, `blind`, `chosen`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Blind => "blind",
+            Self::Chosen => "chosen",
+        }
+    }
+}
+
+/// As [`Egress::as_str`], so JSON and the terminal use one set of words.
+impl Serialize for Egress {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
 }
 
 /// A tool's declared risk surface.
@@ -44,6 +61,13 @@ impl Capabilities {
         destructive: false,
     };
 
+    /// Whether the interlock refuses it once the conversation is armed
+    /// (private data and untrusted content both present): a send whose
+    /// destination the model picks.
+    pub fn refused_when_armed(self) -> bool {
+        self.egress == Egress::Chosen
+    }
+
     /// The wider of the two on every axis.
     #[must_use]
     pub fn union(self, other: Self) -> Self {
@@ -58,6 +82,8 @@ impl Capabilities {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
     use proptest::prelude::*;
 
@@ -97,6 +123,32 @@ mod tests {
             prop_assert_eq!(a.union(b), b.union(a));
             prop_assert_eq!(a.union(a), a);
         }
+    }
+
+    #[test]
+    fn egress_serializes_as_its_word() {
+        for (egress, word) in [
+            (Egress::None, "none"),
+            (Egress::Blind, "blind"),
+            (Egress::Chosen, "chosen"),
+        ] {
+            assert_eq!(egress.as_str(), word);
+            assert_eq!(
+                serde_json::to_value(egress).unwrap(),
+                serde_json::json!(word)
+            );
+        }
+    }
+
+    #[test]
+    fn only_a_chosen_send_is_refused_when_armed() {
+        let with = |egress| Capabilities {
+            egress,
+            ..Capabilities::NONE
+        };
+        assert!(with(Egress::Chosen).refused_when_armed());
+        assert!(!with(Egress::Blind).refused_when_armed());
+        assert!(!with(Egress::None).refused_when_armed());
     }
 
     #[test]

@@ -28,6 +28,9 @@ pub fn parse_url(raw: &str) -> Result<Url, url::ParseError> {
     Url::parse(raw.trim())
 }
 
+/// [`Tool::send_reason`] unless a tool says otherwise.
+pub const DEFAULT_SEND_REASON: &str = "sends data to a destination the model chooses";
+
 /// A tool the model can call: built-in, MCP, subagent or skill, the loop
 /// cannot tell which.
 #[async_trait]
@@ -49,6 +52,14 @@ pub trait Tool: Send + Sync {
     /// Declared risk surface.
     fn capabilities(&self) -> Capabilities {
         Capabilities::default()
+    }
+
+    /// Why a call to it counts as a send whose destination the model picks,
+    /// completing "`<tool>` …" in the interlock's refusal. Only asked of a
+    /// tool whose egress is `Chosen`; one that is a send whatever its
+    /// arguments (an open-world MCP tool) says so instead.
+    fn send_reason(&self) -> &str {
+        DEFAULT_SEND_REASON
     }
 
     /// The string arguments that name a path or a URL. The gate resolves

@@ -38,6 +38,8 @@ pub(crate) struct Connection {
     pub protocol_version: String,
     /// `name version` from the server's `serverInfo`.
     pub server_info: Option<String>,
+    /// Its `initialize` answer declares the resources capability.
+    pub offers_resources: bool,
 }
 
 /// A connection and the tools it listed during start-up.
@@ -98,10 +100,14 @@ pub(crate) async fn connect(
                 .as_ref()
                 .map(|i| i.protocol_version.to_string())
                 .unwrap_or_default();
+            // A server may send an empty version; then the name alone.
             let server_info = info
                 .as_ref()
                 .and_then(|i| i.server_info.as_ref())
-                .map(|s| format!("{} {}", s.name, s.version));
+                .map(|s| format!("{} {}", s.name, s.version).trim().to_owned());
+            let offers_resources = info
+                .as_ref()
+                .is_some_and(|i| i.capabilities.resources.is_some());
             tracing::debug!(
                 server = %config.name,
                 protocol = %protocol_version,
@@ -114,6 +120,7 @@ pub(crate) async fn connect(
                     process,
                     protocol_version,
                     server_info,
+                    offers_resources,
                 },
                 tools,
             });
@@ -151,6 +158,30 @@ impl Connection {
     ) -> Result<Value, RequestError> {
         let params = json!({"name": raw_name, "arguments": arguments});
         request(self.service.peer(), "tools/call", Some(params), Some(limit)).await
+    }
+
+    /// `resources/read`, cancelled after `limit`, its answer in the shape of
+    /// a tool result (each of its `contents` an embedded resource), so it is
+    /// rendered like one.
+    pub async fn read_resource(&self, uri: &str, limit: Duration) -> Result<Value, RequestError> {
+        let params = json!({ "uri": uri });
+        let answer = request(
+            self.service.peer(),
+            "resources/read",
+            Some(params),
+            Some(limit),
+        )
+        .await?;
+        let Some(contents) = answer.get("contents").and_then(Value::as_array) else {
+            return Err(RequestError::Unexpected(
+                "its resources/read answer has no `contents` array".into(),
+            ));
+        };
+        let content: Vec<Value> = contents
+            .iter()
+            .map(|resource| json!({"type": "resource", "resource": resource}))
+            .collect();
+        Ok(json!({ "content": content }))
     }
 
     /// Every page of `tools/list`, each page within `limit`.

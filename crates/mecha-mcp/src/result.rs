@@ -4,8 +4,10 @@
 //! goes through the call's spilling sink, so the rendered text costs one
 //! budget's worth of memory however big the result, and the rest is on disk.
 
+use std::borrow::Cow;
 use std::io;
 
+use base64::Engine as _;
 use mecha_core::{Image, SpillingSink, ToolOutput};
 use serde_json::Value;
 
@@ -14,15 +16,19 @@ use serde_json::Value;
 const SHOWN_FIELD_CHARS: usize = 200;
 
 /// Renders a raw `CallToolResult` into `sink`. `external` says whether the
-/// server's content came from outside the machine (the tool is open-world).
-pub(crate) fn render(result: &Value, external: bool, sink: SpillingSink<'_>) -> ToolOutput {
+/// server's content came from outside the machine (the tool is open-world);
+/// `reader` is the server's resource reader tool, if it offers resources,
+/// which a resource link names so the model can follow it.
+pub(crate) fn render(
+    result: &Value,
+    external: bool,
+    reader: Option<&str>,
+    sink: SpillingSink<'_>,
+) -> ToolOutput {
     let blocks: &[Value] = result
         .get("content")
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice);
-    let has_text = blocks
-        .iter()
-        .any(|b| b.get("type").and_then(Value::as_str) == Some("text"));
     let mut out = Parts {
         sink,
         parts: 0,
@@ -37,11 +43,14 @@ pub(crate) fn render(result: &Value, external: bool, sink: SpillingSink<'_>) -> 
             continue;
         }
         out.next_part();
-        render_block(block, &mut out);
+        render_block(block, reader, &mut out);
     }
-    // Servers SHOULD mirror structured output in a text block; when one
-    // does not, the structure is the only answer there is.
-    if !has_text && let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null())
+    // Servers SHOULD mirror structured output in the content; only when
+    // there is no content at all is the structure the only answer there is.
+    // Content without a text block (an image, a media file) already says
+    // what the structure would, and its base64 is no answer for a model.
+    if blocks.is_empty()
+        && let Some(structured) = result.get("structuredContent").filter(|v| !v.is_null())
     {
         out.next_part();
         if let Err(e) = serde_json::to_writer(&mut out, structured) {
@@ -97,7 +106,7 @@ impl io::Write for Parts<'_> {
     }
 }
 
-fn render_block(block: &Value, out: &mut Parts<'_>) {
+fn render_block(block: &Value, reader: Option<&str>, out: &mut Parts<'_>) {
     let str_of = |key: &str| block.get(key).and_then(Value::as_str);
     match str_of("type").unwrap_or("") {
         "text" => out.push(str_of("text").unwrap_or("")),
@@ -110,23 +119,36 @@ fn render_block(block: &Value, out: &mut Parts<'_>) {
             let resource = block.get("resource").unwrap_or(&Value::Null);
             let field = |key: &str| resource.get(key).and_then(Value::as_str);
             let uri = capped(field("uri").unwrap_or("(no uri)"));
-            match field("text") {
+            let mime = field("mimeType");
+            let text = field("text").map(Cow::Borrowed).or_else(|| {
+                field("blob")
+                    .filter(|_| mime.is_some_and(is_text))
+                    .and_then(decode_text)
+                    .map(Cow::Owned)
+            });
+            match text {
                 Some(text) => {
                     out.push(&format!("[resource {uri}]\n"));
-                    out.push(text);
+                    out.push(&text);
                 }
                 None => out.push(&format!(
                     "[resource {uri}: {}, {}]",
-                    capped(field("mimeType").unwrap_or("unknown type")),
+                    capped(mime.unwrap_or("unknown type")),
                     size(field("blob"))
                 )),
             }
         }
-        "resource_link" => out.push(&format!(
-            "[resource link: {} <{}>]",
-            capped(str_of("name").unwrap_or("(unnamed)")),
-            capped(str_of("uri").unwrap_or("(no uri)"))
-        )),
+        "resource_link" => {
+            let link = format!(
+                "[resource link: {} <{}>",
+                capped(str_of("name").unwrap_or("(unnamed)")),
+                capped(str_of("uri").unwrap_or("(no uri)"))
+            );
+            match reader {
+                Some(reader) => out.push(&format!("{link}; read it with {reader}]")),
+                None => out.push(&format!("{link}]")),
+            }
+        }
         other => out.push(&format!(
             "[a content block of type `{}` that mecha does not show]",
             capped(other)
@@ -141,6 +163,48 @@ fn image(block: &Value) -> Option<Image> {
         media_type: str_of("mimeType").unwrap_or("").to_owned(),
         data: str_of("data").unwrap_or("").to_owned(),
     })
+}
+
+/// Whether a resource of this MIME type is text a model can read: `text/*`,
+/// and the structured formats that are text in all but name.
+fn is_text(mime: &str) -> bool {
+    let essence = mime
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let Some((kind, sub)) = essence.split_once('/') else {
+        return false;
+    };
+    kind == "text"
+        || (kind == "application"
+            && (matches!(
+                sub,
+                "json"
+                    | "xml"
+                    | "yaml"
+                    | "x-yaml"
+                    | "toml"
+                    | "javascript"
+                    | "ecmascript"
+                    | "x-sh"
+                    | "sql"
+                    | "csv"
+                    | "ld+json"
+                    | "x-ndjson"
+                    | "graphql"
+            ) || sub.ends_with("+json")
+                || sub.ends_with("+xml")))
+}
+
+/// A text resource sent as a blob, decoded; `None` when it is not base64
+/// or not UTF-8, so it stays a placeholder rather than becoming mojibake.
+fn decode_text(blob: &str) -> Option<String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(blob.trim())
+        .ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 /// A server-chosen field, cut to [`SHOWN_FIELD_CHARS`].
@@ -174,7 +238,7 @@ mod tests {
 
     fn render(result: &Value, external: bool) -> ToolOutput {
         let ctx = ToolCtx::new(&std::env::temp_dir(), 64 * 1024).unwrap();
-        super::render(result, external, ctx.sink("t", 64 * 1024))
+        super::render(result, external, None, ctx.sink("t", 64 * 1024))
     }
 
     #[test]
@@ -243,8 +307,65 @@ mod tests {
             false,
         );
         assert_eq!(out.content, "t is 1");
+        // Content without text (a media file) is the answer; the structure
+        // beside it (its base64 again, say) is not appended.
+        let out = render(
+            &json!({"content": [{"type": "image", "data": "aGVsbG8gd29ybGQ=", "mimeType": "image/png"}],
+                    "structuredContent": {"base64": "aGVsbG8gd29ybGQ="}}),
+            false,
+        );
+        assert!(!out.content.contains("aGVsbG8"), "{}", out.content);
         let out = render(&json!({}), false);
         assert_eq!(out.content, "[the tool returned no content]");
+    }
+
+    #[test]
+    fn text_blobs_show_inline_and_binary_ones_stay_placeholders() {
+        let blob = |mime: &str, data: &str| json!({"content": [{"type": "resource", "resource": {"uri": "mem://r", "mimeType": mime, "blob": data}}]});
+        // "hello, resource" in base64.
+        let hello = "aGVsbG8sIHJlc291cmNl";
+        for mime in [
+            "text/plain",
+            "application/json",
+            "text/markdown; charset=utf-8",
+            "application/vnd.api+json",
+        ] {
+            assert_eq!(
+                render(&blob(mime, hello), false).content,
+                "[resource mem://r]\nhello, resource",
+                "{mime}"
+            );
+        }
+        assert_eq!(
+            render(&blob("application/octet-stream", hello), false).content,
+            "[resource mem://r: application/octet-stream, 15 bytes]"
+        );
+        // Not UTF-8, or not base64: a placeholder, not mojibake.
+        assert_eq!(
+            render(&blob("text/plain", "//79"), false).content,
+            "[resource mem://r: text/plain, 3 bytes]"
+        );
+        assert!(
+            render(&blob("text/plain", "*not base64*"), false)
+                .content
+                .starts_with("[resource mem://r: text/plain")
+        );
+    }
+
+    #[test]
+    fn a_resource_link_names_the_reader_tool() {
+        let ctx = ToolCtx::new(&std::env::temp_dir(), 4096).unwrap();
+        let link = json!({"content": [{"type": "resource_link", "uri": "file:///r.pdf", "name": "report"}]});
+        let out = super::render(
+            &link,
+            false,
+            Some("srv__read_resource"),
+            ctx.sink("t", 4096),
+        );
+        assert_eq!(
+            out.content,
+            "[resource link: report <file:///r.pdf>; read it with srv__read_resource]"
+        );
     }
 
     #[test]
@@ -255,7 +376,7 @@ mod tests {
             {"type": "text", "text": big},
             {"type": "text", "text": "the end"}
         ]});
-        let out = super::render(&result, true, ctx.sink("srv__t", 4096));
+        let out = super::render(&result, true, None, ctx.sink("srv__t", 4096));
         assert!(out.content.len() <= 4096, "{} bytes", out.content.len());
         assert!(out.external);
         assert!(

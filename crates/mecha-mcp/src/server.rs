@@ -24,7 +24,7 @@ use crate::handler::Signals;
 use crate::hub::{ServerState, ServerStatus, ToolSummary};
 use crate::result::render;
 use crate::spawn::{SpawnOptions, lock};
-use crate::tool::{ToolSpec, build_specs};
+use crate::tool::{ToolKind, ToolSpec, build_specs};
 
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -218,12 +218,32 @@ impl Server {
         };
         let limit = Duration::from_secs(self.config.call_timeout_s);
         let (server, tool) = (&self.config.name, &spec.name);
-        match conn.call(&spec.raw_name, arguments, limit).await {
+        let answer = match spec.kind {
+            ToolKind::Call => conn.call(&spec.raw_name, arguments, limit).await,
+            ToolKind::ReadResource => match arguments.get("uri").and_then(Value::as_str) {
+                Some(uri) => conn.read_resource(uri, limit).await,
+                None => {
+                    return ToolOutput::refusal(format!(
+                        "`{tool}` needs `uri`: the resource's URI as a string, exactly as the \
+                         server gave it"
+                    ));
+                }
+            },
+        };
+        match answer {
             Ok(result) => {
-                lock(&self.state).strikes = 0;
+                let reader = {
+                    let mut st = lock(&self.state);
+                    st.strikes = 0;
+                    st.tools
+                        .iter()
+                        .find(|t| t.kind == ToolKind::ReadResource)
+                        .map(|t| t.name.clone())
+                };
                 render(
                     &result,
                     spec.external,
+                    reader.as_deref(),
                     ctx.sink(&spec.name, ctx.call_budget_bytes),
                 )
             }
@@ -280,7 +300,7 @@ impl Server {
             Ok(listed) => {
                 let mut st = lock(&self.state);
                 if st.conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, &conn)) {
-                    self.replace_tools(&mut st, &listed);
+                    self.replace_tools(&mut st, &listed, conn.offers_resources);
                 }
             }
             Err(RequestError::Closed(_)) => {
@@ -371,7 +391,7 @@ impl Server {
                     conn.kill();
                     return Err(Down::ours("shut down"));
                 }
-                self.replace_tools(&mut st, &tools);
+                self.replace_tools(&mut st, &tools, conn.offers_resources);
                 st.conn = Some(Arc::clone(&conn));
                 st.down = None;
                 Ok(conn)
@@ -385,8 +405,8 @@ impl Server {
         }
     }
 
-    fn replace_tools(&self, st: &mut State, listed: &[Value]) {
-        let specs: Vec<Arc<ToolSpec>> = build_specs(&self.config, listed)
+    fn replace_tools(&self, st: &mut State, listed: &[Value], offers_resources: bool) {
+        let specs: Vec<Arc<ToolSpec>> = build_specs(&self.config, listed, offers_resources)
             .into_iter()
             .map(Arc::new)
             .collect();

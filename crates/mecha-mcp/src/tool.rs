@@ -24,11 +24,80 @@ pub(crate) struct ToolSpec {
     pub read_only: bool,
     /// Results come from outside the machine.
     pub external: bool,
+    /// Why a call to it counts as a chosen send, for the interlock's refusal.
+    pub send_reason: &'static str,
+    pub kind: ToolKind,
 }
 
+/// What a call to the tool asks of the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ToolKind {
+    /// `tools/call` with the tool's raw name.
+    Call,
+    /// `resources/read` with the `uri` argument: the reader tool mecha adds
+    /// for a server that offers resources, so a resource link is not a
+    /// dead end.
+    ReadResource,
+}
+
+/// The reader tool's name after `<server>__`.
+const READER_SUFFIX: &str = "read_resource";
+
+/// Why an open-world tool is refused in an armed conversation: it may take
+/// no arguments at all (`browser_snapshot`), so "a destination the model
+/// chooses" would be untrue of it.
+const OPEN_WORLD_SEND: &str = "is marked open-world (`openWorldHint`) by its MCP server, so any \
+                               call to it counts as a send, whatever its arguments";
+/// The same, for a tool whose config forces `egress = "chosen"`.
+const FORCED_SEND: &str = "is a send by its MCP server's config (`force.egress`), so any call \
+                           to it counts as one, whatever its arguments";
+
 /// Turns a raw `tools/list` into specs; a tool without a usable name is
-/// left out (and logged), the rest survive it.
-pub(crate) fn build_specs(config: &McpServerConfig, listed: &[Value]) -> Vec<ToolSpec> {
+/// left out (and logged), the rest survive it. A server that offers
+/// resources gets a reader tool too, unless one of its own tools already
+/// has the reader's name.
+pub(crate) fn build_specs(
+    config: &McpServerConfig,
+    listed: &[Value],
+    offers_resources: bool,
+) -> Vec<ToolSpec> {
+    let mut specs = listed_specs(config, listed);
+    let reader = format!("{}__{READER_SUFFIX}", config.name);
+    if offers_resources {
+        if specs.iter().any(|s| s.name == reader) {
+            tracing::warn!(server = %config.name, tool = %reader, "a tool of the server has the resource reader's name; the reader is left out");
+        } else {
+            specs.push(reader_spec(config, reader));
+        }
+    }
+    specs
+}
+
+/// The reader tool: the server's own capabilities, as an unannotated tool
+/// of it gets them, and read-only unless the config says destructive.
+fn reader_spec(config: &McpServerConfig, name: String) -> ToolSpec {
+    let listing = json!({
+        "name": READER_SUFFIX,
+        "description": format!(
+            "Read a resource of the MCP server `{}` by its URI (one a result linked to, for \
+             example). Text comes back inline; binary content as a placeholder naming its type \
+             and size.",
+            config.name
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {"uri": {"type": "string", "description": "The resource's URI, exactly as the server gave it."}},
+            "required": ["uri"],
+        },
+        "annotations": {"readOnlyHint": true},
+    });
+    ToolSpec {
+        kind: ToolKind::ReadResource,
+        ..spec(config, READER_SUFFIX.to_owned(), name, &listing)
+    }
+}
+
+fn listed_specs(config: &McpServerConfig, listed: &[Value]) -> Vec<ToolSpec> {
     let named: Vec<(&str, &Value)> = listed
         .iter()
         .filter_map(|tool| match tool.get("name").and_then(Value::as_str) {
@@ -97,6 +166,12 @@ fn spec(config: &McpServerConfig, raw_name: String, name: String, tool: &Value) 
         read_only,
         // A server the config distrusts is treated as outside content too.
         external: open_world || forced.untrusted_input,
+        send_reason: if open_world {
+            OPEN_WORLD_SEND
+        } else {
+            FORCED_SEND
+        },
+        kind: ToolKind::Call,
     }
 }
 
@@ -145,6 +220,10 @@ impl Tool for McpTool {
         self.spec.capabilities
     }
 
+    fn send_reason(&self) -> &str {
+        self.spec.send_reason
+    }
+
     async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
         let arguments = match input {
             Value::Object(map) => map,
@@ -168,7 +247,7 @@ mod tests {
     use crate::config::{ForcedCapabilities, ForcedEgress};
 
     fn one(config: &McpServerConfig, tool: Value) -> ToolSpec {
-        build_specs(config, &[tool]).remove(0)
+        build_specs(config, &[tool], false).remove(0)
     }
 
     fn annotated(annotations: Value) -> Value {
@@ -241,6 +320,58 @@ mod tests {
     }
 
     #[test]
+    fn a_server_with_resources_gets_a_reader_with_its_capabilities() {
+        let mut config = McpServerConfig::new("s", "x");
+        let listed = [json!({"name": "t"})];
+        assert_eq!(build_specs(&config, &listed, false).len(), 1);
+        let specs = build_specs(&config, &listed, true);
+        let reader = specs
+            .iter()
+            .find(|s| s.kind == ToolKind::ReadResource)
+            .unwrap();
+        assert_eq!(
+            (reader.name.as_str(), reader.raw_name.as_str()),
+            ("s__read_resource", "read_resource")
+        );
+        assert!(reader.read_only);
+        assert_eq!(
+            reader.capabilities,
+            Capabilities {
+                private_data: true,
+                ..Capabilities::NONE
+            }
+        );
+        assert_eq!(reader.input_schema["required"], json!(["uri"]));
+        // Forced capabilities reach it as they reach every tool of the server.
+        config.force.untrusted_input = true;
+        config.force.egress = ForcedEgress::Chosen;
+        let reader = build_specs(&config, &listed, true).pop().unwrap();
+        assert_eq!(reader.kind, ToolKind::ReadResource);
+        assert!(reader.external && reader.capabilities.egress == Egress::Chosen);
+        assert_eq!(reader.send_reason, FORCED_SEND);
+        // A tool of the server's own that has the name keeps it.
+        let own = build_specs(
+            &McpServerConfig::new("s", "x"),
+            &[json!({"name": "read_resource"})],
+            true,
+        );
+        assert_eq!(own.len(), 1);
+        assert_eq!(own[0].kind, ToolKind::Call);
+    }
+
+    #[test]
+    fn an_open_world_tool_says_why_it_is_a_send() {
+        let config = McpServerConfig::new("s", "x");
+        let open = one(&config, annotated(json!({"openWorldHint": true})));
+        assert!(
+            open.send_reason.contains("marked open-world"),
+            "{}",
+            open.send_reason
+        );
+        assert!(open.send_reason.contains("any call to it counts as a send"));
+    }
+
+    #[test]
     fn odd_schemas_become_any_object() {
         let any = json!({"type": "object"});
         for schema in [
@@ -269,6 +400,6 @@ mod tests {
             one(&config, json!({"name": "t", "description": " "})).description,
             "`t` from the MCP server `s`"
         );
-        assert!(build_specs(&config, &[json!({"name": ""}), json!({})]).is_empty());
+        assert!(build_specs(&config, &[json!({"name": ""}), json!({})], false).is_empty());
     }
 }

@@ -128,9 +128,34 @@ async fn server_everything() {
     )
     .await;
     assert!(
-        links.content.contains("[resource link: "),
+        links.content.contains("[resource link: ")
+            && links
+                .content
+                .contains("; read it with everything__read_resource]"),
         "{}",
         links.content
+    );
+    // The link is no dead end: the reader tool follows it.
+    let uri = links
+        .content
+        .split_once('<')
+        .and_then(|(_, rest)| rest.split_once('>'))
+        .map(|(uri, _)| uri.to_owned())
+        .unwrap();
+    let reader = tool(&hub, "everything__read_resource");
+    assert!(reader.read_only());
+    let read = call(
+        &hub,
+        "everything__read_resource",
+        json!({ "uri": uri }),
+        ws.path(),
+    )
+    .await;
+    assert!(!read.is_error, "{}", read.content);
+    assert!(
+        read.content.starts_with(&format!("[resource {uri}")),
+        "{}",
+        read.content
     );
     let structured = call(
         &hub,

@@ -6,6 +6,7 @@ use clap::Subcommand;
 use mecha_mcp::{ServerState, SpawnOptions};
 
 use crate::Failure;
+use crate::commands::tools::{ARMED_LEGEND, ARMED_MARK};
 use crate::config::Settings;
 use crate::output::{self, outln};
 use crate::terminal::printable;
@@ -93,18 +94,28 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
             if let Some(info) = server_info {
                 out.push_str(&format!("server: {info}\n"));
             }
+            let armed = tools.iter().any(|t| t.capabilities.refused_when_armed());
             for tool in tools {
                 let caps = tool.capabilities;
                 out.push_str(&format!(
-                    "  {}  (raw `{}`){}  private={} untrusted={} egress={:?} destructive={}\n",
+                    "  {}  (raw `{}`){}  private={} untrusted={} egress={} destructive={}{}\n",
                     tool.name,
                     tool.raw_name,
                     if tool.read_only { " read-only" } else { "" },
                     caps.private_data,
                     caps.untrusted_input,
-                    caps.egress,
-                    caps.destructive
+                    caps.egress.as_str(),
+                    caps.destructive,
+                    if caps.refused_when_armed() {
+                        format!("  {ARMED_MARK}")
+                    } else {
+                        String::new()
+                    }
                 ));
+            }
+            if armed {
+                out.push_str(ARMED_LEGEND);
+                out.push('\n');
             }
             0
         }

@@ -26,7 +26,20 @@ pub struct ToolsArgs {
     tools: Vec<String>,
 }
 
-pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<(), Failure> {
+/// Says which tools an armed conversation refuses, after a listing that
+/// marks them with [`ARMED_MARK`]. `mecha mcp check` ends with it too.
+pub const ARMED_LEGEND: &str = "[refused once armed]: a send whose destination the model \
+    picks (an open-world MCP tool is one whatever its arguments). mecha's interlock refuses it \
+    once the conversation holds both private data and untrusted content, and the first call to \
+    an open-world tool brings both; read-only local tools keep working.";
+
+/// Marks a tool in a listing as refused in an armed conversation.
+pub const ARMED_MARK: &str = "[refused once armed]";
+
+/// Exits 1 when a configured MCP server failed, having printed the rest:
+/// a script that checks its wiring must not read a half-working setup as
+/// a working one.
+pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<u8, Failure> {
     let runtime = crate::runtime()?;
     // The listing shows failed servers itself; the machine-readable forms
     // report them on stderr.
@@ -47,10 +60,15 @@ pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<
         // servers; JSON output escapes control characters itself.
         human(&toolbox, &settings).map(|text| printable(&text).into_owned())
     };
+    let failed = toolbox.hub.as_ref().is_some_and(|hub| {
+        hub.statuses()
+            .iter()
+            .any(|s| matches!(s.state, ServerState::Failed { .. }))
+    });
     toolbox.shutdown();
     let text = text.map_err(|e| Failure::Run(e.into()))?;
     crate::output::out(&text);
-    Ok(())
+    Ok(u8::from(failed))
 }
 
 /// The tool list exactly as it goes to the model: compact JSON, sorted.
@@ -58,6 +76,7 @@ fn schema(registry: &Registry) -> serde_json::Result<String> {
     serde_json::to_string(&registry.definitions()).map(|text| text + "\n")
 }
 
+/// Every tool the run keeps, and every configured server with its status.
 fn capabilities_json(toolbox: &Toolbox) -> serde_json::Result<String> {
     let tools: Vec<_> = toolbox
         .registry
@@ -69,6 +88,7 @@ fn capabilities_json(toolbox: &Toolbox) -> serde_json::Result<String> {
                 "source": origin.as_ref().map_or("builtin".to_owned(), |o| format!("mcp:{}", o.server)),
                 "read_only": t.read_only(),
                 "capabilities": t.capabilities(),
+                "refused_when_armed": t.capabilities().refused_when_armed(),
             });
             if let Some(origin) = origin {
                 entry["raw_name"] = json!(origin.raw_name);
@@ -76,7 +96,33 @@ fn capabilities_json(toolbox: &Toolbox) -> serde_json::Result<String> {
             entry
         })
         .collect();
-    serde_json::to_string_pretty(&tools).map(|text| text + "\n")
+    let servers: Vec<_> = toolbox
+        .hub
+        .as_ref()
+        .map(|hub| hub.statuses())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|status| match status.state {
+            ServerState::Ready {
+                protocol_version,
+                server_info,
+                tools,
+            } => json!({
+                "name": status.name,
+                "status": "ready",
+                "protocol_version": protocol_version,
+                "server_info": server_info,
+                "tools": tools.len(),
+            }),
+            ServerState::Failed { reason, .. } => json!({
+                "name": status.name,
+                "status": "failed",
+                "reason": reason,
+            }),
+        })
+        .collect();
+    serde_json::to_string_pretty(&json!({"tools": tools, "servers": servers}))
+        .map(|text| text + "\n")
 }
 
 fn human(toolbox: &Toolbox, settings: &Settings) -> serde_json::Result<String> {
@@ -95,6 +141,14 @@ fn human(toolbox: &Toolbox, settings: &Settings) -> serde_json::Result<String> {
     }
     if let Some(hub) = hub {
         out.push_str(&servers(hub, &toolbox.registry, settings, width));
+    }
+    if toolbox
+        .registry
+        .iter()
+        .any(|t| t.capabilities().refused_when_armed())
+    {
+        out.push_str(ARMED_LEGEND);
+        out.push('\n');
     }
     let present = |p: &Path| if p.exists() { "" } else { " (absent)" };
     out.push_str(&format!(
@@ -116,7 +170,7 @@ fn servers(hub: &McpHub, registry: &Registry, settings: &Settings, width: usize)
         match &status.state {
             ServerState::Ready { tools, .. } => {
                 out.push_str(&format!(
-                    "mcp server `{}` ({}): ready, {} tool{}\n",
+                    "MCP server `{}` ({}): ready, {} tool{}\n",
                     status.name,
                     configured.source,
                     tools.len(),
@@ -140,8 +194,13 @@ fn servers(hub: &McpHub, registry: &Registry, settings: &Settings, width: usize)
 }
 
 fn line(tool: &dyn Tool, width: usize) -> String {
+    let mark = if tool.capabilities().refused_when_armed() {
+        format!("{ARMED_MARK} ")
+    } else {
+        String::new()
+    };
     format!(
-        "  {:width$}  {}\n",
+        "  {:width$}  {mark}{}\n",
         tool.name(),
         first_sentence(tool.description())
     )

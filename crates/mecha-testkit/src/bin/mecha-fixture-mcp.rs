@@ -9,7 +9,8 @@
 //! `notifications/tools/list_changed`, then adds a tool `added`), `sample`, `elicit`, `roots` (send that request to the
 //! client and report its answer), `image`, `resource`, `resource_link`,
 //! `structured`, `fail` (one of each result shape; `image` takes `bytes` and
-//! `mime` to make one too big or of another type).
+//! `mime` to make one too big or of another type), `media` (an image with
+//! structuredContent mirroring it, as `read_media_file` answers).
 //!
 //! Misbehaviour, by flag:
 //!
@@ -31,6 +32,10 @@
 //! --odd-schemas          add tools whose inputSchema is missing or not an object
 //! --hostile-text         put terminal escapes and invisible characters in the
 //!                        serverInfo name, a tool's raw name and its description
+//! --resources            offer resources: `resources/read` serves `mem://notes`
+//!                        (text), `mem://notes.b64` (text/plain as a blob) and
+//!                        `file:///report.pdf` (the link `resource_link` returns)
+//! --empty-version        answer with an empty serverInfo version
 //! ```
 
 use base64::Engine;
@@ -59,6 +64,8 @@ struct Options {
     added_name: Option<String>,
     odd_schemas: bool,
     hostile_text: bool,
+    resources: bool,
+    empty_version: bool,
 }
 
 /// Text a hostile server sends, for `--hostile-text`: a title change, a
@@ -96,6 +103,8 @@ fn parse_args() -> Result<Options, String> {
             "--added-name" => opts.added_name = Some(value(&arg)?),
             "--odd-schemas" => opts.odd_schemas = true,
             "--hostile-text" => opts.hostile_text = true,
+            "--resources" => opts.resources = true,
+            "--empty-version" => opts.empty_version = true,
             other => return Err(format!("unknown argument `{other}`")),
         }
     }
@@ -224,6 +233,14 @@ impl Fixture {
                 self.reply(id, result);
             }
             "tools/call" => self.call(id, params),
+            "resources/read" if self.opts.resources => {
+                let uri = params.and_then(|p| p.get("uri")).and_then(Value::as_str);
+                self.record(&format!("read {}", uri.unwrap_or("")));
+                match uri.and_then(resource) {
+                    Some(contents) => self.reply(id, json!({ "contents": [contents] })),
+                    None => self.reply_error(id, -32002, "resource not found"),
+                }
+            }
             _ => self.reply_error(id, -32601, &format!("method not found: {method}")),
         }
     }
@@ -260,12 +277,21 @@ impl Fixture {
         } else {
             "mecha-fixture-mcp".to_owned()
         };
+        let mut capabilities = json!({"tools": {"listChanged": true}});
+        if self.opts.resources {
+            capabilities["resources"] = json!({});
+        }
+        let server_version = if self.opts.empty_version {
+            ""
+        } else {
+            env!("CARGO_PKG_VERSION")
+        };
         self.reply(
             id,
             json!({
                 "protocolVersion": version,
-                "capabilities": {"tools": {"listChanged": true}},
-                "serverInfo": {"name": server_name, "version": env!("CARGO_PKG_VERSION")},
+                "capabilities": capabilities,
+                "serverInfo": {"name": server_name, "version": server_version},
                 "clientCapabilitiesSeen": params.and_then(|p| p.get("capabilities")).cloned(),
             }),
         );
@@ -355,6 +381,12 @@ impl Fixture {
             tool("resource", "Return embedded resources.", &empty, None),
             tool("resource_link", "Return a resource link.", &empty, None),
             tool("structured", "Return structuredContent only.", &empty, None),
+            tool(
+                "media",
+                "Return an image, mirrored in structuredContent.",
+                &empty,
+                None,
+            ),
             tool("fail", "Return isError.", &empty, None),
         ];
         if self.added {
@@ -507,6 +539,11 @@ impl Fixture {
             "structured" => {
                 json!({"content": [], "structuredContent": {"temperature": 21.5, "unit": "C"}})
             }
+            "media" => json!({
+                "content": [{"type": "image", "data": "aGVsbG8gd29ybGQ=", "mimeType": "image/png"}],
+                "structuredContent": {"content": [{"type": "image", "data": "aGVsbG8gd29ybGQ=",
+                    "mimeType": "image/png", "note": "STRUCTURED-MIRROR"}]}
+            }),
             "fail" => {
                 json!({"content": [{"type": "text", "text": "it went wrong"}], "isError": true})
             }
@@ -567,6 +604,23 @@ fn tool(name: &str, description: &str, schema: &Value, annotations: Option<Value
         obj.insert("annotations".into(), annotations);
     }
     tool
+}
+
+/// What `--resources` serves at `uri`.
+fn resource(uri: &str) -> Option<Value> {
+    Some(match uri {
+        "mem://notes" => {
+            json!({"uri": uri, "mimeType": "text/plain", "text": "the notes resource"})
+        }
+        // "hello from a blob" in base64.
+        "mem://notes.b64" => {
+            json!({"uri": uri, "mimeType": "text/plain", "blob": "aGVsbG8gZnJvbSBhIGJsb2I="})
+        }
+        "file:///report.pdf" => {
+            json!({"uri": uri, "mimeType": "application/pdf", "blob": "JVBERi0xLjQK"})
+        }
+        _ => return None,
+    })
 }
 
 fn text(s: &str) -> Value {
