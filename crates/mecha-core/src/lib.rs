@@ -16,6 +16,7 @@ mod conversation;
 mod ctx;
 mod error_text;
 mod jail;
+mod order;
 mod output;
 mod panic_cleanup;
 mod process_tree;
