@@ -167,8 +167,8 @@ impl Connection {
             .with_max_total_timeout(cap);
         let peer = self.service.peer();
         let handle = send(peer, "tools/call", Some(params), options).await?;
-        // Registered once the request is queued: a report the server sends
-        // faster than this loses its words, never the deadline it resets.
+        // The token is known once the request is queued; a report that
+        // beats this waits in the routes for it.
         let _route = self.progress.open(handle.progress_token.clone(), ctx);
         answer(peer, handle).await
     }

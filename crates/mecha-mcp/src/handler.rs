@@ -40,16 +40,35 @@ pub(crate) struct Signals {
 /// of activity, written by the server.
 const MAX_PROGRESS_CHARS: usize = 200;
 
+/// Reports kept for tokens no call has claimed yet, at most.
+const MAX_EARLY: usize = 64;
+
 /// The calls of one connection that are waiting for their result, by the
 /// `progressToken` their request carried, each with the context whose
 /// progress sink shows its reports.
 #[derive(Debug, Default)]
-pub(crate) struct ProgressRoutes(Mutex<HashMap<ProgressToken, ToolCtx>>);
+pub(crate) struct ProgressRoutes(Mutex<Routes>);
+
+#[derive(Debug, Default)]
+struct Routes {
+    open: HashMap<ProgressToken, ToolCtx>,
+    /// rmcp picks a request's token as it sends it, so a call learns its
+    /// token only after the server may have answered with a first report:
+    /// the latest such report waits here for its call.
+    early: HashMap<ProgressToken, String>,
+}
 
 impl ProgressRoutes {
     /// Routes reports for `token` to `ctx` until the returned guard drops.
     pub fn open(&self, token: ProgressToken, ctx: &ToolCtx) -> Route<'_> {
-        lock(&self.0).insert(token.clone(), ctx.clone());
+        let early = {
+            let mut routes = lock(&self.0);
+            routes.open.insert(token.clone(), ctx.clone());
+            routes.early.remove(&token)
+        };
+        if let Some(text) = early {
+            ctx.report_progress(&text);
+        }
         Route {
             routes: self,
             token,
@@ -57,10 +76,24 @@ impl ProgressRoutes {
     }
 
     fn report(&self, params: &ProgressNotificationParam) {
-        let ctx = lock(&self.0).get(&params.progress_token).cloned();
-        // A report for a call that already ended (or never was) is dropped.
+        let text = progress_text(params);
+        let ctx = {
+            let mut routes = lock(&self.0);
+            let ctx = routes.open.get(&params.progress_token).cloned();
+            if ctx.is_none() {
+                // A report for a call that ended (or never was) is never
+                // claimed: the bound keeps those from piling up.
+                if routes.early.len() >= MAX_EARLY {
+                    routes.early.clear();
+                }
+                routes
+                    .early
+                    .insert(params.progress_token.clone(), text.clone());
+            }
+            ctx
+        };
         if let Some(ctx) = ctx {
-            ctx.report_progress(&progress_text(params));
+            ctx.report_progress(&text);
         }
     }
 }
@@ -73,7 +106,7 @@ pub(crate) struct Route<'a> {
 
 impl Drop for Route<'_> {
     fn drop(&mut self) {
-        lock(&self.routes.0).remove(&self.token);
+        lock(&self.routes.0).open.remove(&self.token);
     }
 }
 
