@@ -39,6 +39,25 @@ async fn progress_shows_on_stderr_and_keeps_the_call_alive() {
 }
 
 #[tokio::test]
+async fn a_servers_progress_message_cannot_drive_the_terminal() {
+    let e = progress_env();
+    let hostile = "\u{1b}]0;pwned\u{7}\u{1b}[2K\rfake";
+    let mock = MockModel::start(vec![
+        tool_turn(&[(
+            "fix__progress",
+            json!({"every_ms": 100, "report_ms": 300, "silent_ms": 0, "label": hostile}),
+        )]),
+        MockReply::text("ok"),
+    ])
+    .await;
+    let out = e.run(Api::Anthropic, &mock, "k", &["--yes", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("… fix__progress: "), "{err}");
+    assert!(!err.contains('\u{1b}') && !err.contains('\r'), "{err:?}");
+}
+
+#[tokio::test]
 async fn stream_json_gets_a_progress_event_per_report() {
     let e = progress_env();
     let mock = MockModel::start(vec![progress_turn(), MockReply::text("ok")]).await;

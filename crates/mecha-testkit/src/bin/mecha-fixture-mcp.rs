@@ -11,8 +11,8 @@
 //! `structured`, `fail` (one of each result shape). Answered from a thread
 //! of their own, so calls overlap: `nap` (read-only, sleeps `ms`), `make`
 //! (sleeps `ms`, then marks something made), `use_made` (fails unless a
-//! `make` has finished), `progress` (reports progress every `every_ms` for
-//! `report_ms`, stays silent for `silent_ms`, then answers).
+//! `make` has finished), `progress` (reports `label N` every `every_ms`
+//! for `report_ms`, stays silent for `silent_ms`, then answers).
 //!
 //! Misbehaviour, by flag:
 //!
@@ -584,7 +584,8 @@ fn timed_tools() -> Vec<Value> {
             &json!({"type": "object", "properties": {
                 "every_ms": {"type": "integer"},
                 "report_ms": {"type": "integer"},
-                "silent_ms": {"type": "integer"}
+                "silent_ms": {"type": "integer"},
+                "label": {"type": "string"}
             }}),
             None,
         ),
@@ -636,6 +637,11 @@ impl Fixture {
                     .cloned()
                     .unwrap_or(Value::Null);
                 let (every, report, silent) = (ms("every_ms"), ms("report_ms"), ms("silent_ms"));
+                let label = args
+                    .get("label")
+                    .and_then(Value::as_str)
+                    .unwrap_or("step")
+                    .to_owned();
                 std::thread::spawn(move || {
                     let start = Instant::now();
                     let mut step = 0u64;
@@ -643,7 +649,7 @@ impl Fixture {
                         step += 1;
                         send_from_thread(
                             &json!({"jsonrpc": "2.0", "method": "notifications/progress",
-                            "params": {"progressToken": token, "progress": step, "message": format!("step {step}")}}),
+                            "params": {"progressToken": token, "progress": step, "message": format!("{label} {step}")}}),
                         );
                         std::thread::sleep(every.max(Duration::from_millis(1)));
                     }
