@@ -5,10 +5,13 @@
 use std::fmt;
 use std::sync::Arc;
 
+/// What a sink calls with `(call_id, message)`.
+type Report = dyn Fn(&str, &str) + Send + Sync;
+
 /// Receives `(call_id, message)` for every progress report of a turn's
 /// calls. Called from the call's task: keep it quick.
 #[derive(Clone)]
-pub struct ProgressSink(Arc<dyn Fn(&str, &str) + Send + Sync>);
+pub struct ProgressSink(Arc<Report>);
 
 impl ProgressSink {
     pub fn new(report: impl Fn(&str, &str) + Send + Sync + 'static) -> Self {

@@ -96,8 +96,7 @@ async fn run(calls: &[(&str, &str, Option<&str>)]) -> Vec<String> {
     for (i, r) in results.iter().enumerate() {
         assert_eq!(r.as_ref().unwrap().content, format!("c{i}"));
     }
-    let log = log.lock().unwrap().clone();
-    log
+    log.lock().unwrap().clone()
 }
 
 fn position(log: &[String], entry: &str) -> usize {
