@@ -14,6 +14,7 @@ use mecha_provider::{Provider, ProviderError, Request, Streamed};
 use crate::ending::{self, CONTINUE_PROMPT, CUT_CALL, Reading};
 use crate::events::{Event, EventSink, GateStage, GateVerdict};
 use crate::gate::Gate;
+use crate::progress;
 
 /// Limits of a run.
 #[derive(Debug, Clone, Copy)]
@@ -295,7 +296,11 @@ impl Agent {
                 }
             })
             .collect();
-        let results = run_turn(registry, &self.ctx, turn, self.limits.turn_budget, slots).await;
+        let budget = self.limits.turn_budget;
+        let results = progress::reporting(&self.ctx, &calls, events, |ctx| async move {
+            run_turn(registry, &ctx, turn, budget, slots).await
+        })
+        .await;
         let mut blocks = Vec::with_capacity(calls.len());
         for ((call, verdict), result) in calls.into_iter().zip(&verdicts).zip(results) {
             let output = result.map_err(|source| AgentError::Tool {

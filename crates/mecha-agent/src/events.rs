@@ -55,6 +55,13 @@ pub enum Event {
         name: String,
         decision: GateVerdict,
     },
+    /// A running call said how far it has got (an MCP server's
+    /// `notifications/progress`); the latest one is the call's status.
+    ToolProgress {
+        id: String,
+        name: String,
+        message: String,
+    },
     /// A result going back to the model.
     ToolResult {
         id: String,

@@ -10,6 +10,7 @@ mod ending;
 mod events;
 mod gate;
 mod hook;
+mod progress;
 mod validate;
 
 pub use agent::{Agent, AgentError, Limits, Outcome, Session, ToolRefresh};

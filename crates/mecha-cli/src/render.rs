@@ -134,6 +134,12 @@ impl EventSink for Text {
                     ));
                 }
             }
+            Event::ToolProgress { name, message, .. } => {
+                if std::mem::take(&mut state.mid_line) {
+                    output::out("\n");
+                }
+                activity(&format!("… {name}: {}", clip(&message, 200)));
+            }
             Event::Final { .. } => {
                 if std::mem::take(&mut state.mid_line) {
                     output::out("\n");

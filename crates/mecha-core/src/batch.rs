@@ -9,6 +9,7 @@ use futures::future::join_all;
 use serde_json::Value;
 
 use crate::budget::{Share, Want, plan};
+use crate::order::turnstiles;
 use crate::{Registry, ToolCtx, ToolOutput};
 
 /// The first line of a result that came from outside the machine, so the
@@ -44,7 +45,8 @@ pub fn unknown_tool(registry: &Registry, name: &str) -> String {
     )
 }
 
-/// Runs a turn's approved calls concurrently and returns every call's
+/// Runs a turn's approved calls concurrently (a call that conflicts with an
+/// earlier one waits for it: see [`crate::order`]) and returns every call's
 /// result in call order, each `content` being the whole block the model
 /// gets: the external header, the result, and the echoes.
 ///
@@ -69,18 +71,30 @@ pub async fn run_turn(
         .collect();
     let plan = plan(turn_budget, echo, &wants);
     let excess = &plan.excess;
-    let runs = slots
-        .into_iter()
+    let running: Vec<Option<&Call>> = slots
+        .iter()
         .zip(&plan.shares)
-        .map(|(slot, &share)| async move {
-            match (slot, share) {
-                (Slot::Run(call), Share::Run { content }) => {
-                    run_one(registry, ctx, turn, &call, content).await
+        .map(|(slot, share)| match (slot, share) {
+            (Slot::Run(call), Share::Run { .. }) => Some(call),
+            _ => None,
+        })
+        .collect();
+    let stiles = turnstiles(registry, ctx, &running);
+    let runs =
+        slots
+            .into_iter()
+            .zip(&plan.shares)
+            .zip(stiles)
+            .map(|((slot, &share), stile)| async move {
+                match (slot, share) {
+                    (Slot::Run(call), Share::Run { content }) => {
+                        let _release = stile.pass().await;
+                        run_one(registry, ctx, turn, &call, content).await
+                    }
+                    (Slot::Run(call), _) => Ok((call.name, ToolOutput::refusal(excess.clone()))),
+                    (Slot::Refused { name, output }, _) => Ok((name, output)),
                 }
-                (Slot::Run(call), _) => Ok((call.name, ToolOutput::refusal(excess.clone()))),
-                (Slot::Refused { name, output }, _) => Ok((name, output)),
-            }
-        });
+            });
     let outputs = join_all(runs).await;
     // Read after the calls: a call in this turn may have changed the state
     // (a new todo list), and every result shows it as it now stands.

@@ -4,10 +4,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::ToolOutput;
 use crate::image;
 use crate::jail::{self, Jail, JailError, ResolvedPath};
 use crate::spill::{self, CallSpills, DEFAULT_SPILL_MAX_BYTES, SpillDir, SpillingSink};
+use crate::{ProgressSink, ToolOutput};
 
 /// The context a tool runs in: the workspace jail, the spill directory, the
 /// bytes this call's result may take, and which call it is.
@@ -21,6 +21,8 @@ pub struct ToolCtx {
     protected: Arc<[PathBuf]>,
     /// The spill files this call wrote, labelled once its output is known.
     call_spills: Arc<CallSpills>,
+    /// Where progress reports go; none outside a loop that shows them.
+    progress: Option<ProgressSink>,
     /// Bytes this call's result may take in the transcript: its share of
     /// the turn budget, which the turn has already shared out.
     pub call_budget_bytes: usize,
@@ -43,6 +45,7 @@ impl ToolCtx {
             spill: Arc::new(SpillDir::create(DEFAULT_SPILL_MAX_BYTES)?),
             call_spills: Arc::default(),
             protected: Arc::from(Vec::new()),
+            progress: None,
             call_budget_bytes: call_budget,
             call_id: String::new(),
             turn: 1,
@@ -98,6 +101,23 @@ impl ToolCtx {
         Self {
             call_budget_bytes: call_budget,
             ..self.clone()
+        }
+    }
+
+    /// The same context, with progress reports going to `sink`. Kept by
+    /// [`for_call`](Self::for_call), which names the call they are about.
+    pub fn with_progress(self, sink: ProgressSink) -> Self {
+        Self {
+            progress: Some(sink),
+            ..self
+        }
+    }
+
+    /// Tells whoever watches the run how far this call has got (the latest
+    /// report shows on the activity line). Without a sink, nothing happens.
+    pub fn report_progress(&self, message: &str) {
+        if let Some(sink) = &self.progress {
+            sink.report(&self.call_id, message);
         }
     }
 

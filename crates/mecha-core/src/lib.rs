@@ -17,9 +17,11 @@ mod ctx;
 mod error_text;
 mod image;
 mod jail;
+mod order;
 mod output;
 mod panic_cleanup;
 mod process_tree;
+mod progress;
 mod registry;
 mod rules;
 mod shell_words;
@@ -46,6 +48,7 @@ pub use panic_cleanup::{clean_up_after_panic, install_panic_cleanup};
 pub use process_tree::{
     ProcessGroup, become_subreaper, reap_orphans, reap_orphans_now, spawn_group,
 };
+pub use progress::ProgressSink;
 pub use registry::{DuplicateTool, Registry, ToolDefinition};
 pub use rules::{RuleAction, RuleConfig, RuleError, Rules, Spellings, StandingAnswer};
 pub use shell_words::{SimpleCommand, split_commands};

@@ -70,6 +70,15 @@ pub trait Tool: Send + Sync {
         &[]
     }
 
+    /// The shared state this tool's calls change, when other tools change
+    /// it too (an MCP server's: its tools share the server's database,
+    /// workbook or repository). Two calls of one turn in the same group, if
+    /// neither tool is read-only, run one at a time in the model's order. A
+    /// tool whose only shared state is the paths it declares needs none.
+    fn resource_group(&self) -> Option<&str> {
+        None
+    }
+
     /// State this tool echoes at the end of every tool result of the run, so
     /// the model re-reads it without being re-prompted (the todo list).
     fn echo(&self) -> Option<String> {

@@ -13,17 +13,20 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::Duration;
 
+use mecha_core::ToolCtx;
 use rmcp::ServiceExt;
 use rmcp::model::{CancelledNotificationParam, ClientRequest, CustomRequest, RequestId};
 use rmcp::service::ClientInitializeError;
-use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError};
+use rmcp::service::{
+    Peer, PeerRequestOptions, RequestHandle, RoleClient, RunningService, ServiceError,
+};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use serde_json::{Map, Value, json};
 
 use crate::bounded::{BoundedLines, MAX_MESSAGE_BYTES};
 use crate::config::McpServerConfig;
 use crate::error::{Failure, StartError};
-use crate::handler::{Handler, Signals, Watched};
+use crate::handler::{Handler, ProgressRoutes, Signals, Watched};
 use crate::spawn::{ServerProcess, SpawnOptions, Spawned, spawn};
 
 /// How long to wait for a dying server's exit status and last stderr lines.
@@ -34,6 +37,8 @@ const MAX_PAGES: usize = 1000;
 pub(crate) struct Connection {
     service: RunningService<RoleClient, Handler>,
     process: ServerProcess,
+    /// Where the server's progress reports for each running call go.
+    progress: std::sync::Arc<ProgressRoutes>,
     /// The version the server answered `initialize` with.
     pub protocol_version: String,
     /// `name version` from the server's `serverInfo`.
@@ -61,7 +66,8 @@ pub(crate) async fn connect(
         process,
     } = spawn(config, opts).map_err(Failure::bare)?;
     let limit = Duration::from_secs(config.startup_timeout_s);
-    let handler = Handler::new(config.name.clone());
+    let progress = std::sync::Arc::<ProgressRoutes>::default();
+    let handler = Handler::new(config.name.clone(), std::sync::Arc::clone(&progress));
     let transport = Watched::new(
         AsyncRwTransport::new_client(
             BoundedLines::new(stdout, MAX_MESSAGE_BYTES, config.name.clone()),
@@ -118,6 +124,7 @@ pub(crate) async fn connect(
                 connection: Connection {
                     service,
                     process,
+                    progress,
                     protocol_version,
                     server_info,
                     offers_resources,
@@ -149,15 +156,28 @@ impl Connection {
         !self.service.peer().is_transport_closed() && self.process.exit_status().is_none()
     }
 
-    /// `tools/call`, cancelled (`notifications/cancelled`) after `limit`.
+    /// `tools/call`, cancelled (`notifications/cancelled`) once `idle`
+    /// passes with neither an answer nor a progress report (rmcp resets the
+    /// deadline on each report for the request's `progressToken`), and once
+    /// `cap` passes in all, reports or not. The reports' words go to `ctx`'s
+    /// progress sink meanwhile.
     pub async fn call(
         &self,
         raw_name: &str,
         arguments: Map<String, Value>,
-        limit: Duration,
+        (idle, cap): (Duration, Duration),
+        ctx: &ToolCtx,
     ) -> Result<Value, RequestError> {
         let params = json!({"name": raw_name, "arguments": arguments});
-        request(self.service.peer(), "tools/call", Some(params), Some(limit)).await
+        let options = PeerRequestOptions::with_timeout(idle)
+            .reset_timeout_on_progress()
+            .with_max_total_timeout(cap);
+        let peer = self.service.peer();
+        let handle = send(peer, "tools/call", Some(params), options).await?;
+        // The token is known once the request is queued; a report that
+        // beats this waits in the routes for it.
+        let _route = self.progress.open(handle.progress_token.clone(), ctx);
+        answer(peer, handle).await
     }
 
     /// `resources/read`, cancelled after `limit`, its answer in the shape of
@@ -288,12 +308,29 @@ async fn request(
     params: Option<Value>,
     limit: Option<Duration>,
 ) -> Result<Value, RequestError> {
-    let request = ClientRequest::CustomRequest(CustomRequest::new(method, params));
     let options = match limit {
         Some(limit) => PeerRequestOptions::with_timeout(limit),
         None => PeerRequestOptions::no_options(),
     };
-    let handle = peer.send_request_with_option(request, options).await?;
+    let handle = send(peer, method, params, options).await?;
+    answer(peer, handle).await
+}
+
+async fn send(
+    peer: &Peer<RoleClient>,
+    method: &str,
+    params: Option<Value>,
+    options: PeerRequestOptions,
+) -> Result<RequestHandle<RoleClient>, RequestError> {
+    let request = ClientRequest::CustomRequest(CustomRequest::new(method, params));
+    Ok(peer.send_request_with_option(request, options).await?)
+}
+
+/// Waits for a sent request's result, as raw JSON.
+async fn answer(
+    peer: &Peer<RoleClient>,
+    handle: RequestHandle<RoleClient>,
+) -> Result<Value, RequestError> {
     let mut guard = CancelOnDrop {
         peer,
         id: Some(handle.id.clone()),

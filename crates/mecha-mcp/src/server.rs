@@ -28,6 +28,14 @@ use crate::tool::{ToolKind, ToolSpec, build_specs};
 
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
+/// A call that keeps reporting progress may outlive `call_timeout_s`, but
+/// not this many times over: progress proves the server alive, not that it
+/// will ever finish, and a server stuck reporting "still working" must not
+/// hold the turn forever. Ten times leaves real work (an index, a crawl, a
+/// build: 20 minutes at the default 120 s) room to finish, and stays tied
+/// to the one timeout the user already sets per server.
+pub(crate) const PROGRESS_CAP_FACTOR: u32 = 10;
+
 /// Why the server is not running, in words for a person.
 #[derive(Debug, Clone)]
 pub(crate) struct Down {
@@ -217,9 +225,13 @@ impl Server {
             Err(unreachable) => return unreachable.output(spec.external),
         };
         let limit = Duration::from_secs(self.config.call_timeout_s);
+        let cap = limit * PROGRESS_CAP_FACTOR;
         let (server, tool) = (&self.config.name, &spec.name);
         let answer = match spec.kind {
-            ToolKind::Call => conn.call(&spec.raw_name, arguments, limit).await,
+            ToolKind::Call => {
+                conn.call(&spec.raw_name, arguments, (limit, cap), ctx)
+                    .await
+            }
             ToolKind::ReadResource => match arguments.get("uri").and_then(Value::as_str) {
                 Some(uri) => conn.read_resource(uri, limit).await,
                 None => {
@@ -247,9 +259,16 @@ impl Server {
                     ctx.sink(&spec.name, ctx.call_budget_bytes),
                 )
             }
+            Err(RequestError::Timeout(waited)) if waited >= cap => ToolOutput::refusal(format!(
+                "MCP call failed: server `{server}` kept reporting progress on `{tool}` but did \
+                 not finish within {} s ({PROGRESS_CAP_FACTOR} times its call_timeout_s), so \
+                 mecha cancelled the request. The server is still running; ask for less, or \
+                 use another tool.",
+                cap.as_secs()
+            )),
             Err(RequestError::Timeout(limit)) => ToolOutput::refusal(format!(
-                "MCP call failed: server `{server}` did not answer `{tool}` within {} s, so mecha \
-                 cancelled the request. The server is still running; ask for less, or use \
+                "MCP call failed: server `{server}` did not answer `{tool}` within {} s, nor report \
+                 progress, so mecha cancelled the request. The server is still running; ask for less, or use \
                  another tool.",
                 limit.as_secs()
             )),

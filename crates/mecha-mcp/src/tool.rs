@@ -224,6 +224,12 @@ impl Tool for McpTool {
         self.spec.send_reason
     }
 
+    /// A server's tools share its state (the directory it just created, the
+    /// table, the index), and it may serve requests in any order.
+    fn resource_group(&self) -> Option<&str> {
+        Some(self.server.name())
+    }
+
     async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
         let arguments = match input {
             Value::Object(map) => map,

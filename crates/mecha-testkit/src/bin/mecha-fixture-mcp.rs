@@ -10,7 +10,11 @@
 //! client and report its answer), `image`, `resource`, `resource_link`,
 //! `structured`, `fail` (one of each result shape; `image` takes `bytes` and
 //! `mime` to make one too big or of another type), `media` (an image with
-//! structuredContent mirroring it, as `read_media_file` answers).
+//! structuredContent mirroring it, as `read_media_file` answers). Answered
+//! from a thread of their own, so calls overlap: `nap` (read-only, sleeps
+//! `ms`), `make` (sleeps `ms`, then marks something made), `use_made` (fails
+//! unless a `make` has finished), `progress` (reports `label N` every
+//! `every_ms` for `report_ms`, stays silent for `silent_ms`, then answers).
 //!
 //! Misbehaviour, by flag:
 //!
@@ -44,9 +48,15 @@ use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::io::{self, BufRead, Write};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+
+// A directory without a main.rs, so cargo does not take it for a binary.
+#[path = "mecha-fixture-mcp/timed.rs"]
+mod timed;
 
 #[derive(Default)]
 struct Options {
@@ -124,6 +134,8 @@ struct Fixture {
     added: bool,
     next_request: u64,
     pending: HashMap<String, Pending>,
+    /// A `make` has finished.
+    made: Arc<AtomicBool>,
 }
 
 fn main() -> ExitCode {
@@ -155,6 +167,7 @@ fn main() -> ExitCode {
         added: false,
         next_request: 0,
         pending: HashMap::new(),
+        made: Arc::default(),
     };
     for line in io::stdin().lock().lines() {
         let Ok(line) = line else { break };
@@ -389,6 +402,7 @@ impl Fixture {
             ),
             tool("fail", "Return isError.", &empty, None),
         ];
+        tools.extend(timed::tools());
         if self.added {
             let name = self.opts.added_name.as_deref().unwrap_or("added");
             tools.push(tool(name, "Added by notify.", &empty, None));
@@ -457,6 +471,9 @@ impl Fixture {
             .cloned()
             .unwrap_or(Value::Null);
         self.record(&format!("call {name} {args}"));
+        if self.timed_call(id, &name, &args, params) {
+            return;
+        }
         let text_arg = args.get("text").and_then(Value::as_str).unwrap_or("");
         let result = match name.as_str() {
             "echo" | "echo_open" => text(text_arg),
