@@ -33,7 +33,7 @@ pub fn silent(reason: &StopReason) -> String {
     } else {
         format!(
             "the model stopped ({}) without answering; try again or rephrase the task",
-            stop_reason_name(reason)
+            reason.as_str()
         )
     }
 }
@@ -55,12 +55,3 @@ pub fn output_limit(tool: Option<&str>) -> String {
 
 /// An empty turn was answered with a nudge.
 pub const EMPTY_TURN: &str = "the model ended its turn without a word; asking it to continue";
-
-/// A stop reason as the JSON output spells it.
-fn stop_reason_name(reason: &StopReason) -> String {
-    match serde_json::to_value(reason) {
-        Ok(serde_json::Value::String(name)) => name,
-        Ok(other) => other.to_string(),
-        Err(_) => format!("{reason:?}"),
-    }
-}

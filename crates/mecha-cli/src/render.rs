@@ -82,16 +82,12 @@ impl EventSink for Text {
                 activity("(the model reasoned; the provider sent its thinking encrypted)");
             }
             Event::OutputLimit { tool, .. } => {
-                if std::mem::take(&mut state.mid_line) {
-                    output::out("\n");
-                }
+                end_answer_line(&mut state);
                 crate::terminal::report(&notice::output_limit(tool.as_deref()));
             }
             Event::EmptyTurn { .. } => crate::terminal::report(notice::EMPTY_TURN),
             Event::Retrying { what } => {
-                if std::mem::take(&mut state.mid_line) {
-                    output::out("\n");
-                }
+                end_answer_line(&mut state);
                 crate::terminal::report(&what);
             }
             Event::Text { text } => {
@@ -105,9 +101,7 @@ impl EventSink for Text {
                 }
             }
             Event::ToolCall { name, input, .. } => {
-                if std::mem::take(&mut state.mid_line) {
-                    output::out("\n");
-                }
+                end_answer_line(&mut state);
                 let args = serde_json::to_string(&input).unwrap_or_default();
                 activity(&format!("→ {name} {}", clip(&args, 160)));
             }
@@ -135,18 +129,22 @@ impl EventSink for Text {
                 }
             }
             Event::ToolProgress { name, message, .. } => {
-                if std::mem::take(&mut state.mid_line) {
-                    output::out("\n");
-                }
+                end_answer_line(&mut state);
                 activity(&format!("… {name}: {}", clip(&message, 200)));
             }
             Event::Final { .. } => {
-                if std::mem::take(&mut state.mid_line) {
-                    output::out("\n");
-                }
+                end_answer_line(&mut state);
             }
             Event::Gate { .. } | Event::Usage { .. } => {}
         }
+    }
+}
+
+/// Ends the answer's line on stdout if it is open, so what comes next (a
+/// tool line, thinking, a notice) starts on a line of its own.
+fn end_answer_line(state: &mut TextState) {
+    if std::mem::take(&mut state.mid_line) {
+        output::out("\n");
     }
 }
 
@@ -157,8 +155,8 @@ impl Text {
         if text.is_empty() {
             return;
         }
-        if !state.thinking && std::mem::take(&mut state.mid_line) {
-            output::out("\n");
+        if !state.thinking {
+            end_answer_line(state);
         }
         let shown = printable(text);
         if self.stderr_is_terminal {
