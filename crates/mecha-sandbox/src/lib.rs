@@ -1,0 +1,237 @@
+//! mecha's sandbox: a policy and a command in, a confined command out.
+//!
+//! [`Sandbox::start`] turns the `[sandbox]` section into a checked policy
+//! (the backend is there and works, every `writable` path exists), or an
+//! error that names the fix: what cannot be honoured is never quietly run
+//! unconfined. [`Sandbox::confine`] wraps one program (a shell command, an
+//! MCP server) so that it sees the system directories read-only, the
+//! workspace it is given read-write, the configured extra paths, and no
+//! network unless the job asks for it. [`Sandbox::egress`] is the one place
+//! that says what confinement does to a tool's capabilities.
+//!
+//! It does not decide which tools are confined (the shell tool and the MCP
+//! hub ask for it), it does not spawn or kill processes (the caller spawns
+//! the returned command in its own process group), and it holds no secrets:
+//! the environment inside is exactly the one the caller hands over.
+
+mod bwrap;
+mod config;
+mod docker;
+mod error;
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mecha_core::Egress;
+
+pub use config::{SandboxConfig, SandboxKind};
+pub use error::SandboxError;
+
+/// The system directories a confined program sees, read-only, and the
+/// PATH it gets from them.
+pub const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
+
+/// What the sandbox needs to know about the machine mecha runs on.
+#[derive(Debug, Clone)]
+pub struct HostEnv {
+    /// mecha's own PATH: where bwrap and docker are looked up, and where a
+    /// program a confined command could not find is looked for.
+    pub path: OsString,
+    /// The user's home directory, for `~/` in config and in hints.
+    pub home: Option<PathBuf>,
+}
+
+impl HostEnv {
+    /// This process's PATH and HOME.
+    pub fn current() -> Self {
+        Self {
+            path: std::env::var_os("PATH").unwrap_or_default(),
+            home: std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from),
+        }
+    }
+}
+
+/// One program to confine.
+#[derive(Debug)]
+pub struct Job<'a> {
+    /// An absolute path, or a name found on the PATH in `env`.
+    pub program: &'a OsStr,
+    pub args: &'a [OsString],
+    /// Mounted read-write, and the working directory: the calling
+    /// context's workspace, so a re-rooted context is what gets mounted.
+    pub workspace: &'a Path,
+    /// The whole environment inside, exactly; nothing of mecha's own
+    /// environment is added.
+    pub env: BTreeMap<OsString, OsString>,
+    /// Whether this program reaches the network.
+    pub network: bool,
+}
+
+/// A confined program, ready to be given stdio and spawned.
+#[derive(Debug)]
+pub struct Confined {
+    pub command: tokio::process::Command,
+    /// Keep until the program has exited: it holds what the confinement
+    /// needs for as long as it runs.
+    pub lease: Lease,
+}
+
+/// What one confined program holds while it runs; dropping it releases
+/// that (and, for a container, kills what is left of the program).
+#[derive(Debug, Default)]
+pub struct Lease {
+    parts: Vec<Box<dyn std::fmt::Debug + Send + Sync>>,
+}
+
+impl Lease {
+    fn hold(&mut self, part: impl std::fmt::Debug + Send + Sync + 'static) {
+        self.parts.push(Box::new(part));
+    }
+}
+
+/// A checked policy, shared by the shell tool and every sandboxed MCP
+/// server of a run. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    kind: SandboxKind,
+    network: bool,
+    readable: Vec<PathBuf>,
+    writable: Vec<PathBuf>,
+    host: HostEnv,
+    backend: Backend,
+}
+
+#[derive(Debug)]
+enum Backend {
+    Bwrap(bwrap::Bwrap),
+    Docker(docker::Docker),
+}
+
+impl Sandbox {
+    /// The policy `config` asks for, checked against this machine; `None`
+    /// when no backend is configured (everything runs unconfined).
+    pub fn start(config: &SandboxConfig, host: HostEnv) -> Result<Option<Self>, SandboxError> {
+        let Some(kind) = config.kind else {
+            return Ok(None);
+        };
+        let expand = |paths: &[PathBuf]| -> Vec<PathBuf> {
+            paths.iter().map(|p| expand_home(p, &host)).collect()
+        };
+        let readable = expand(&config.readable);
+        let writable = expand(&config.writable);
+        for path in readable.iter().chain(&writable) {
+            if !path.is_absolute() {
+                return Err(SandboxError::RelativePath { path: path.clone() });
+            }
+        }
+        if let Some(missing) = writable.iter().find(|p| !p.exists()) {
+            return Err(SandboxError::MissingWritable {
+                path: missing.clone(),
+            });
+        }
+        let backend = match kind {
+            SandboxKind::Bwrap => Backend::Bwrap(bwrap::Bwrap::start(&host)?),
+            SandboxKind::Docker => Backend::Docker(docker::Docker::start(config, &host)?),
+        };
+        Ok(Some(Self {
+            inner: Arc::new(Inner {
+                kind,
+                network: config.network,
+                readable,
+                writable,
+                host,
+                backend,
+            }),
+        }))
+    }
+
+    pub fn kind(&self) -> SandboxKind {
+        self.inner.kind
+    }
+
+    /// The global network switch (`[sandbox] network`).
+    pub fn network(&self) -> bool {
+        self.inner.network
+    }
+
+    /// What confinement makes of a declared egress: without network there
+    /// is no way out, so nothing is sent; with it, the declaration stands.
+    pub fn egress(&self, declared: Egress, network: bool) -> Egress {
+        if network { declared } else { Egress::None }
+    }
+
+    /// One line for `mecha tools`.
+    pub fn describe(&self) -> String {
+        let inner = &self.inner;
+        let network = if inner.network {
+            "network on"
+        } else {
+            "no network"
+        };
+        let mut line = format!("{} ({network}", inner.kind.as_str());
+        let list = |paths: &[PathBuf]| {
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !inner.readable.is_empty() {
+            line.push_str(&format!("; readable: {}", list(&inner.readable)));
+        }
+        if !inner.writable.is_empty() {
+            line.push_str(&format!("; writable: {}", list(&inner.writable)));
+        }
+        line.push(')');
+        line
+    }
+
+    /// The PATH a confined program gets: the system directories, then the
+    /// entries of mecha's PATH that a `readable` or `writable` line brings
+    /// inside (so listing `~/.cargo` makes `cargo` work).
+    pub fn path_inside(&self) -> OsString {
+        let mut dirs: Vec<PathBuf> = std::env::split_paths(SYSTEM_PATH).collect();
+        for dir in std::env::split_paths(&self.inner.host.path) {
+            if dir.is_absolute() && !dirs.contains(&dir) && self.lists(&dir) {
+                dirs.push(dir);
+            }
+        }
+        std::env::join_paths(dirs).unwrap_or_else(|_| OsString::from(SYSTEM_PATH))
+    }
+
+    /// Whether a host path is inside a `readable` or `writable` line.
+    fn lists(&self, path: &Path) -> bool {
+        let inner = &self.inner;
+        inner
+            .readable
+            .iter()
+            .chain(&inner.writable)
+            .any(|root| path.starts_with(root))
+    }
+
+    /// Wraps `job` in the confinement.
+    pub fn confine(&self, job: Job<'_>) -> Result<Confined, SandboxError> {
+        let inner = &self.inner;
+        match &inner.backend {
+            Backend::Bwrap(bwrap) => bwrap.confine(&job, &inner.readable, &inner.writable),
+            Backend::Docker(docker) => docker.confine(&job, &inner.readable, &inner.writable),
+        }
+    }
+}
+
+/// `~/x` against the user's home, as people write it in config.
+fn expand_home(path: &Path, host: &HostEnv) -> PathBuf {
+    match (path.strip_prefix("~"), &host.home) {
+        (Ok(rest), Some(home)) => home.join(rest),
+        _ => path.to_owned(),
+    }
+}
