@@ -11,6 +11,7 @@ use mecha_agent::{Agent, Gate, Limits, ToolRefresh};
 use mecha_core::{Approver, ModeApprover, PermissionMode, Registry, Rules, ToolCtx};
 use mecha_mcp::{McpHub, NameConflict, ServerState, SpawnOptions};
 use mecha_provider::ProviderError;
+use mecha_sandbox::{HostEnv, Sandbox};
 
 use crate::Failure;
 use crate::approve::TerminalApprover;
@@ -25,6 +26,8 @@ pub struct Toolbox {
     pub filter: ToolFilter,
     /// The `[[rule]]`s, compiled, and checked against the tools.
     pub rules: Rules,
+    /// What confines the shell and sandboxed servers; `None` is unconfined.
+    pub sandbox: Option<Sandbox>,
 }
 
 impl Toolbox {
@@ -47,6 +50,11 @@ pub async fn build_toolbox(
     workspace: &Path,
     report: bool,
 ) -> Result<Toolbox, Failure> {
+    // Checked against the machine before anything runs: a sandbox that
+    // cannot be honoured stops the run rather than leaving it unconfined.
+    let sandbox = Sandbox::start(&settings.sandbox, HostEnv::current())
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    settings.builtins.shell.sandbox = sandbox.clone();
     let mut registry = Registry::new();
     for tool in mecha_tools::builtin_tools(&settings.builtins) {
         registry
@@ -56,7 +64,7 @@ pub async fn build_toolbox(
     let hub = if settings.mcp.is_empty() {
         None
     } else {
-        let mut options = SpawnOptions::new(workspace);
+        let mut options = SpawnOptions::new(workspace).with_sandbox(sandbox.clone());
         if let Some(tz) = &settings.timezone {
             options = options.with_timezone(tz.clone());
         }
@@ -86,6 +94,7 @@ pub async fn build_toolbox(
         hub,
         filter,
         rules,
+        sandbox,
     })
 }
 

@@ -38,7 +38,8 @@ pub struct McpServerConfig {
     /// Variables set literally; they win over everything else.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
-    /// Run the server confined. No backend exists yet, so `true` is refused.
+    /// Run the server confined by the `[sandbox]` backend; `true` with no
+    /// backend configured is refused.
     #[serde(default)]
     pub sandbox: bool,
     /// Per-server network switch for a sandboxed server; overrides the
@@ -105,8 +106,9 @@ impl McpServerConfig {
     }
 
     /// Checks this entry on its own; [`validate_all`] adds the checks that
-    /// span entries.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    /// span entries. `sandbox_backend` says whether `[sandbox]` names a
+    /// backend, which `sandbox = true` needs.
+    pub fn validate(&self, sandbox_backend: bool) -> Result<(), ConfigError> {
         check_name(&self.name)?;
         let name = || self.name.clone();
         if self.command.trim().is_empty() {
@@ -136,10 +138,10 @@ impl McpServerConfig {
                 });
             }
         }
-        if self.sandbox {
+        if self.sandbox && !sandbox_backend {
             return Err(ConfigError::SandboxUnavailable { name: name() });
         }
-        if self.network == Some(false) {
+        if !self.sandbox && self.network == Some(false) {
             return Err(ConfigError::NetworkWithoutSandbox { name: name() });
         }
         Ok(())
@@ -147,10 +149,10 @@ impl McpServerConfig {
 }
 
 /// Checks every entry, and that no two share a name.
-pub fn validate_all(configs: &[McpServerConfig]) -> Result<(), ConfigError> {
+pub fn validate_all(configs: &[McpServerConfig], sandbox_backend: bool) -> Result<(), ConfigError> {
     let mut seen = HashSet::new();
     for config in configs {
-        config.validate()?;
+        config.validate(sandbox_backend)?;
         if !seen.insert(config.name.as_str()) {
             return Err(ConfigError::DuplicateName {
                 name: config.name.clone(),
@@ -331,7 +333,7 @@ mod tests {
         assert_eq!(c.startup_timeout_s, 120);
         assert_eq!(c.call_timeout_s, 120);
         assert_eq!(c.force.capabilities(), Capabilities::NONE);
-        c.validate().unwrap();
+        c.validate(false).unwrap();
     }
 
     #[test]
@@ -412,21 +414,23 @@ mod tests {
         let mut c = McpServerConfig::new("graph", "mecha-graph-mcp");
         c.sandbox = true;
         assert_eq!(
-            c.validate().unwrap_err().to_string(),
+            c.validate(false).unwrap_err().to_string(),
             "MCP server `graph` is configured with `sandbox = true`, but no sandbox backend\n\
              is set. Set [sandbox] kind = \"bwrap\" or \"docker\", or drop `sandbox = true` to\n\
              accept that it runs unconfined."
         );
+        // With a backend configured it is what confines the server.
+        c.validate(true).unwrap();
     }
 
     #[test]
     fn network_false_unconfined_cannot_be_honoured() {
         let mut c = McpServerConfig::new("web", "web-mcp");
         c.network = Some(false);
-        let e = c.validate().unwrap_err().to_string();
+        let e = c.validate(false).unwrap_err().to_string();
         assert!(e.contains("`web`") && e.contains("network"), "{e}");
         c.network = Some(true);
-        c.validate().unwrap();
+        c.validate(false).unwrap();
     }
 
     #[test]
@@ -437,18 +441,18 @@ mod tests {
             ("a__b", "a_b"),
             ("über", "ber"),
         ] {
-            let e = McpServerConfig::new(bad, "x").validate().unwrap_err();
+            let e = McpServerConfig::new(bad, "x").validate(false).unwrap_err();
             let text = e.to_string();
             assert!(text.contains(&format!("`{bad}`")), "{text}");
             assert!(text.contains(&format!("`{suggestion}`")), "{text}");
             McpServerConfig::new(suggest_server_name(bad), "x")
-                .validate()
+                .validate(false)
                 .unwrap();
         }
         let long = "a".repeat(40);
-        assert!(McpServerConfig::new(&long, "x").validate().is_err());
+        assert!(McpServerConfig::new(&long, "x").validate(false).is_err());
         assert_eq!(
-            McpServerConfig::new("", "x").validate(),
+            McpServerConfig::new("", "x").validate(false),
             Err(ConfigError::EmptyName)
         );
     }
@@ -456,18 +460,23 @@ mod tests {
     #[test]
     fn other_mistakes_name_the_server() {
         let mut c = McpServerConfig::new("notes", " ");
-        assert!(c.validate().unwrap_err().to_string().contains("`notes`"));
+        assert!(
+            c.validate(false)
+                .unwrap_err()
+                .to_string()
+                .contains("`notes`")
+        );
         c.command = "notes-mcp".into();
         c.call_timeout_s = 0;
         assert!(
-            c.validate()
+            c.validate(false)
                 .unwrap_err()
                 .to_string()
                 .contains("call_timeout_s")
         );
         c.call_timeout_s = 5;
         c.env_passthrough = vec!["A=B".into()];
-        assert!(c.validate().unwrap_err().to_string().contains("`A=B`"));
+        assert!(c.validate(false).unwrap_err().to_string().contains("`A=B`"));
         let dup = [
             McpServerConfig::new("a", "x"),
             McpServerConfig::new("a", "y"),

@@ -16,6 +16,18 @@ pub enum StartError {
     RelativeCommand { command: String },
     #[error("command `{path}` does not exist or is not an executable file")]
     NotExecutable { path: String },
+    #[error(
+        "it runs in the sandbox, where PATH holds only the system directories, so the bare \
+         command `{command}` cannot be found there; set `command` to an absolute path{found}"
+    )]
+    BareCommandInSandbox { command: String, found: String },
+    #[error(
+        "it runs in the sandbox, which does not show `{path}`; add its directory to [sandbox] \
+         readable (for example `readable = [\"{dir}\"]`), or drop `sandbox = true`"
+    )]
+    HiddenInSandbox { path: String, dir: String },
+    #[error("the sandbox could not confine it: {0}")]
+    Sandbox(String),
     #[error("could not start `{command}`: {error}")]
     Spawn { command: String, error: String },
     #[error("it exited during start-up ({status})")]

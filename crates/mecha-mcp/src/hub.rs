@@ -140,7 +140,7 @@ impl McpHub {
         let entries: Vec<Entry> = configs
             .into_iter()
             .map(|config| {
-                let refusal = match config.validate() {
+                let refusal = match config.validate(opts.sandbox.is_some()) {
                     Err(e) => Some(e),
                     Ok(()) if !names.insert(config.name.clone()) => {
                         Some(ConfigError::DuplicateName {

@@ -96,7 +96,7 @@ pub fn parse_mcp_servers_json(text: &str, path: &Path) -> Result<ImportedServers
                 config.name
             )));
         }
-        config.validate().map_err(|e| fail(e.to_string()))?;
+        config.validate(false).map_err(|e| fail(e.to_string()))?;
         config.anchor_command(path.parent().unwrap_or(Path::new("")));
         out.servers.push(config);
     }
@@ -177,7 +177,7 @@ fn entry_to_config(raw_name: &str, entry: &Map<String, Value>) -> Result<Entry, 
 
 /// The key itself when it is already a valid server name.
 fn suggest_or_keep(raw: &str) -> String {
-    if McpServerConfig::new(raw, "x").validate().is_ok() {
+    if McpServerConfig::new(raw, "x").validate(false).is_ok() {
         raw.to_owned()
     } else {
         suggest_server_name(raw)

@@ -425,10 +425,15 @@ impl Server {
     }
 
     fn replace_tools(&self, st: &mut State, listed: &[Value], offers_resources: bool) {
-        let specs: Vec<Arc<ToolSpec>> = build_specs(&self.config, listed, offers_resources)
-            .into_iter()
-            .map(Arc::new)
-            .collect();
+        let specs: Vec<Arc<ToolSpec>> = build_specs(
+            &self.config,
+            listed,
+            offers_resources,
+            self.opts.confinement(&self.config),
+        )
+        .into_iter()
+        .map(Arc::new)
+        .collect();
         if *st.tools != specs {
             st.tools = Arc::new(specs);
             st.version += 1;

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mecha_core::{ProcessGroup, spawn_group};
+use mecha_sandbox::{Job, Lease, SYSTEM_PATH, Sandbox};
 use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
@@ -42,6 +43,8 @@ pub struct SpawnOptions {
     /// mecha's own environment: the only source of inherited variables and
     /// the PATH a bare command resolves against.
     pub parent_env: Vec<(OsString, OsString)>,
+    /// The run's sandbox, for servers configured with `sandbox = true`.
+    pub sandbox: Option<Sandbox>,
 }
 
 impl SpawnOptions {
@@ -51,7 +54,14 @@ impl SpawnOptions {
             workspace: workspace.into(),
             timezone: None,
             parent_env: std::env::vars_os().collect(),
+            sandbox: None,
         }
+    }
+
+    #[must_use]
+    pub fn with_sandbox(mut self, sandbox: Option<Sandbox>) -> Self {
+        self.sandbox = sandbox;
+        self
     }
 
     #[must_use]
@@ -70,6 +80,14 @@ impl SpawnOptions {
     {
         self.parent_env = env.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
         self
+    }
+
+    /// The sandbox confining `config`'s server and whether it gets the
+    /// network (its own `network`, else the global switch); `None` when it
+    /// runs unconfined.
+    pub(crate) fn confinement(&self, config: &McpServerConfig) -> Option<(&Sandbox, bool)> {
+        let sandbox = self.sandbox.as_ref().filter(|_| config.sandbox)?;
+        Some((sandbox, config.network.unwrap_or(sandbox.network())))
     }
 
     fn parent_var(&self, name: &str) -> Option<&OsStr> {
@@ -143,6 +161,34 @@ pub(crate) fn resolve_command(command: &str, opts: &SpawnOptions) -> Result<Path
         })
 }
 
+/// The program of a confined server: an absolute path (inside, PATH holds
+/// only the system directories, so a bare name would mean something else
+/// or nothing), which the sandbox shows.
+fn confined_command(
+    config: &McpServerConfig,
+    opts: &SpawnOptions,
+    sandbox: &Sandbox,
+) -> Result<PathBuf, StartError> {
+    if !config.command.contains('/') {
+        let found = resolve_command(&config.command, opts)
+            .map(|path| format!(" (on your PATH it is {})", path.display()))
+            .unwrap_or_default();
+        return Err(StartError::BareCommandInSandbox {
+            command: config.command.clone(),
+            found,
+        });
+    }
+    let program = resolve_command(&config.command, opts)?;
+    if !sandbox.shows(&program, &opts.workspace) {
+        let dir = program.parent().unwrap_or(&program);
+        return Err(StartError::HiddenInSandbox {
+            path: program.display().to_string(),
+            dir: dir.display().to_string(),
+        });
+    }
+    Ok(program)
+}
+
 fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
@@ -154,15 +200,37 @@ pub(crate) struct Spawned {
     pub process: ServerProcess,
 }
 
-/// Starts `config`'s server in `opts.workspace`, in a new process group.
+/// Starts `config`'s server in `opts.workspace`, in a new process group,
+/// confined when it is configured with `sandbox = true`.
 pub(crate) fn spawn(config: &McpServerConfig, opts: &SpawnOptions) -> Result<Spawned, StartError> {
-    let program = resolve_command(&config.command, opts)?;
-    let mut cmd = Command::new(&program);
-    cmd.args(&config.args)
-        .env_clear()
-        .envs(server_env(config, opts))
-        .current_dir(&opts.workspace)
-        .stdin(Stdio::piped())
+    let (mut cmd, program, lease) = match opts.confinement(config) {
+        None => {
+            let program = resolve_command(&config.command, opts)?;
+            let mut cmd = Command::new(&program);
+            cmd.args(&config.args)
+                .env_clear()
+                .envs(server_env(config, opts))
+                .current_dir(&opts.workspace);
+            (cmd, program, None)
+        }
+        Some((sandbox, network)) => {
+            let program = confined_command(config, opts, sandbox)?;
+            let mut env = server_env(config, opts);
+            env.insert(OsString::from("PATH"), OsString::from(SYSTEM_PATH));
+            let args: Vec<OsString> = config.args.iter().map(OsString::from).collect();
+            let confined = sandbox
+                .confine(Job {
+                    program: program.as_os_str(),
+                    args: &args,
+                    workspace: &opts.workspace,
+                    env,
+                    network,
+                })
+                .map_err(|e| StartError::Sandbox(e.to_string()))?;
+            (confined.command, program, Some(confined.lease))
+        }
+    };
+    cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // Its group is spared when a shell command's leftovers are reaped, and
@@ -193,6 +261,7 @@ pub(crate) fn spawn(config: &McpServerConfig, opts: &SpawnOptions) -> Result<Spa
             group,
             exit: exit_rx,
             stderr,
+            _lease: lease,
         },
     })
 }
@@ -202,6 +271,8 @@ pub(crate) struct ServerProcess {
     group: ProcessGroup,
     exit: watch::Receiver<Option<ExitStatus>>,
     stderr: StderrLog,
+    /// What the sandbox holds while a confined server runs.
+    _lease: Option<Lease>,
 }
 
 impl ServerProcess {

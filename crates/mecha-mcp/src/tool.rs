@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use mecha_core::{Capabilities, Egress, Tool, ToolCtx, ToolOutput};
+use mecha_sandbox::Sandbox;
 use serde_json::{Map, Value, json};
 
 use crate::config::McpServerConfig;
@@ -56,12 +57,16 @@ const FORCED_SEND: &str = "is a send by its MCP server's config (`force.egress`)
 /// left out (and logged), the rest survive it. A server that offers
 /// resources gets a reader tool too, unless one of its own tools already
 /// has the reader's name.
+///
+/// `confinement` is the sandbox the server runs in and whether it has the
+/// network: without it, nothing the server does can leave the machine.
 pub(crate) fn build_specs(
     config: &McpServerConfig,
     listed: &[Value],
     offers_resources: bool,
+    confinement: Option<(&Sandbox, bool)>,
 ) -> Vec<ToolSpec> {
-    let mut specs = listed_specs(config, listed);
+    let mut specs = listed_specs(config, listed, confinement);
     let reader = format!("{}__{READER_SUFFIX}", config.name);
     if offers_resources {
         if specs.iter().any(|s| s.name == reader) {
@@ -93,11 +98,15 @@ fn reader_spec(config: &McpServerConfig, name: String) -> ToolSpec {
     });
     ToolSpec {
         kind: ToolKind::ReadResource,
-        ..spec(config, READER_SUFFIX.to_owned(), name, &listing)
+        ..spec(config, READER_SUFFIX.to_owned(), name, &listing, None)
     }
 }
 
-fn listed_specs(config: &McpServerConfig, listed: &[Value]) -> Vec<ToolSpec> {
+fn listed_specs(
+    config: &McpServerConfig,
+    listed: &[Value],
+    confinement: Option<(&Sandbox, bool)>,
+) -> Vec<ToolSpec> {
     let named: Vec<(&str, &Value)> = listed
         .iter()
         .filter_map(|tool| match tool.get("name").and_then(Value::as_str) {
@@ -113,12 +122,18 @@ fn listed_specs(config: &McpServerConfig, listed: &[Value]) -> Vec<ToolSpec> {
         .into_iter()
         .filter_map(|(raw, name)| {
             let (_, tool) = named.iter().find(|(n, _)| *n == raw)?;
-            Some(spec(config, raw, name, tool))
+            Some(spec(config, raw, name, tool, confinement))
         })
         .collect()
 }
 
-fn spec(config: &McpServerConfig, raw_name: String, name: String, tool: &Value) -> ToolSpec {
+fn spec(
+    config: &McpServerConfig,
+    raw_name: String,
+    name: String,
+    tool: &Value,
+    confinement: Option<(&Sandbox, bool)>,
+) -> ToolSpec {
     let annotations = tool.get("annotations");
     // A hint counts only when the server says `true`: an unannotated tool is
     // assumed private but not open-world, or every call would arm the
@@ -137,10 +152,10 @@ fn spec(config: &McpServerConfig, raw_name: String, name: String, tool: &Value) 
         // `Chosen`, never `Blind`: a remote tool's input schema is the
         // server's to write, so nothing local can prove it holds no
         // destination.
-        egress: if open_world {
-            Egress::Chosen
-        } else {
-            Egress::None
+        egress: match (open_world, confinement) {
+            (false, _) => Egress::None,
+            (true, None) => Egress::Chosen,
+            (true, Some((sandbox, network))) => sandbox.egress(Egress::Chosen, network),
         },
         destructive: hint("destructiveHint"),
     }
@@ -253,7 +268,7 @@ mod tests {
     use crate::config::{ForcedCapabilities, ForcedEgress};
 
     fn one(config: &McpServerConfig, tool: Value) -> ToolSpec {
-        build_specs(config, &[tool], false).remove(0)
+        build_specs(config, &[tool], false, None).remove(0)
     }
 
     fn annotated(annotations: Value) -> Value {
@@ -329,8 +344,8 @@ mod tests {
     fn a_server_with_resources_gets_a_reader_with_its_capabilities() {
         let mut config = McpServerConfig::new("s", "x");
         let listed = [json!({"name": "t"})];
-        assert_eq!(build_specs(&config, &listed, false).len(), 1);
-        let specs = build_specs(&config, &listed, true);
+        assert_eq!(build_specs(&config, &listed, false, None).len(), 1);
+        let specs = build_specs(&config, &listed, true, None);
         let reader = specs
             .iter()
             .find(|s| s.kind == ToolKind::ReadResource)
@@ -351,7 +366,7 @@ mod tests {
         // Forced capabilities reach it as they reach every tool of the server.
         config.force.untrusted_input = true;
         config.force.egress = ForcedEgress::Chosen;
-        let reader = build_specs(&config, &listed, true).pop().unwrap();
+        let reader = build_specs(&config, &listed, true, None).pop().unwrap();
         assert_eq!(reader.kind, ToolKind::ReadResource);
         assert!(reader.external && reader.capabilities.egress == Egress::Chosen);
         assert_eq!(reader.send_reason, FORCED_SEND);
@@ -360,6 +375,7 @@ mod tests {
             &McpServerConfig::new("s", "x"),
             &[json!({"name": "read_resource"})],
             true,
+            None,
         );
         assert_eq!(own.len(), 1);
         assert_eq!(own[0].kind, ToolKind::Call);
@@ -406,6 +422,6 @@ mod tests {
             one(&config, json!({"name": "t", "description": " "})).description,
             "`t` from the MCP server `s`"
         );
-        assert!(build_specs(&config, &[json!({"name": ""}), json!({})], false).is_empty());
+        assert!(build_specs(&config, &[json!({"name": ""}), json!({})], false, None).is_empty());
     }
 }

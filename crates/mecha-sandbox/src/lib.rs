@@ -33,6 +33,12 @@ pub use error::SandboxError;
 /// PATH it gets from them.
 pub const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
+/// The host directories a confined program sees, read-only. A merged-/usr
+/// system has `/bin` and friends as symlinks, recreated as symlinks.
+pub(crate) const SYSTEM_DIRS: [&str; 9] = [
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+];
+
 /// What the sandbox needs to know about the machine mecha runs on.
 #[derive(Debug, Clone)]
 pub struct HostEnv {
@@ -208,6 +214,21 @@ impl Sandbox {
         std::env::join_paths(dirs).unwrap_or_else(|_| OsString::from(SYSTEM_PATH))
     }
 
+    /// Whether a program at `path` on the host is visible inside, for a job
+    /// in `workspace`. A container shows whatever its image holds, which
+    /// only the image can say.
+    pub fn shows(&self, path: &Path, workspace: &Path) -> bool {
+        self.inner.kind == SandboxKind::Docker
+            || path.starts_with(workspace)
+            || SYSTEM_DIRS.iter().any(|dir| path.starts_with(dir))
+            || self.lists(path)
+    }
+
+    /// Whether `[sandbox]` lists any `readable` or `writable` path.
+    pub fn lists_paths(&self) -> bool {
+        !(self.inner.readable.is_empty() && self.inner.writable.is_empty())
+    }
+
     /// Whether a host path is inside a `readable` or `writable` line.
     fn lists(&self, path: &Path) -> bool {
         let inner = &self.inner;
@@ -216,6 +237,12 @@ impl Sandbox {
             .iter()
             .chain(&inner.writable)
             .any(|root| path.starts_with(root))
+    }
+
+    /// When a confined command could not find a program that mecha's PATH
+    /// has, the `readable` line that would bring it in.
+    pub fn missing_program_hint(&self, _output: &str) -> Option<String> {
+        None
     }
 
     /// Wraps `job` in the confinement.

@@ -6,6 +6,7 @@ use std::path::Path;
 use clap::Args;
 use mecha_core::{Registry, Tool};
 use mecha_mcp::{McpHub, ServerState};
+use mecha_sandbox::Sandbox;
 use serde_json::json;
 
 use crate::Failure;
@@ -71,6 +72,25 @@ pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<
     Ok(u8::from(failed))
 }
 
+/// The first line: what confines what.
+fn sandbox_line(sandbox: Option<&Sandbox>, settings: &Settings) -> String {
+    let Some(sandbox) = sandbox else {
+        return "sandbox: none (shell and MCP servers run unconfined, as you; set [sandbox] kind \
+                = \"bwrap\" to confine them)\n"
+            .to_owned();
+    };
+    let confined = settings.mcp.iter().filter(|s| s.config.sandbox).count();
+    let servers = match confined {
+        0 => String::new(),
+        1 => " and 1 MCP server (sandbox = true)".to_owned(),
+        n => format!(" and {n} MCP servers (sandbox = true)"),
+    };
+    format!(
+        "sandbox: {}: shell commands{servers} run confined\n",
+        sandbox.describe()
+    )
+}
+
 /// The tool list exactly as it goes to the model: compact JSON, sorted.
 fn schema(registry: &Registry) -> serde_json::Result<String> {
     serde_json::to_string(&registry.definitions()).map(|text| text + "\n")
@@ -121,15 +141,19 @@ fn capabilities_json(toolbox: &Toolbox) -> serde_json::Result<String> {
             }),
         })
         .collect();
-    serde_json::to_string_pretty(&json!({"tools": tools, "servers": servers}))
+    let sandbox = toolbox.sandbox.as_ref().map(|s| {
+        json!({
+            "kind": s.kind().as_str(),
+            "network": s.network(),
+            "description": s.describe(),
+        })
+    });
+    serde_json::to_string_pretty(&json!({"sandbox": sandbox, "tools": tools, "servers": servers}))
         .map(|text| text + "\n")
 }
 
 fn human(toolbox: &Toolbox, settings: &Settings) -> serde_json::Result<String> {
-    let mut out = String::from(
-        "sandbox: none (shell and MCP servers run unconfined, as you; a sandbox backend is not \
-         configurable yet)\n",
-    );
+    let mut out = sandbox_line(toolbox.sandbox.as_ref(), settings);
     let hub = toolbox.hub.as_deref();
     let is_builtin =
         |t: &&std::sync::Arc<dyn Tool>| hub.is_none_or(|h| h.origin(t.name()).is_none());

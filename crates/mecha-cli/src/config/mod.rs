@@ -15,10 +15,11 @@ use mecha_core::{
 };
 use mecha_mcp::McpServerConfig;
 use mecha_provider::ProviderSettings;
+use mecha_sandbox::SandboxConfig;
 use mecha_tools::{BuiltinConfig, FetchConfig, ShellConfig};
 use serde::de::DeserializeOwned;
 
-use model::{GlobalConfig, ProjectConfig};
+use model::{GlobalConfig, ProjectConfig, ProjectSandbox};
 use unheeded::Narrowing;
 
 /// A configuration file that could not be used; the text names the file, the
@@ -113,6 +114,9 @@ pub struct Settings {
     /// layer resolves to, the window's derivation included.
     project_budget: Option<usize>,
     pub builtins: BuiltinConfig,
+    /// `[sandbox]`, after the project's narrowing; started (and checked
+    /// against the machine) when the tools are built.
+    pub sandbox: SandboxConfig,
 }
 
 impl Settings {
@@ -143,6 +147,7 @@ impl Settings {
                 tools.shell.max_timeout_s,
                 ShellConfig::default().max_timeout,
             ),
+            sandbox: None,
         };
         let fetch_default = FetchConfig::default();
         let fetch = FetchConfig {
@@ -185,6 +190,7 @@ impl Settings {
             global_file: path.clone(),
             project_file: None,
             provider: global.provider,
+            sandbox: global.sandbox,
         };
         for file in &global.mcp_files {
             settings.import_mcp_file(&expand_home(here, file), &path.display().to_string())?;
@@ -230,6 +236,7 @@ impl Settings {
             });
         }
         self.rules.extend(project.rule);
+        self.narrow_sandbox(path, project.sandbox)?;
         let agent = project.agent;
         if agent.timezone.is_some() {
             return Err(ConfigError::Invalid {
@@ -304,6 +311,50 @@ impl Settings {
         self.validate(path)
     }
 
+    /// A project may switch confinement on and the network off; it may not
+    /// add paths or pick an image, and never switches confinement off.
+    fn narrow_sandbox(&mut self, path: &Path, project: ProjectSandbox) -> Result<(), ConfigError> {
+        let widening = [
+            ("readable", project.readable.is_some()),
+            ("writable", project.writable.is_some()),
+            ("image", project.image.is_some()),
+        ];
+        if let Some((key, _)) = widening.iter().find(|(_, set)| *set) {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                message: format!(
+                    "a project's mecha.toml cannot set [sandbox] {key}: it may switch the sandbox \
+                     on (kind) and the network off, never show a confined command more. Put it in \
+                     $MECHA_HOME/config.toml"
+                ),
+            });
+        }
+        let sandbox = &mut self.sandbox;
+        match (sandbox.kind, project.kind) {
+            (None, Some(kind)) => sandbox.kind = Some(kind),
+            (Some(mine), Some(theirs)) if mine != theirs => self.warnings.push(format!(
+                "{}: [sandbox] kind = \"{}\" is not used: {} already confines with \"{}\", \
+                 which stays (a project may switch the sandbox on, not choose another)",
+                path.display(),
+                theirs.as_str(),
+                self.global_file.display(),
+                mine.as_str()
+            )),
+            _ => {}
+        }
+        match project.network {
+            Some(false) => sandbox.network = false,
+            Some(true) if !sandbox.network => self.warnings.push(format!(
+                "{}: [sandbox] network = true is not used: {} keeps the sandbox off the network \
+                 (a project may only take the network away)",
+                path.display(),
+                self.global_file.display()
+            )),
+            _ => {}
+        }
+        Ok(())
+    }
+
     /// Narrows the enabled set to `only` (`None` leaves it as it is).
     pub fn narrow_enabled(&mut self, only: Option<BTreeSet<String>>) {
         let Some(only) = only else { return };
@@ -336,9 +387,11 @@ impl Settings {
                 source: file.display().to_string(),
             }));
         let configs: Vec<McpServerConfig> = self.mcp.iter().map(|s| s.config.clone()).collect();
-        mecha_mcp::validate_all(&configs).map_err(|e| ConfigError::Invalid {
-            path: file.to_path_buf(),
-            message: e.to_string(),
+        mecha_mcp::validate_all(&configs, self.sandbox.kind.is_some()).map_err(|e| {
+            ConfigError::Invalid {
+                path: file.to_path_buf(),
+                message: e.to_string(),
+            }
         })
     }
 
@@ -404,7 +457,7 @@ impl Settings {
             return Err(invalid("[agent] max_turns must be at least 1".to_owned()));
         }
         let servers: Vec<McpServerConfig> = self.mcp.iter().map(|s| s.config.clone()).collect();
-        if let Err(e) = mecha_mcp::validate_all(&servers) {
+        if let Err(e) = mecha_mcp::validate_all(&servers, self.sandbox.kind.is_some()) {
             return Err(invalid(e.to_string()));
         }
         if let Err(e) = mecha_core::Rules::compile(&self.rules) {

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use mecha_core::{PermissionMode, RuleConfig};
 use mecha_mcp::McpServerConfig;
 use mecha_provider::ProviderSettings;
+use mecha_sandbox::{SandboxConfig, SandboxKind};
 use serde::Deserialize;
 
 /// `$MECHA_HOME/config.toml`: the user's own settings.
@@ -29,6 +30,9 @@ pub struct GlobalConfig {
     /// this file's directory.
     #[serde(default)]
     pub mcp_files: Vec<PathBuf>,
+    /// `[sandbox]`: what confines shell commands and sandboxed servers.
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
 }
 
 /// `[agent]`: how a run behaves.
@@ -93,9 +97,24 @@ pub struct ProjectConfig {
     /// Only `forbid` and `prompt` rules: an `allow` would widen.
     #[serde(default)]
     pub rule: Vec<RuleConfig>,
+    #[serde(default)]
+    pub sandbox: ProjectSandbox,
     /// Caught by name to refuse with a reason: a project must not start
     /// programs, nor choose where the conversation goes.
     pub provider: Option<toml::Value>,
     pub mcp: Option<toml::Value>,
     pub mcp_files: Option<toml::Value>,
+}
+
+/// A project's `[sandbox]`: it may switch confinement on and the network
+/// off. The keys that would widen what a confined command sees are caught
+/// by name, to refuse with a reason.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectSandbox {
+    pub kind: Option<SandboxKind>,
+    pub network: Option<bool>,
+    pub readable: Option<toml::Value>,
+    pub writable: Option<toml::Value>,
+    pub image: Option<toml::Value>,
 }

@@ -9,23 +9,25 @@
 //! subreaper, and killed and reaped as the call ends (see
 //! `mecha_core::process_tree`). Nothing it started outlives the call.
 
+mod launch;
+mod render;
+
 use std::io;
-use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mecha_core::{
-    Capabilities, Egress, ProcessGroup, SpillingSink, Tool, ToolCtx, ToolOutput, spawn_group,
-};
+use mecha_core::{Capabilities, Egress, ProcessGroup, SpillingSink, Tool, ToolCtx, ToolOutput};
+use mecha_sandbox::Sandbox;
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::time::{Instant, sleep_until};
 
 use crate::args::{optional_u64, required_str};
+use launch::{Launched, launch};
+use render::{render, seconds};
 
 /// Timeouts for `shell`.
 #[derive(Debug, Clone)]
@@ -38,6 +40,10 @@ pub struct ShellConfig {
     /// holds. A command has no use for them, and a prompt-injected one
     /// would have a use for them.
     pub hidden_env: Vec<String>,
+    /// Confines every command when set. The policy lives here, not in the
+    /// call's context, because it decides the tool's capabilities; the
+    /// workspace it mounts still comes from the context at call time.
+    pub sandbox: Option<Sandbox>,
 }
 
 impl Default for ShellConfig {
@@ -46,6 +52,7 @@ impl Default for ShellConfig {
             default_timeout: Duration::from_secs(120),
             max_timeout: Duration::from_secs(600),
             hidden_env: Vec::new(),
+            sandbox: None,
         }
     }
 }
@@ -84,6 +91,24 @@ impl Shell {
             default = seconds(default_timeout(&config)),
             max = seconds(config.max_timeout),
         );
+        let description = match &config.sandbox {
+            None => description,
+            Some(sandbox) => format!(
+                "{description} It runs in a sandbox: the workspace is writable, the system \
+                 directories are read-only, your home directory is absent{extra}, and {network}.",
+                extra = if sandbox.lists_paths() {
+                    " except the paths the user listed"
+                } else {
+                    ""
+                },
+                network = if sandbox.network() {
+                    "the network is reachable"
+                } else {
+                    "there is no network, so downloads and installs fail: use what is already \
+                     installed"
+                },
+            ),
+        };
         Self {
             config,
             description,
@@ -139,12 +164,18 @@ impl Tool for Shell {
 
     fn capabilities(&self) -> Capabilities {
         // Unconfined, the shell can reach the network with a destination the
-        // model writes, so it is a chosen send. Taint tracking cannot see
+        // model writes, so it is a chosen send; confined without network it
+        // cannot send at all. It still reads the workspace (private) and
+        // writes it (destructive) either way. Taint tracking cannot see
         // inside a command, so it is deliberately not an untrusted source.
+        let egress = match &self.config.sandbox {
+            None => Egress::Chosen,
+            Some(sandbox) => sandbox.egress(Egress::Chosen, sandbox.network()),
+        };
         Capabilities {
             private_data: true,
             untrusted_input: false,
-            egress: Egress::Chosen,
+            egress,
             destructive: true,
         }
     }
@@ -159,16 +190,22 @@ impl Tool for Shell {
             Err(refusal) => return Ok(refusal),
         };
 
-        let (mut child, group, output) =
-            match spawn(command, ctx.workspace(), &self.config.hidden_env) {
-                Ok(spawned) => spawned,
-                Err(e) => {
-                    return Ok(ToolOutput::err(format!(
-                        "could not start `bash -c` in {}: {e}",
-                        ctx.workspace().display()
-                    )));
-                }
-            };
+        let sandbox = self.config.sandbox.as_ref();
+        let launched = launch(command, ctx.workspace(), &self.config.hidden_env, sandbox);
+        let Launched {
+            mut child,
+            group,
+            output,
+            _lease,
+        } = match launched {
+            Ok(launched) => launched,
+            Err(e) => {
+                return Ok(ToolOutput::err(format!(
+                    "could not start `bash -c` in {}: {e}",
+                    ctx.workspace().display()
+                )));
+            }
+        };
         let mut sink = ctx.sink(
             "shell",
             ctx.call_budget_bytes.saturating_sub(TRAILER_RESERVE),
@@ -177,45 +214,25 @@ impl Tool for Shell {
         // Kills whatever the command left behind, in its group or escaped
         // from it, before the result is handed back.
         group.finish().await;
+        drop(_lease);
 
         let at_max = timeout >= self.config.max_timeout;
-        Ok(render(
-            sink.finish(),
-            &ending,
-            timeout,
-            self.config.max_timeout,
-            at_max,
-        ))
+        let text = sink.finish();
+        // A program that exists outside but not inside: say which
+        // `readable` line would bring it in.
+        let hint = match (&ending, sandbox) {
+            (Ending::Exited(status), Some(sandbox)) if status.code() == Some(127) => {
+                sandbox.missing_program_hint(&text)
+            }
+            _ => None,
+        };
+        let mut result = render(text, &ending, timeout, self.config.max_timeout, at_max);
+        if let Some(hint) = hint {
+            result.content.push('\n');
+            result.content.push_str(&hint);
+        }
+        Ok(result)
     }
-}
-
-/// Starts `bash -c command` in its own registered process group, with stdout
-/// and stderr on one pipe.
-fn spawn(
-    command: &str,
-    cwd: &Path,
-    hidden_env: &[String],
-) -> io::Result<(Child, ProcessGroup, pipe::Receiver)> {
-    let (writer, reader) = pipe::pipe()?;
-    let writer = writer.into_blocking_fd()?;
-    let mut cmd = Command::new("bash");
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(writer.try_clone()?)
-        .stderr(writer)
-        // Git asks for credentials on the terminal, not stdin; without this a
-        // push to a private remote sits stopped until the timeout.
-        .env("GIT_TERMINAL_PROMPT", "0");
-    for name in hidden_env {
-        cmd.env_remove(name);
-    }
-    let (child, group) = spawn_group(&mut cmd)?;
-    // `cmd` still owns our copies of the write end; dropping it here is what
-    // lets the reader see end-of-file once the command's side closes.
-    drop(cmd);
-    Ok((child, group, reader))
 }
 
 /// How the command ended.
@@ -294,124 +311,11 @@ async fn pump(
     })
 }
 
-/// The result the model sees: the output, then one line on how it ended.
-fn render(
-    mut text: String,
-    ending: &Ending,
-    timeout: Duration,
-    max: Duration,
-    at_max: bool,
-) -> ToolOutput {
-    let trailer = match ending {
-        Ending::Exited(status) if status.success() => None,
-        Ending::Exited(status) => Some(exit_line(*status)),
-        Ending::TimedOut => Some(timeout_line(timeout, max, at_max)),
-        Ending::Unknown => Some("[the command was killed; its exit status is unknown]".to_owned()),
-    };
-    if text.is_empty() {
-        text.push_str("[no output]");
-    }
-    match trailer {
-        None => ToolOutput::ok(text),
-        Some(trailer) => {
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
-            text.push_str(&trailer);
-            ToolOutput::err(text)
-        }
-    }
-}
-
-fn exit_line(status: ExitStatus) -> String {
-    if let Some(code) = status.code() {
-        // bash reports a child killed by signal n as 128+n.
-        match signal_name(code - 128) {
-            Some(name) if code > 128 => {
-                format!("[exit code {code}, which usually means a process was killed by {name}]")
-            }
-            _ => format!("[exit code {code}]"),
-        }
-    } else if let Some(signal) = status.signal() {
-        match signal_name(signal) {
-            Some(name) => format!("[killed by signal {signal} ({name})]"),
-            None => format!("[killed by signal {signal}]"),
-        }
-    } else {
-        format!("[ended without an exit code: {status}]")
-    }
-}
-
-fn timeout_line(timeout: Duration, max: Duration, at_max: bool) -> String {
-    let retry = if at_max {
-        "the longest allowed. Make it do less per call".to_owned()
-    } else {
-        format!("Retry with a larger timeout_s (at most {})", seconds(max))
-    };
-    format!(
-        "[timed out after {}; the command and everything it started were killed. {retry}, or \
-         split the job into steps that each finish in time (nothing started in the background \
-         outlives its command).]",
-        seconds(timeout),
-    )
-}
-
-fn signal_name(signal: i32) -> Option<&'static str> {
-    Some(match signal {
-        1 => "SIGHUP",
-        2 => "SIGINT",
-        3 => "SIGQUIT",
-        4 => "SIGILL",
-        5 => "SIGTRAP",
-        6 => "SIGABRT",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        9 => "SIGKILL",
-        10 => "SIGUSR1",
-        11 => "SIGSEGV",
-        12 => "SIGUSR2",
-        13 => "SIGPIPE",
-        14 => "SIGALRM",
-        15 => "SIGTERM",
-        24 => "SIGXCPU",
-        25 => "SIGXFSZ",
-        _ => return None,
-    })
-}
-
-fn seconds(d: Duration) -> String {
-    if d.subsec_millis() == 0 {
-        format!("{} s", d.as_secs())
-    } else {
-        format!("{:.1} s", d.as_secs_f64())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-
-    #[test]
-    fn every_trailer_fits_its_reserve() {
-        // The newline before the trailer, and "[no output]" when it stands in
-        // for the output.
-        const SLACK: usize = 1 + "[no output]".len();
-        let long = Duration::from_secs(u64::from(u32::MAX));
-        for at_max in [false, true] {
-            let line = timeout_line(long, long, at_max);
-            assert!(
-                line.len() + SLACK <= TRAILER_RESERVE,
-                "{} bytes: {line}",
-                line.len()
-            );
-        }
-        for code in [1, 137, 255] {
-            let line = exit_line(ExitStatus::from_raw(code << 8));
-            assert!(line.len() + SLACK <= TRAILER_RESERVE, "{line}");
-        }
-    }
 
     #[test]
     fn timeout_is_clamped_to_the_config() {
@@ -421,15 +325,5 @@ mod tests {
         assert_eq!(shell.timeout_for(Some(5000)), Duration::from_secs(600));
         assert!(shell.description().contains("120 s"));
         assert!(shell.description().contains("600 s"));
-    }
-
-    #[test]
-    fn exit_lines_name_codes_and_signals() {
-        assert_eq!(exit_line(ExitStatus::from_raw(2 << 8)), "[exit code 2]");
-        assert!(exit_line(ExitStatus::from_raw(137 << 8)).contains("SIGKILL"));
-        assert_eq!(
-            exit_line(ExitStatus::from_raw(15)),
-            "[killed by signal 15 (SIGTERM)]"
-        );
     }
 }

@@ -1,0 +1,112 @@
+//! Starting `bash -c command`: unconfined, with mecha's environment minus
+//! the model API keys, or confined by the sandbox, with an allowlist.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::path::Path;
+use std::process::Stdio;
+
+use mecha_core::{ProcessGroup, spawn_group};
+use mecha_sandbox::{Job, Lease, Sandbox};
+use tokio::net::unix::pipe;
+use tokio::process::{Child, Command};
+
+/// Variables a confined command gets from mecha's environment, when set:
+/// what locale-aware and terminal-aware programs need, nothing that
+/// authenticates anyone.
+const CONFINED_ENV: [&str; 7] = [
+    "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
+];
+
+/// A running command: the child, its group, the read end of its output,
+/// and (confined) what the sandbox holds while it runs.
+pub(super) struct Launched {
+    pub child: Child,
+    pub group: ProcessGroup,
+    pub output: pipe::Receiver,
+    pub _lease: Option<Lease>,
+}
+
+/// Why a command did not start.
+pub(super) enum LaunchError {
+    Io(io::Error),
+    Sandbox(mecha_sandbox::SandboxError),
+}
+
+/// Starts `bash -c command` in `cwd`, in its own registered process group,
+/// with stdout and stderr on one pipe.
+pub(super) fn launch(
+    command: &str,
+    cwd: &Path,
+    hidden_env: &[String],
+    sandbox: Option<&Sandbox>,
+) -> Result<Launched, LaunchError> {
+    let (writer, reader) = pipe::pipe().map_err(LaunchError::Io)?;
+    let writer = writer.into_blocking_fd().map_err(LaunchError::Io)?;
+    let (mut cmd, lease) = match sandbox {
+        None => (unconfined(command, cwd, hidden_env), None),
+        Some(sandbox) => {
+            let args = [OsString::from("-c"), OsString::from(command)];
+            let confined = sandbox
+                .confine(Job {
+                    program: OsStr::new("bash"),
+                    args: &args,
+                    workspace: cwd,
+                    env: confined_env(sandbox),
+                    network: sandbox.network(),
+                })
+                .map_err(LaunchError::Sandbox)?;
+            (confined.command, Some(confined.lease))
+        }
+    };
+    cmd.stdin(Stdio::null())
+        .stdout(writer.try_clone().map_err(LaunchError::Io)?)
+        .stderr(writer);
+    let (child, group) = spawn_group(&mut cmd).map_err(LaunchError::Io)?;
+    // `cmd` still owns our copies of the write end; dropping it here is what
+    // lets the reader see end-of-file once the command's side closes.
+    drop(cmd);
+    Ok(Launched {
+        child,
+        group,
+        output: reader,
+        _lease: lease,
+    })
+}
+
+fn unconfined(command: &str, cwd: &Path, hidden_env: &[String]) -> Command {
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        // Git asks for credentials on the terminal, not stdin; without this a
+        // push to a private remote sits stopped until the timeout.
+        .env("GIT_TERMINAL_PROMPT", "0");
+    for name in hidden_env {
+        cmd.env_remove(name);
+    }
+    cmd
+}
+
+/// The whole environment inside the sandbox: the allowlist, the PATH the
+/// sandbox can serve, and a /tmp that exists there.
+fn confined_env(sandbox: &Sandbox) -> BTreeMap<OsString, OsString> {
+    let mut env: BTreeMap<OsString, OsString> = CONFINED_ENV
+        .iter()
+        .filter_map(|name| std::env::var_os(name).map(|v| (OsString::from(name), v)))
+        .collect();
+    env.insert("PATH".into(), sandbox.path_inside());
+    env.insert("TMPDIR".into(), "/tmp".into());
+    env.insert("GIT_TERMINAL_PROMPT".into(), "0".into());
+    env
+}
+
+impl std::fmt::Display for LaunchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Io(e) => write!(f, "{e}"),
+            Self::Sandbox(e) => write!(f, "{e}"),
+        }
+    }
+}
