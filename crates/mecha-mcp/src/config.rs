@@ -482,7 +482,7 @@ mod tests {
             McpServerConfig::new("a", "y"),
         ];
         assert_eq!(
-            validate_all(&dup),
+            validate_all(&dup, false),
             Err(ConfigError::DuplicateName { name: "a".into() })
         );
     }
