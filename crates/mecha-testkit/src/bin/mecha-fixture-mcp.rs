@@ -3,7 +3,8 @@
 //!
 //! Normal tools: `echo`, `echo_open` (openWorldHint), `destroy`
 //! (destructiveHint), `read` (readOnlyHint), `env` (the environment it sees,
-//! as JSON), `cwd` (its working directory), `pid` (its process id), `big`
+//! as JSON), `cwd` (its working directory), `probe` (a loopback port and a
+//! path: can it reach them), `pid` (its process id), `big`
 //! (`bytes` bytes of text), `crash` (exits mid-call), `hang` (never
 //! answers), `notify` (sends `noise` log notifications, then
 //! `notifications/tools/list_changed`, then adds a tool `added`), `sample`, `elicit`, `roots` (send that request to the
@@ -57,6 +58,8 @@ use serde_json::{Map, Value, json};
 // A directory without a main.rs, so cargo does not take it for a binary.
 #[path = "mecha-fixture-mcp/catalog.rs"]
 mod catalog;
+#[path = "mecha-fixture-mcp/probe.rs"]
+mod probe;
 #[path = "mecha-fixture-mcp/timed.rs"]
 mod timed;
 
@@ -361,6 +364,7 @@ impl Fixture {
                 Err(e) => text(&format!("no cwd: {e}")),
             },
             "pid" => text(&std::process::id().to_string()),
+            "probe" => text(&probe::probe(&args)),
             "big" => {
                 let n = args.get("bytes").and_then(Value::as_u64).unwrap_or(1000);
                 text(&"x".repeat(usize::try_from(n).unwrap_or(0)))

@@ -46,6 +46,13 @@ impl Fixture {
                 Some(hints("readOnlyHint")),
             ),
             tool(
+                "probe",
+                "Try a TCP connection to loopback `port`; say whether `path` exists.",
+                &json!({"type": "object", "properties": {
+                    "port": {"type": "integer"}, "path": {"type": "string"}}}),
+                Some(hints("readOnlyHint")),
+            ),
+            tool(
                 "pid",
                 "This server's process id.",
                 &empty,
