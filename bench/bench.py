@@ -26,6 +26,9 @@ environment and stdin from /dev/null. Nothing leaves the machine.
                between the mock receiving request 1 and request 2. It
                includes the mock streaming its answer to request 1 (1 ms
                between SSE events, about 25 ms for that turn).
+  confinement  wall time per round of N `shell` calls `true`, with
+               `[sandbox] kind = "bwrap"` minus without: what confining one
+               shell call adds (skipped, and said, without bwrap).
 
 Units are decimal: 1 KB = 1000 bytes, 1 MB = 1000 KB. Targets are checked
 against the median (start-up also shows p90). A missed target is reported,
@@ -56,6 +59,7 @@ TARGETS = {
     "first_request_kb": 12.0,
     "cpu_per_round_ms": 5.0,
     "sleep4_s": 1.1,
+    "confined_added_ms": 5.0,
 }
 
 
@@ -150,12 +154,14 @@ class Harness:
         self.workdir = workdir
         self.devnull = os.open(os.devnull, os.O_RDWR)
         self.homes: dict[str, Path] = {}
-        for api in ("anthropic", "openai"):
+        for api in ("anthropic", "openai", "anthropic-bwrap"):
             home = workdir / f"home-{api}"
             home.mkdir()
             config = '[provider]\nkind = "anthropic"\n'
             if api == "openai":
                 config = '[provider]\nkind = "openai"\nmodel = "m"\n'
+            if api.endswith("-bwrap"):
+                config += '[sandbox]\nkind = "bwrap"\n'
             (home / "config.toml").write_text(config)
             self.homes[api] = home
 
@@ -174,7 +180,7 @@ class Harness:
             "HOME": home,
             "MECHA_HOME": home,
         }
-        if api == "anthropic":
+        if api.startswith("anthropic"):
             env |= {"ANTHROPIC_API_KEY": "x", "ANTHROPIC_BASE_URL": url}
         else:
             env |= {"OPENAI_API_KEY": "x", "OPENAI_BASE_URL": url + "/v1"}
@@ -370,6 +376,26 @@ def measure_sleep4(h: Harness, api: str, repeat: int) -> dict:
     }
 
 
+def shell_round_s(h: Harness, api: str, rounds: int) -> float:
+    """Wall seconds per round of a run of `rounds` `shell` calls `true`."""
+    turns = [call_turn(("shell", {"command": "true"}))] * rounds + [text_turn("done")]
+    with h.mock(turns) as mock:
+        r = h.run(api, mock, h.workspace(), ["--max-turns", str(rounds + 5), "run true"])
+        reqs = mock.requests(rounds + 1)
+    if len(reqs) != rounds + 1:
+        raise BenchError(f"shell run: expected {rounds + 1} requests, got {len(reqs)}:\n{r.stderr}")
+    return (reqs[-1]["t_ns"] - reqs[0]["t_ns"]) / 1e9 / rounds
+
+
+def measure_confined(h: Harness, rounds: int, repeat: int) -> dict | None:
+    """What `[sandbox] kind = "bwrap"` adds to one shell call; None without bwrap."""
+    if shutil.which("bwrap", path=h.env("anthropic", "")["PATH"]) is None:
+        return None
+    plain = statistics.median(shell_round_s(h, "anthropic", rounds) for _ in range(repeat))
+    boxed = statistics.median(shell_round_s(h, "anthropic-bwrap", rounds) for _ in range(repeat))
+    return {"added_ms": (boxed - plain) * 1e3, "plain_ms": plain * 1e3, "confined_ms": boxed * 1e3}
+
+
 def tools_schema_bytes(h: Harness) -> int:
     home = str(h.homes["anthropic"])
     out = subprocess.run(
@@ -415,6 +441,7 @@ def main() -> int:
         memory_openai = measure_memory(h, "openai", args.repeat)
         cpu = measure_cpu(h, "anthropic", args.rounds, args.repeat)
         sleep4 = measure_sleep4(h, "anthropic", args.repeat)
+        confined = measure_confined(h, max(10, args.rounds // 5), args.repeat)
         schema = tools_schema_bytes(h)
     finally:
         h.close()
@@ -438,6 +465,9 @@ def main() -> int:
          verdict(cpu["per_round_ms"], TARGETS["cpu_per_round_ms"])),
         ("4 x `sleep 1` in one turn", f"{sleep4['median_s']:.3f} s", f"{TARGETS['sleep4_s']} s",
          verdict(sleep4["median_s"], TARGETS["sleep4_s"])),
+        ("bwrap added per shell call", f"{confined['added_ms']:.2f} ms" if confined else "no bwrap",
+         f"{TARGETS['confined_added_ms']:.0f} ms",
+         verdict(confined["added_ms"], TARGETS["confined_added_ms"]) if confined else "skipped"),
     ]
     widths = [max(len(r[i]) for r in rows + [("metric", "mecha", "target", "")]) for i in range(4)]
     line = "  ".join("{:<%d}" % w for w in widths)
@@ -462,6 +492,9 @@ def main() -> int:
     print(f"  4 x sleep 1: request 1 -> 2 median {sleep4['median_s']:.3f} s, max {sleep4['max_s']:.3f} s "
           f"over {args.repeat} runs; answer complete -> request 2 (tool round alone) "
           f"median {sleep4['round_median_s']:.3f} s")
+    if confined:
+        print(f"  shell `true` per round: {confined['plain_ms']:.2f} ms unconfined, "
+              f"{confined['confined_ms']:.2f} ms under bwrap (medians of {args.repeat})")
     print(f"  load average {load_before[0]:.2f} before, {load_after[0]:.2f} after, on {os.cpu_count()} CPUs")
     print()
     print("for the README:")
@@ -474,6 +507,8 @@ def main() -> int:
     print(f"| first request (system prompt + tools), Anthropic / OpenAI | {req_a:.1f} / {req_o:.1f} KB | ≤ 12 KB |")
     print(f"| harness CPU per tool round | {cpu['per_round_ms']:.2f} ms | ≤ 5 ms |")
     print(f"| four `sleep 1` calls in one turn | {sleep4['median_s']:.2f} s | ≤ 1.1 s |")
+    if confined:
+        print(f"| time bwrap adds to one shell call | {confined['added_ms']:.2f} ms | ≤ 5 ms |")
     return 0
 
 

@@ -376,3 +376,19 @@ async fn a_project_may_switch_the_sandbox_on_but_not_widen_it() {
     let listing: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(egress_of(&listing, "shell"), "none");
 }
+
+#[tokio::test]
+async fn a_writable_path_that_does_not_exist_is_an_error_naming_it() {
+    let mut e = env();
+    let missing = e.ws.join("no-such-dir");
+    e.extra_config = format!("{BWRAP}writable = [{:?}]\n", missing.display().to_string());
+    let (code, text) = listing_text(&e).await;
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains(&format!(
+            "writable lists `{}`, which does not exist",
+            missing.display()
+        )),
+        "{text}"
+    );
+}
