@@ -109,7 +109,10 @@ fn mount_arg(path: &Path, readonly: bool) -> OsString {
 }
 
 fn csv_field(field: Vec<u8>) -> Vec<u8> {
-    if !field.iter().any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r')) {
+    if !field
+        .iter()
+        .any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r'))
+    {
         return field;
     }
     let mut out = vec![b'"'];

@@ -54,7 +54,10 @@ impl Client {
     /// A client command for a job, to be spawned by the caller.
     pub(super) fn job_command(&self, args: Vec<OsString>) -> tokio::process::Command {
         let mut command = tokio::process::Command::new(&self.program);
-        command.args(args).env_clear().envs(self.env.iter().cloned());
+        command
+            .args(args)
+            .env_clear()
+            .envs(self.env.iter().cloned());
         command
     }
 

@@ -119,7 +119,10 @@ impl Docker {
         writable: &[PathBuf],
     ) -> Result<String, SandboxError> {
         blocking(|| {
-            let mut containers = self.containers.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut containers = self
+                .containers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             let key = (workspace.to_owned(), network);
             if let Some(id) = containers.get(&key) {
                 return Ok(id.clone());
@@ -219,9 +222,7 @@ fn checked_image(image: Option<&str>) -> Result<String, SandboxError> {
 
 /// A 0600 file (tempfile's default) holding the job's environment, so that
 /// no value is on the host's command lines.
-fn write_env_file(
-    env: &BTreeMap<OsString, OsString>,
-) -> Result<tempfile::NamedTempFile, String> {
+fn write_env_file(env: &BTreeMap<OsString, OsString>) -> Result<tempfile::NamedTempFile, String> {
     let contents = argv::env_file(env)?;
     let mut file = tempfile::Builder::new()
         .prefix("mecha-docker-env-")

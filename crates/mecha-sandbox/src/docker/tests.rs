@@ -15,8 +15,17 @@ fn config(image: Option<&str>) -> SandboxConfig {
 #[test]
 fn an_image_is_required_and_must_be_a_reference() {
     assert_eq!(checked_image(None), Err(SandboxError::DockerImageMissing));
-    assert_eq!(checked_image(Some("  ")), Err(SandboxError::DockerImageMissing));
-    for bad in ["--privileged", "-v/:/host", "debian stable", "a;b", "ubuntu\n"] {
+    assert_eq!(
+        checked_image(Some("  ")),
+        Err(SandboxError::DockerImageMissing)
+    );
+    for bad in [
+        "--privileged",
+        "-v/:/host",
+        "debian stable",
+        "a;b",
+        "ubuntu\n",
+    ] {
         assert!(
             matches!(
                 checked_image(Some(bad)),
@@ -34,7 +43,10 @@ fn an_image_is_required_and_must_be_a_reference() {
         assert_eq!(checked_image(Some(good)).as_deref(), Ok(good));
     }
     let message = SandboxError::DockerImageMissing.to_string();
-    assert!(message.contains("image = \"debian:stable-slim\""), "{message}");
+    assert!(
+        message.contains("image = \"debian:stable-slim\""),
+        "{message}"
+    );
 }
 
 #[test]
@@ -108,7 +120,8 @@ fn the_client_gets_only_what_it_needs_to_find_its_engine() {
         .map(|(k, v)| {
             (
                 k.to_string_lossy().into_owned(),
-                v.map(|v| v.to_string_lossy().into_owned()).unwrap_or_default(),
+                v.map(|v| v.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
             )
         })
         .collect();
