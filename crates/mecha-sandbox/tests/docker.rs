@@ -8,14 +8,15 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use mecha_sandbox::{HostEnv, Job, Sandbox, SandboxConfig, SandboxError, SandboxKind};
 
-/// Logs each call as one line of `\x1f`-separated arguments, its
+/// Logs, in the directory of the `docker` it was called as, each call as one line of `\x1f`-separated arguments, its
 /// environment beside it, and a copy of any `--env-file`; answers like an
 /// engine that is up, unless a file in the directory says otherwise.
 const FAKE: &str = r#"#!/bin/sh
-d='@DIR@'
+d="${0%/*}"
 /usr/bin/env > "$d/env.$$"
 PATH=/usr/bin:/bin
 { printf '%s\037' "$$" "$@"; echo; } >> "$d/log"
@@ -46,15 +47,21 @@ struct Fake {
 }
 
 impl Fake {
+    /// A `docker` symlink in a directory of its own, to the one script:
+    /// the script is written once, before any test spawns anything, since
+    /// a file still open for writing in a forked child cannot be executed
+    /// (ETXTBSY).
     fn new() -> Self {
+        static SCRIPT: OnceLock<PathBuf> = OnceLock::new();
+        let script = SCRIPT.get_or_init(|| {
+            let dir = tempfile::tempdir().unwrap().keep();
+            let script = dir.join("fake-docker");
+            std::fs::write(&script, FAKE).unwrap();
+            std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+            script
+        });
         let dir = tempfile::tempdir().unwrap();
-        let script = dir.path().join("docker");
-        std::fs::write(
-            &script,
-            FAKE.replace("@DIR@", &dir.path().display().to_string()),
-        )
-        .unwrap();
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink(script, dir.path().join("docker")).unwrap();
         Self { dir }
     }
 
@@ -102,6 +109,23 @@ impl Fake {
     }
 }
 
+/// The client starts from a cleared environment: only what it needs to
+/// find its engine (the fake's own sh adds PWD), none of the test's.
+fn assert_client_env(client_env: &str) {
+    let names: Vec<&str> = client_env
+        .lines()
+        .filter_map(|l| l.split('=').next())
+        .filter(|n| *n != "PWD")
+        .collect();
+    assert!(names.contains(&"PATH"), "{client_env}");
+    assert!(
+        names
+            .iter()
+            .all(|n| ["PATH", "HOME"].contains(n) || n.starts_with("DOCKER_")),
+        "{client_env}"
+    );
+}
+
 fn job_env() -> BTreeMap<OsString, OsString> {
     [("PATH", "/usr/bin:/bin"), ("GREETING", "hello there")]
         .into_iter()
@@ -136,6 +160,9 @@ fn start_checks_the_engine_and_the_image_but_makes_no_container() {
             "debian:stable-slim"
         ]
     );
+    for (pid, _) in &calls {
+        assert_client_env(&fake.file("env", pid));
+    }
     drop(sandbox);
     // Nothing was made, so nothing is removed.
     assert_eq!(fake.verbs(), ["version", "image"]);
@@ -269,19 +296,7 @@ async fn a_job_gets_its_env_from_a_private_file_and_is_killed_when_its_lease_dro
     );
     assert_eq!(fake.file("envmode", &exec_pid).trim(), "600");
     assert!(!exec.iter().any(|a| a.contains("hello there")), "{exec:?}");
-    // The client itself starts from a cleared environment.
-    let client_env = fake.file("env", &exec_pid);
-    let names: Vec<&str> = client_env
-        .lines()
-        .filter_map(|l| l.split('=').next())
-        .filter(|n| *n != "PWD" && *n != "SHLVL" && *n != "_")
-        .collect();
-    assert!(
-        names
-            .iter()
-            .all(|n| ["PATH", "HOME"].contains(n) || n.starts_with("DOCKER_")),
-        "{client_env}"
-    );
+    assert_client_env(&fake.file("env", &exec_pid));
     let job_tag = exec
         .iter()
         .find(|a| a.starts_with("mecha-job-"))
