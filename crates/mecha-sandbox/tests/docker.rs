@@ -313,7 +313,17 @@ async fn a_job_gets_its_env_from_a_private_file_and_is_killed_when_its_lease_dro
         kill[4].starts_with(&format!("f=/tmp/{job_tag};")),
         "{kill:?}"
     );
+
+    // A job that outlives the sandbox (an MCP server at the end of a run)
+    // died with the container: its lease does not call docker again.
+    let late = sandbox
+        .confine(job(workspace.path(), &args, false))
+        .unwrap();
     drop(sandbox);
+    assert_eq!(fake.verbs().last().map(String::as_str), Some("rm"));
+    let calls_before = fake.calls().len();
+    drop(late);
+    assert_eq!(fake.calls().len(), calls_before);
 }
 
 #[test]

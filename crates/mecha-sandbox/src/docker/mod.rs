@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -37,6 +37,9 @@ pub(crate) struct Docker {
     /// Container ids by (workspace, network).
     containers: Mutex<BTreeMap<(PathBuf, bool), String>>,
     next_job: AtomicU64,
+    /// Set once the containers are removed: a job outliving the sandbox
+    /// (an MCP server at the end of the run) died with its container.
+    removed: Arc<AtomicBool>,
 }
 
 impl Docker {
@@ -72,6 +75,7 @@ impl Docker {
             label: format!("mecha.run={}", std::process::id()),
             containers: Mutex::new(BTreeMap::new()),
             next_job: AtomicU64::new(1),
+            removed: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -103,6 +107,7 @@ impl Docker {
             client: Arc::clone(&self.client),
             container,
             id,
+            removed: Arc::clone(&self.removed),
             _env_file: env_file,
         });
         Ok(Confined { command, lease })
@@ -166,6 +171,7 @@ impl Drop for Docker {
         if ids.is_empty() {
             return;
         }
+        self.removed.store(true, Ordering::Release);
         if let Err(detail) = blocking(|| self.client.run(&argv::rm_args(&ids), SLOW)) {
             tracing::warn!(
                 containers = ids.join(" "),
@@ -182,6 +188,7 @@ struct JobGuard {
     client: Arc<Client>,
     container: String,
     id: u64,
+    removed: Arc<AtomicBool>,
     _env_file: tempfile::NamedTempFile,
 }
 
@@ -189,6 +196,9 @@ impl Drop for JobGuard {
     /// Synchronous, so that once a call has ended nothing it started still
     /// runs; a job that already exited costs one quick `docker exec`.
     fn drop(&mut self) {
+        if self.removed.load(Ordering::Acquire) {
+            return;
+        }
         let args = argv::kill_args(&self.container, self.id);
         if let Err(detail) = blocking(|| self.client.run(&args, QUICK)) {
             tracing::warn!(
