@@ -1,3 +1,4 @@
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -71,23 +72,37 @@ fn no_docker_client_is_an_error_naming_the_package() {
     assert!(message.contains("kind = \"bwrap\""), "{message}");
 }
 
-/// The real docker client, pointed at a socket nobody listens on, so the
-/// test sees the absent engine even on a machine that runs one.
-#[test]
-fn an_engine_that_does_not_answer_is_an_error_at_start() {
-    let host = HostEnv::current();
-    let has_client = std::env::split_paths(&host.path).any(|dir| dir.join("docker").is_file());
-    if !has_client {
+/// Whether the real docker client is on PATH; without it a test that needs
+/// it says so, and fails in CI rather than passing quietly.
+fn real_client(host: &HostEnv) -> bool {
+    let found = std::env::split_paths(&host.path).any(|dir| dir.join("docker").is_file());
+    if !found {
         assert!(
             std::env::var_os("CI").is_none(),
             "this test needs the docker client on PATH (the docker.io package)"
         );
         eprintln!("skipped: no docker client on PATH (install docker.io)");
+    }
+    found
+}
+
+/// `DOCKER_HOST` at a socket nobody listens on, so a test sees the absent
+/// engine even on a machine that runs one.
+fn absent_engine(dir: &tempfile::TempDir) -> impl Fn(&str) -> Option<OsString> {
+    let socket: OsString = format!("unix://{}/absent.sock", dir.path().display()).into();
+    move |name: &str| (name == "DOCKER_HOST").then(|| socket.clone())
+}
+
+/// The real client against the absent engine: start-up refuses, naming
+/// the fix.
+#[test]
+fn an_engine_that_does_not_answer_is_an_error_at_start() {
+    let host = HostEnv::current();
+    if !real_client(&host) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let socket: OsString = format!("unix://{}/absent.sock", dir.path().display()).into();
-    let lookup = |name: &str| (name == "DOCKER_HOST").then(|| socket.clone());
+    let lookup = absent_engine(&dir);
     let err = Docker::start_with(&config(Some("debian:stable-slim")), &host, lookup).unwrap_err();
     let SandboxError::DockerEngine { detail } = &err else {
         panic!("expected DockerEngine, got {err:?}");
@@ -134,4 +149,56 @@ fn the_client_gets_only_what_it_needs_to_find_its_engine() {
             ("PATH".to_owned(), path),
         ]
     );
+}
+
+/// The client checks its flags before it connects, so reaching "cannot
+/// connect" means the real docker accepted every argument mecha builds
+/// (an unknown flag or a mangled `--mount` stops it earlier).
+#[test]
+fn the_real_client_accepts_every_argument_vector() {
+    let host = HostEnv::current();
+    if !real_client(&host) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let client = Client::find(&host, absent_engine(&dir)).unwrap();
+    let workspace = dir.path().join("work,space");
+    let readable = [dir.path().join("a \"quoted\" dir")];
+    let env_file = dir.path().join("env");
+    std::fs::write(&env_file, "A=1\n").unwrap();
+    let spec = argv::RunSpec {
+        image: "debian:stable-slim",
+        user: "1000:1000",
+        workspace: &workspace,
+        network: false,
+        readable: &readable,
+        writable: &[],
+        label: "mecha.run=1",
+    };
+    let id = "ab12".repeat(16);
+    let env: BTreeMap<OsString, OsString> = [("A".into(), "1".into())].into_iter().collect();
+    let vectors = [
+        argv::version_args(),
+        argv::image_args("debian:stable-slim"),
+        argv::run_args(&spec),
+        argv::run_args(&argv::RunSpec {
+            network: true,
+            ..spec
+        }),
+        argv::exec_args(
+            &id,
+            &workspace,
+            &env_file,
+            1,
+            &env,
+            "bash".as_ref(),
+            &["-c".into(), "true".into()],
+        ),
+        argv::kill_args(&id, 1),
+        argv::rm_args(&[id.clone()]),
+    ];
+    for args in vectors {
+        let detail = client.run(&args, QUICK).unwrap_err();
+        assert!(detail.contains("absent.sock"), "{args:?}: {detail}");
+    }
 }
