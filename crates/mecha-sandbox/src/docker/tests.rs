@@ -195,7 +195,7 @@ fn the_real_client_accepts_every_argument_vector() {
             &["-c".into(), "true".into()],
         ),
         argv::kill_args(&id, 1),
-        argv::rm_args(&[id.clone()]),
+        argv::rm_args(std::slice::from_ref(&id)),
     ];
     for args in vectors {
         let detail = client.run(&args, QUICK).unwrap_err();
