@@ -22,6 +22,37 @@ pub enum SandboxError {
     BwrapMissing,
     #[error("the sandbox could not confine `{program}`: {reason}")]
     Confine { program: String, reason: String },
-    #[error("{0}")]
-    Docker(String),
+    #[error(
+        "[sandbox] kind = \"docker\" needs the docker client, which is not on PATH; install the \
+         `docker.io` package (apt-get install docker.io) or Docker Engine (docker-ce), or use \
+         kind = \"bwrap\""
+    )]
+    DockerMissing,
+    #[error(
+        "[sandbox] kind = \"docker\" needs a running Docker engine, and `docker version` could \
+         not reach one ({detail}); start the Docker engine (systemctl start docker, or Docker \
+         Desktop), or use kind = \"bwrap\""
+    )]
+    DockerEngine { detail: String },
+    #[error(
+        "[sandbox] kind = \"docker\" needs an image; set [sandbox] image = \"debian:stable-slim\" \
+         (any image that holds bash, util-linux's setsid and the tools your commands use), or \
+         use kind = \"bwrap\""
+    )]
+    DockerImageMissing,
+    #[error(
+        "[sandbox] image = \"{image}\" is not an image reference; write it as name[:tag] or \
+         name@sha256:digest, e.g. image = \"debian:stable-slim\""
+    )]
+    DockerImageInvalid { image: String },
+    #[error(
+        "[sandbox] image \"{image}\" is not on this Docker engine ({detail}); fetch it with \
+         `docker pull {image}`, or set [sandbox] image to one you have"
+    )]
+    DockerImageAbsent { image: String, detail: String },
+    #[error(
+        "the sandbox container could not be started ({detail}); check that `docker run` works \
+         with [sandbox] image, or use kind = \"bwrap\""
+    )]
+    DockerRun { detail: String },
 }

@@ -1,0 +1,204 @@
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use super::*;
+use crate::{SandboxConfig, SandboxKind};
+
+fn config(image: Option<&str>) -> SandboxConfig {
+    SandboxConfig {
+        kind: Some(SandboxKind::Docker),
+        image: image.map(str::to_owned),
+        ..SandboxConfig::default()
+    }
+}
+
+#[test]
+fn an_image_is_required_and_must_be_a_reference() {
+    assert_eq!(checked_image(None), Err(SandboxError::DockerImageMissing));
+    assert_eq!(
+        checked_image(Some("  ")),
+        Err(SandboxError::DockerImageMissing)
+    );
+    for bad in [
+        "--privileged",
+        "-v/:/host",
+        "debian stable",
+        "a;b",
+        "ubuntu\n",
+    ] {
+        assert!(
+            matches!(
+                checked_image(Some(bad)),
+                Err(SandboxError::DockerImageInvalid { .. })
+            ),
+            "{bad:?} accepted"
+        );
+    }
+    for good in [
+        "debian:stable-slim",
+        "ghcr.io/owner/img:1.2",
+        "localhost:5000/x",
+        "rust@sha256:0123abcd",
+    ] {
+        assert_eq!(checked_image(Some(good)).as_deref(), Ok(good));
+    }
+    let message = SandboxError::DockerImageMissing.to_string();
+    assert!(
+        message.contains("image = \"debian:stable-slim\""),
+        "{message}"
+    );
+}
+
+#[test]
+fn only_a_hex_id_is_taken_from_docker_run() {
+    assert!(is_container_id(&"ab12".repeat(16)));
+    for bad in ["", "abc", "--rm", "0123456789ab cd", &"a".repeat(65)] {
+        assert!(!is_container_id(bad), "{bad:?}");
+    }
+}
+
+#[test]
+fn no_docker_client_is_an_error_naming_the_package() {
+    let empty = tempfile::tempdir().unwrap();
+    let host = HostEnv {
+        path: empty.path().into(),
+        home: None,
+    };
+    let err = Docker::start_with(&config(Some("debian")), &host, |_| None).unwrap_err();
+    assert_eq!(err, SandboxError::DockerMissing);
+    let message = err.to_string();
+    assert!(message.contains("docker.io"), "{message}");
+    assert!(message.contains("kind = \"bwrap\""), "{message}");
+}
+
+/// Whether the real docker client is on PATH; without it a test that needs
+/// it says so, and fails in CI rather than passing quietly.
+fn real_client(host: &HostEnv) -> bool {
+    let found = std::env::split_paths(&host.path).any(|dir| dir.join("docker").is_file());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "this test needs the docker client on PATH (the docker.io package)"
+        );
+        eprintln!("skipped: no docker client on PATH (install docker.io)");
+    }
+    found
+}
+
+/// `DOCKER_HOST` at a socket nobody listens on, so a test sees the absent
+/// engine even on a machine that runs one.
+fn absent_engine(dir: &tempfile::TempDir) -> impl Fn(&str) -> Option<OsString> {
+    let socket: OsString = format!("unix://{}/absent.sock", dir.path().display()).into();
+    move |name: &str| (name == "DOCKER_HOST").then(|| socket.clone())
+}
+
+/// The real client against the absent engine: start-up refuses, naming
+/// the fix.
+#[test]
+fn an_engine_that_does_not_answer_is_an_error_at_start() {
+    let host = HostEnv::current();
+    if !real_client(&host) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lookup = absent_engine(&dir);
+    let err = Docker::start_with(&config(Some("debian:stable-slim")), &host, lookup).unwrap_err();
+    let SandboxError::DockerEngine { detail } = &err else {
+        panic!("expected DockerEngine, got {err:?}");
+    };
+    assert!(detail.contains("absent.sock"), "{detail}");
+    let message = err.to_string();
+    assert!(message.contains("start the Docker engine"), "{message}");
+    assert!(message.contains("kind = \"bwrap\""), "{message}");
+}
+
+#[test]
+fn the_client_gets_only_what_it_needs_to_find_its_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("docker");
+    std::fs::write(&fake, "").unwrap();
+    let host = HostEnv {
+        path: dir.path().into(),
+        home: Some(PathBuf::from("/home/u")),
+    };
+    let lookup = |name: &str| match name {
+        "DOCKER_CONTEXT" => Some(OsString::from("remote")),
+        "ANTHROPIC_API_KEY" => Some(OsString::from("sk-secret")),
+        _ => None,
+    };
+    let client = Client::find(&host, lookup).unwrap();
+    let command = client.job_command(Vec::new());
+    let envs: Vec<(String, String)> = command
+        .as_std()
+        .get_envs()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.map(|v| v.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            )
+        })
+        .collect();
+    let path = dir.path().display().to_string();
+    assert_eq!(
+        envs,
+        [
+            ("DOCKER_CONTEXT".to_owned(), "remote".to_owned()),
+            ("HOME".to_owned(), "/home/u".to_owned()),
+            ("PATH".to_owned(), path),
+        ]
+    );
+}
+
+/// The client checks its flags before it connects, so reaching "cannot
+/// connect" means the real docker accepted every argument mecha builds
+/// (an unknown flag or a mangled `--mount` stops it earlier).
+#[test]
+fn the_real_client_accepts_every_argument_vector() {
+    let host = HostEnv::current();
+    if !real_client(&host) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let client = Client::find(&host, absent_engine(&dir)).unwrap();
+    let workspace = dir.path().join("work,space");
+    let readable = [dir.path().join("a \"quoted\" dir")];
+    let env_file = dir.path().join("env");
+    std::fs::write(&env_file, "A=1\n").unwrap();
+    let spec = argv::RunSpec {
+        image: "debian:stable-slim",
+        user: "1000:1000",
+        workspace: &workspace,
+        network: false,
+        readable: &readable,
+        writable: &[],
+        label: "mecha.run=1",
+    };
+    let id = "ab12".repeat(16);
+    let env: BTreeMap<OsString, OsString> = [("A".into(), "1".into())].into_iter().collect();
+    let vectors = [
+        argv::version_args(),
+        argv::image_args("debian:stable-slim"),
+        argv::run_args(&spec),
+        argv::run_args(&argv::RunSpec {
+            network: true,
+            ..spec
+        }),
+        argv::exec_args(
+            &id,
+            &workspace,
+            &env_file,
+            1,
+            &env,
+            "bash".as_ref(),
+            &["-c".into(), "true".into()],
+        ),
+        argv::kill_args(&id, 1),
+        argv::rm_args(std::slice::from_ref(&id)),
+    ];
+    for args in vectors {
+        let detail = client.run(&args, QUICK).unwrap_err();
+        assert!(detail.contains("absent.sock"), "{args:?}: {detail}");
+    }
+}
