@@ -10,9 +10,11 @@
 //! that says what confinement does to a tool's capabilities.
 //!
 //! It does not decide which tools are confined (the shell tool and the MCP
-//! hub ask for it), it does not spawn or kill processes (the caller spawns
-//! the returned command in its own process group), and it holds no secrets:
-//! the environment inside is exactly the one the caller hands over.
+//! hub ask for it), it does not spawn the confined program (the caller
+//! does, in its own process group; only the docker backend runs short
+//! `docker` calls of its own, to start, clean up after and remove its
+//! containers), and it holds no secrets: the environment inside is exactly
+//! the one the caller hands over.
 
 mod bwrap;
 mod config;
