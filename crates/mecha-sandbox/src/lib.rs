@@ -18,6 +18,10 @@ mod bwrap;
 mod config;
 mod docker;
 mod error;
+mod hint;
+mod probe;
+mod protect;
+mod seccomp;
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -216,6 +220,17 @@ impl Sandbox {
             .iter()
             .chain(&inner.writable)
             .any(|root| path.starts_with(root))
+    }
+
+    /// For a confined command's output that says a program was not found
+    /// (`bash: line 1: cargo: command not found`) which exists on mecha's
+    /// PATH where the sandbox does not show it: one sentence naming the
+    /// `[sandbox] readable` line that brings it in.
+    pub fn missing_program_hint(&self, output: &str) -> Option<String> {
+        let host = &self.inner.host;
+        hint::missing_program_hint(output, &host.path, host.home.as_deref(), |path| {
+            bwrap::SYSTEM_DIRS.iter().any(|dir| path.starts_with(dir)) || self.lists(path)
+        })
     }
 
     /// Wraps `job` in the confinement.
