@@ -185,3 +185,19 @@ for label, request in [("plain", termios.TIOCSTI), ("high", 0x100000000 | termio
     assert!(out.stdout.contains("plain refused"), "{out:?}");
     assert!(out.stdout.contains("high refused"), "{out:?}");
 }
+
+/// No capabilities (bwrap keeps them for root by default), no nested user
+/// namespace, and a session of its own (no terminal to type into).
+#[tokio::test]
+async fn no_capabilities_no_user_namespaces_and_a_new_session() {
+    let Some(sandbox) = bwrap() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let script = "grep CapEff /proc/self/status; \
+                  unshare -U true 2>/dev/null && echo NESTED-USERNS; \
+                  python3 -c 'import os; print(\"session\", os.getsid(0))'";
+    let out = run(&sandbox, ws.path(), script, false).await;
+    assert!(out.stdout.contains("CapEff:\t0000000000000000"), "{out:?}");
+    assert!(!out.stdout.contains("NESTED-USERNS"), "{out:?}");
+    // A session led from outside the pid namespace shows as 0.
+    assert!(out.stdout.contains("session ") && !out.stdout.contains("session 0\n"), "{out:?}");
+}
