@@ -173,8 +173,7 @@ async fn a_program_outside_gets_the_readable_line_that_brings_it_in() {
     let bin = home.join(".cargo/bin");
     std::fs::create_dir_all(&bin).unwrap();
     let tool = bin.join("mecha-test-tool");
-    std::fs::write(&tool, "#!/bin/sh\necho TOOL-RAN\n").unwrap();
-    std::fs::set_permissions(&tool, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    common::write_executable(&tool, "#!/bin/sh\necho TOOL-RAN\n");
     let host = HostEnv {
         path: std::env::join_paths([bin.as_os_str(), "/usr/bin".as_ref()]).unwrap(),
         home: Some(home.clone()),
@@ -219,4 +218,26 @@ fn without_bwrap_on_path_start_names_the_package() {
     let err = mecha_sandbox::Sandbox::start(&config, host).unwrap_err();
     assert_eq!(err, SandboxError::BwrapMissing);
     assert!(err.to_string().contains("apt-get install bubblewrap"));
+}
+
+/// The start-up probe runs bwrap once and turns its failure into the
+/// error naming the fix (here a bwrap that cannot mount /proc, as in a
+/// container): no sandbox at all rather than one sharing the host's /proc.
+#[test]
+fn start_fails_where_bwrap_cannot_mount_a_fresh_proc() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fake = tmp.path().join("bwrap");
+    let script = "#!/bin/sh\necho \"bwrap: Can't mount proc on /newroot/proc: Operation not permitted\" >&2\nexit 1\n";
+    common::write_executable(&fake, script);
+    let config = SandboxConfig {
+        kind: Some(mecha_sandbox::SandboxKind::Bwrap),
+        ..SandboxConfig::default()
+    };
+    let host = HostEnv {
+        path: tmp.path().as_os_str().to_owned(),
+        home: None,
+    };
+    let err = mecha_sandbox::Sandbox::start(&config, host).unwrap_err();
+    assert!(matches!(err, SandboxError::ProcUnavailable { .. }), "{err}");
+    assert!(err.to_string().contains("systempaths=unconfined"), "{err}");
 }

@@ -199,5 +199,8 @@ async fn no_capabilities_no_user_namespaces_and_a_new_session() {
     assert!(out.stdout.contains("CapEff:\t0000000000000000"), "{out:?}");
     assert!(!out.stdout.contains("NESTED-USERNS"), "{out:?}");
     // A session led from outside the pid namespace shows as 0.
-    assert!(out.stdout.contains("session ") && !out.stdout.contains("session 0\n"), "{out:?}");
+    assert!(
+        out.stdout.contains("session ") && !out.stdout.contains("session 0\n"),
+        "{out:?}"
+    );
 }

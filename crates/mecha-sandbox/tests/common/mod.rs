@@ -111,3 +111,23 @@ pub async fn eventually(mut done: impl FnMut() -> bool) -> bool {
     }
     done()
 }
+
+/// Writes an executable script from a child shell, so no descriptor open
+/// for writing exists in this process for a concurrent fork to inherit
+/// (which would make running it fail with "Text file busy").
+pub fn write_executable(path: &Path, content: &str) {
+    use std::io::Write;
+    let mut child = std::process::Command::new("/bin/sh")
+        .args(["-c", "cat > \"$1\" && chmod 755 \"$1\"", "sh"])
+        .arg(path)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(content.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+}
