@@ -113,7 +113,10 @@ fn rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, SandboxError>
     // Typing into a terminal (TIOCSTI) and TIOCLINUX's selection paste.
     // Dword compares the low 32 bits only, as the kernel reads the request:
     // a full 64-bit compare is what CVE-2019-10063 slipped past.
-    let ioctl = [libc::TIOCSTI as u64, libc::TIOCLINUX as u64]
+    // libc's Ioctl is c_ulong with glibc and c_int with musl.
+    #[allow(clippy::unnecessary_cast)]
+    let requests = [libc::TIOCSTI as u64, libc::TIOCLINUX as u64];
+    let ioctl = requests
         .into_iter()
         .map(|request| arg_is(1, request))
         .collect::<Result<_, _>>()?;
