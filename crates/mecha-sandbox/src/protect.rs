@@ -73,7 +73,7 @@ pub(crate) fn plan(
     };
     let mut mounts = Vec::new();
     let mut registry = placeholders();
-    mounts.push(ws.entry(&mut registry, Path::new("mecha.toml"), Kind::File, lease)?);
+    mounts.extend(ws.entry(&mut registry, Path::new("mecha.toml"), Kind::File, lease)?);
     let dot_git = Path::new(".git");
     match fs::symlink_metadata(host.join(dot_git)) {
         Ok(meta) if meta.is_dir() && !registry.contains_key(&host.join(dot_git)) => {
@@ -82,18 +82,18 @@ pub(crate) fn plan(
                 dest: inside.join(dot_git),
             });
             for (name, kind) in [("hooks", Kind::Dir), ("config", Kind::File)] {
-                mounts.push(ws.entry(&mut registry, &dot_git.join(name), kind, lease)?);
+                mounts.extend(ws.entry(&mut registry, &dot_git.join(name), kind, lease)?);
             }
         }
         Ok(meta) if meta.is_file() => {
-            mounts.push(ws.entry(&mut registry, dot_git, Kind::File, lease)?);
+            mounts.extend(ws.entry(&mut registry, dot_git, Kind::File, lease)?);
             drop(registry);
             mounts.extend(ws.gitdir(&host.join(dot_git))?);
         }
         // Missing (or our own placeholder): one read-only empty directory
         // stands for `.git/hooks` and `.git/config` both; a symlink is
         // refused there.
-        _ => mounts.push(ws.entry(&mut registry, dot_git, Kind::Dir, lease)?),
+        _ => mounts.extend(ws.entry(&mut registry, dot_git, Kind::Dir, lease)?),
     }
     Ok(mounts)
 }
@@ -108,7 +108,7 @@ impl Workspace<'_> {
         rel: &Path,
         kind: Kind,
         lease: &mut Lease,
-    ) -> Result<Mount, SandboxError> {
+    ) -> Result<Option<Mount>, SandboxError> {
         let host = self.host.join(rel);
         let mount = Mount::ReadOnly {
             source: host.clone(),
@@ -117,20 +117,33 @@ impl Workspace<'_> {
         if let Some(held) = registry.get_mut(&host) {
             held.count += 1;
             lease.hold(Placeholder { path: host });
-            return Ok(mount);
+            return Ok(Some(mount));
         }
         match fs::symlink_metadata(&host) {
             Ok(meta) if meta.file_type().is_symlink() => {
                 Err(SandboxError::ProtectedSymlink { path: host })
             }
-            Ok(_) => Ok(mount),
+            Ok(_) => Ok(Some(mount)),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 let created = match kind {
                     Kind::Dir => fs::create_dir(&host),
                     Kind::File => fs::File::create_new(&host).map(drop),
                 }
                 .and_then(|()| fs::symlink_metadata(&host));
-                let meta = created.map_err(|e| protect_failed(&host, &e))?;
+                let meta = match created {
+                    Ok(meta) => meta,
+                    // What mecha cannot create here, the program (same
+                    // user, no capabilities) cannot either: nothing to mask.
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::ReadOnlyFilesystem | io::ErrorKind::PermissionDenied
+                        ) =>
+                    {
+                        return Ok(None);
+                    }
+                    Err(e) => return Err(protect_failed(&host, &e)),
+                };
                 registry.insert(
                     host.clone(),
                     Held {
@@ -141,7 +154,7 @@ impl Workspace<'_> {
                     },
                 );
                 lease.hold(Placeholder { path: host });
-                Ok(mount)
+                Ok(Some(mount))
             }
             Err(e) => Err(protect_failed(&host, &e)),
         }
