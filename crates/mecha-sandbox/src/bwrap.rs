@@ -14,13 +14,7 @@ use command_fds::{CommandFdExt, FdMapping};
 
 use crate::protect::{self, Mount};
 use crate::seccomp::Filters;
-use crate::{Confined, HostEnv, Job, Lease, SandboxError};
-
-/// The system directories, read-only inside. A merged-/usr system has
-/// `/bin` and friends as symlinks, which are recreated as symlinks.
-pub(crate) const SYSTEM_DIRS: [&str; 9] = [
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
-];
+use crate::{Confined, HostEnv, Job, Lease, SYSTEM_DIRS, SandboxError};
 
 #[derive(Debug)]
 pub(crate) struct Bwrap {

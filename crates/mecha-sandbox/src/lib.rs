@@ -37,6 +37,12 @@ pub use error::SandboxError;
 /// PATH it gets from them.
 pub const SYSTEM_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
+/// The host directories a confined program sees, read-only. A merged-/usr
+/// system has `/bin` and friends as symlinks, recreated as symlinks.
+pub(crate) const SYSTEM_DIRS: [&str; 9] = [
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+];
+
 /// What the sandbox needs to know about the machine mecha runs on.
 #[derive(Debug, Clone)]
 pub struct HostEnv {
@@ -212,6 +218,26 @@ impl Sandbox {
         std::env::join_paths(dirs).unwrap_or_else(|_| OsString::from(SYSTEM_PATH))
     }
 
+    /// Whether a program at `path` on the host is visible inside, for a job
+    /// in `workspace`.
+    pub fn shows(&self, path: &Path, workspace: &Path) -> bool {
+        path.starts_with(workspace) || self.shows_in_any_workspace(path)
+    }
+
+    /// Whether `[sandbox]` lists any `readable` or `writable` path.
+    pub fn lists_paths(&self) -> bool {
+        !(self.inner.readable.is_empty() && self.inner.writable.is_empty())
+    }
+
+    /// Visible whatever the workspace: a system directory or a listed
+    /// path. A container shows whatever its image holds, which only the
+    /// image can say.
+    fn shows_in_any_workspace(&self, path: &Path) -> bool {
+        self.inner.kind == SandboxKind::Docker
+            || SYSTEM_DIRS.iter().any(|dir| path.starts_with(dir))
+            || self.lists(path)
+    }
+
     /// Whether a host path is inside a `readable` or `writable` line.
     fn lists(&self, path: &Path) -> bool {
         let inner = &self.inner;
@@ -229,7 +255,7 @@ impl Sandbox {
     pub fn missing_program_hint(&self, output: &str) -> Option<String> {
         let host = &self.inner.host;
         hint::missing_program_hint(output, &host.path, host.home.as_deref(), |path| {
-            bwrap::SYSTEM_DIRS.iter().any(|dir| path.starts_with(dir)) || self.lists(path)
+            self.shows_in_any_workspace(path)
         })
     }
 
