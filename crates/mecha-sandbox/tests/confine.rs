@@ -76,6 +76,7 @@ async fn host_unix_sockets_are_unreachable() {
     let in_tmp = Path::new("/tmp").join(format!("mecha-test-{}.sock", std::process::id()));
     let _ = std::fs::remove_file(&in_tmp);
     let _in_tmp = UnixListener::bind(&in_tmp).unwrap();
+    let _remove = RemoveOnDrop(in_tmp.clone());
     let name = format!("mecha-test-abstract-{}", std::process::id());
     let _abstract =
         UnixListener::bind_addr(&SocketAddr::from_abstract_name(&name).unwrap()).unwrap();
@@ -107,7 +108,15 @@ for target in [{beside:?}, {in_tmp:?}, "\0{name}"]:
         .unwrap();
     let host = String::from_utf8_lossy(&host.stdout);
     assert_eq!(host.matches("CONNECTED").count(), 3, "{host}");
-    std::fs::remove_file(&in_tmp).unwrap();
+}
+
+/// The socket in the host /tmp goes even when the test fails.
+struct RemoveOnDrop(std::path::PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 #[tokio::test]
