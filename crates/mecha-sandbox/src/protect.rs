@@ -4,7 +4,8 @@
 //! Git's hooks and config run and configure programs outside the sandbox
 //! the next time the user runs git, a worktree's `.git` file says where
 //! those live, and the workspace `mecha.toml` configures mecha itself. Each
-//! is re-bound read-only over the writable workspace. Three details decide
+//! is re-bound read-only over the writable workspace (see
+//! [`GIT_DIR_PROTECTED`] for the list inside `.git`). Three details decide
 //! whether that holds:
 //!
 //! - a directory between the workspace and a protected path could be
@@ -27,6 +28,19 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use crate::{Lease, SandboxError};
+
+/// Inside a `.git` directory: what runs programs, or says where to find
+/// what does. `commondir`, absent in a plain repository, would make git
+/// take hooks and config from any directory it names (a copy in the
+/// workspace, say); `modules` holds each submodule's own gitdir, hooks and
+/// config included, and one planted there is reused by the next
+/// `git submodule update`.
+const GIT_DIR_PROTECTED: [(&str, Kind); 4] = [
+    ("hooks", Kind::Dir),
+    ("config", Kind::File),
+    ("commondir", Kind::File),
+    ("modules", Kind::Dir),
+];
 
 /// One protection mount, applied after the workspace bind, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,7 +95,7 @@ pub(crate) fn plan(
                 source: host.join(dot_git),
                 dest: inside.join(dot_git),
             });
-            for (name, kind) in [("hooks", Kind::Dir), ("config", Kind::File)] {
+            for (name, kind) in GIT_DIR_PROTECTED {
                 mounts.extend(ws.entry(&mut registry, &dot_git.join(name), kind, lease)?);
             }
         }
@@ -353,9 +367,13 @@ mod tests {
                 ro("mecha.toml", ws),
                 pin,
                 ro(".git/hooks", ws),
-                ro(".git/config", ws)
+                ro(".git/config", ws),
+                ro(".git/commondir", ws),
+                ro(".git/modules", ws),
             ]
         );
+        assert!(ws.join(".git/commondir").is_file(), "masked while missing");
+        assert!(ws.join(".git/modules").is_dir(), "masked while missing");
     }
 
     #[test]
@@ -387,7 +405,9 @@ mod tests {
         drop(lease);
         assert!(ws.join(".git/hooks/keep").is_file());
         assert!(ws.join("mecha.toml").is_file());
-        assert!(!ws.join(".git/config").exists(), "the empty one is removed");
+        for gone in [".git/config", ".git/commondir", ".git/modules"] {
+            assert!(!ws.join(gone).exists(), "the empty {gone} is removed");
+        }
     }
 
     #[test]

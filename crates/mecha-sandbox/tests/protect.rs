@@ -42,6 +42,9 @@ try 'mv .git/config .git/config.old'
 try 'mv mecha.toml elsewhere'
 try 'mv .git .git-away && mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit'
 try 'git config core.hooksPath /tmp'
+mkdir evil && cp -r .git/. evil/ && chmod -R u+w evil
+try 'echo ../evil > .git/commondir'
+try 'mkdir -p .git/modules/sub/hooks'
 echo x > .git/objects-are-writable && echo OBJECTS-OK
 "#;
 
@@ -66,6 +69,14 @@ async fn hooks_config_and_mecha_toml_cannot_be_changed_from_inside() {
         fs::read_to_string(ws.join("mecha.toml")).unwrap(),
         "[agent]\n"
     );
+    let common = Command::new("git")
+        .args(["rev-parse", "--git-common-dir"])
+        .current_dir(ws)
+        .output()
+        .unwrap();
+    let common = String::from_utf8_lossy(&common.stdout);
+    assert_eq!(common, ".git\n", "hooks and config still come from .git");
+    assert!(!ws.join(".git/modules").exists() && !ws.join(".git/commondir").exists());
 }
 
 #[tokio::test]
