@@ -1,13 +1,30 @@
 //! The bubblewrap backend: the argument vector that confines one job.
+//!
+//! Mount order matters, because a later mount wins: the system directories
+//! read-only (never all of `/`, so HOME, `/root`, `/run`, the host's `/tmp`
+//! and every socket in them are simply absent), a fresh `/proc`, `/dev` and
+//! `/tmp`, the extra paths, the workspace read-write, and last the
+//! protected paths inside it (protect.rs).
 
 use std::ffi::OsString;
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 
+use command_fds::{CommandFdExt, FdMapping};
+
+use crate::protect::{self, Mount};
+use crate::seccomp::Filters;
 use crate::{Confined, HostEnv, Job, Lease, SYSTEM_DIRS, SandboxError};
 
 #[derive(Debug)]
 pub(crate) struct Bwrap {
-    program: PathBuf,
+    pub(crate) program: PathBuf,
+    pub(crate) filters: Filters,
+    /// The system directories and the fresh /proc, /dev and /tmp: the
+    /// same for every job, so worked out once.
+    layout: Vec<OsString>,
+    /// What DNS needs beyond /etc, for jobs with network.
+    dns: Vec<OsString>,
 }
 
 impl Bwrap {
@@ -17,7 +34,45 @@ impl Bwrap {
             .map(|dir| dir.join("bwrap"))
             .find(|candidate| candidate.is_file())
             .ok_or(SandboxError::BwrapMissing)?;
-        Ok(Self { program })
+        let bwrap = Self {
+            program,
+            filters: Filters::compile()?,
+            layout: layout(),
+            dns: resolv_conf(Path::new("/etc/resolv.conf")),
+        };
+        bwrap.probe()?;
+        Ok(bwrap)
+    }
+
+    /// The namespaces, the seccomp program on `seccomp_fd`, and the layout:
+    /// what every job gets, the start-up probe included.
+    pub(crate) fn base_args(&self, network: bool, seccomp_fd: RawFd) -> Vec<OsString> {
+        // --unshare-all includes the pid namespace, and with it a fresh
+        // /proc shows no host process. It only *tries* a user namespace,
+        // which as root it would skip, so that one is asked for; inside,
+        // no further user namespace and no capabilities (root keeps them
+        // by default).
+        let mut args: Vec<OsString> = [
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--cap-drop",
+            "ALL",
+            // setsid: no TIOCSTI into the terminal mecha runs in.
+            "--new-session",
+            "--die-with-parent",
+        ]
+        .map(OsString::from)
+        .into();
+        if network {
+            args.push("--share-net".into());
+        }
+        args.extend(["--seccomp".into(), seccomp_fd.to_string().into()]);
+        args.extend(self.layout.iter().cloned());
+        if network {
+            args.extend(self.dns.iter().cloned());
+        }
+        args
     }
 
     pub(crate) fn confine(
@@ -26,52 +81,238 @@ impl Bwrap {
         readable: &[PathBuf],
         writable: &[PathBuf],
     ) -> Result<Confined, SandboxError> {
-        let mut args: Vec<OsString> = Vec::new();
-        let mut push = |items: &[&std::ffi::OsStr]| args.extend(items.iter().map(|s| s.into()));
-        push(&[
-            "--unshare-all".as_ref(),
-            "--unshare-user".as_ref(),
-            "--disable-userns".as_ref(),
-            "--new-session".as_ref(),
-            "--die-with-parent".as_ref(),
-        ]);
-        if job.network {
-            push(&["--share-net".as_ref()]);
+        let fail = |reason: String| SandboxError::Confine {
+            program: job.program.to_string_lossy().into_owned(),
+            reason,
+        };
+        let shown = job.workspace.display();
+        if !job.workspace.is_absolute() {
+            return Err(fail(format!(
+                "the workspace `{shown}` is not an absolute path"
+            )));
         }
-        for dir in SYSTEM_DIRS {
-            let path = Path::new(dir);
-            match std::fs::read_link(path) {
-                Ok(target) => push(&["--symlink".as_ref(), target.as_os_str(), path.as_os_str()]),
-                Err(_) if path.is_dir() => {
-                    push(&["--ro-bind".as_ref(), path.as_os_str(), path.as_os_str()])
-                }
-                Err(_) => {}
-            }
-        }
-        push(&[
-            "--proc".as_ref(),
-            "/proc".as_ref(),
-            "--dev".as_ref(),
-            "/dev".as_ref(),
-            "--tmpfs".as_ref(),
-            "/tmp".as_ref(),
-        ]);
-        for path in readable {
-            push(&["--ro-bind-try".as_ref(), path.as_os_str(), path.as_os_str()]);
-        }
-        for path in writable {
-            push(&["--bind".as_ref(), path.as_os_str(), path.as_os_str()]);
-        }
-        let workspace = job.workspace.as_os_str();
-        push(&["--bind".as_ref(), workspace, workspace]);
-        push(&["--chdir".as_ref(), workspace, "--".as_ref(), job.program]);
-        args.extend(job.args.iter().cloned());
-
+        let host_ws = std::fs::canonicalize(job.workspace)
+            .map_err(|e| fail(format!("the workspace `{shown}` cannot be opened: {e}")))?;
+        let mut lease = Lease::default();
+        let protected = protect::plan(&host_ws, job.workspace, writable, &mut lease)?;
+        let seccomp = self.filters.fd(job.network)?;
+        let fd = seccomp.as_raw_fd();
+        let args = self.args(job, &host_ws, readable, writable, &protected, fd);
         let mut command = tokio::process::Command::new(&self.program);
         command.args(args).env_clear().envs(&job.env);
-        Ok(Confined {
-            command,
-            lease: Lease::default(),
-        })
+        // The descriptor keeps its number in the child, so nothing there
+        // is moved or closed to make room for it.
+        command
+            .fd_mappings(vec![FdMapping {
+                parent_fd: seccomp,
+                child_fd: fd,
+            }])
+            .map_err(|e| fail(e.to_string()))?;
+        Ok(Confined { command, lease })
+    }
+
+    fn args(
+        &self,
+        job: &Job<'_>,
+        host_ws: &Path,
+        readable: &[PathBuf],
+        writable: &[PathBuf],
+        protected: &[Mount],
+        seccomp_fd: RawFd,
+    ) -> Vec<OsString> {
+        let mut args = self.base_args(job.network, seccomp_fd);
+        let mut bind = |flag: &str, source: &Path, dest: &Path| {
+            args.extend([flag.into(), source.into(), dest.into()]);
+        };
+        for path in readable {
+            bind("--ro-bind-try", path, path);
+        }
+        for path in writable {
+            bind("--bind", path, path);
+        }
+        bind("--bind", host_ws, job.workspace);
+        for mount in protected {
+            match mount {
+                Mount::Pin { source, dest } => bind("--bind", source, dest),
+                Mount::ReadOnly { source, dest } => bind("--ro-bind", source, dest),
+            }
+        }
+        args.extend([
+            "--chdir".into(),
+            job.workspace.into(),
+            "--".into(),
+            job.program.into(),
+        ]);
+        args.extend(job.args.iter().cloned());
+        args
+    }
+}
+
+/// The system directories as they are on this machine, then the fresh
+/// /proc, /dev and /tmp.
+fn layout() -> Vec<OsString> {
+    let mut args: Vec<OsString> = Vec::new();
+    for dir in SYSTEM_DIRS {
+        let path = Path::new(dir);
+        match std::fs::read_link(path) {
+            Ok(target) => args.extend(["--symlink".into(), target.into(), path.into()]),
+            Err(_) if path.is_dir() => args.extend(["--ro-bind".into(), path.into(), path.into()]),
+            Err(_) => {}
+        }
+    }
+    for (flag, dest) in [("--proc", "/proc"), ("--dev", "/dev"), ("--tmpfs", "/tmp")] {
+        args.extend([flag.into(), dest.into()]);
+    }
+    args
+}
+
+/// /etc/resolv.conf is often a symlink into /run (systemd-resolved,
+/// resolvconf), which is not mounted: bind just the file it resolves to,
+/// at its own path and where the link points, so the chain resolves
+/// inside whichever directories it passes through.
+fn resolv_conf(link: &Path) -> Vec<OsString> {
+    let (Ok(target), Ok(real)) = (std::fs::read_link(link), std::fs::canonicalize(link)) else {
+        return Vec::new();
+    };
+    let parent = link.parent().unwrap_or(Path::new("/"));
+    let lexical = protect::normalize(&parent.join(target));
+    let shown = |p: &Path| SYSTEM_DIRS.iter().any(|dir| p.starts_with(dir));
+    let mut args: Vec<OsString> = Vec::new();
+    for dest in [&real, &lexical] {
+        if !shown(dest) && !args.iter().any(|a| a == dest.as_os_str()) {
+            args.extend(["--ro-bind".into(), real.as_os_str().into(), dest.into()]);
+        }
+    }
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::ffi::OsStr;
+
+    use super::*;
+
+    fn bwrap() -> Bwrap {
+        Bwrap {
+            program: "/usr/bin/bwrap".into(),
+            filters: Filters::compile().unwrap(),
+            layout: layout(),
+            dns: vec!["--ro-bind".into(), "/run/r".into(), "/run/r".into()],
+        }
+    }
+
+    fn argv(network: bool) -> Vec<String> {
+        let args = [OsString::from("-c"), OsString::from("true")];
+        let job = Job {
+            program: OsStr::new("bash"),
+            args: &args,
+            workspace: Path::new("/ws"),
+            env: BTreeMap::new(),
+            network,
+        };
+        let protected = [
+            Mount::Pin {
+                source: "/real/ws/.git".into(),
+                dest: "/ws/.git".into(),
+            },
+            Mount::ReadOnly {
+                source: "/real/ws/.git/hooks".into(),
+                dest: "/ws/.git/hooks".into(),
+            },
+        ];
+        bwrap()
+            .args(
+                &job,
+                Path::new("/real/ws"),
+                &["/r".into()],
+                &["/w".into()],
+                &protected,
+                7,
+            )
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    fn at(argv: &[String], seq: &[&str]) -> usize {
+        argv.windows(seq.len())
+            .position(|w| w == seq)
+            .unwrap_or_else(|| panic!("{seq:?} not in {argv:?}"))
+    }
+
+    #[test]
+    fn mounts_come_in_the_order_that_makes_protection_win() {
+        let argv = argv(false);
+        let order = [
+            at(&argv, &["--ro-bind", "/usr", "/usr"]),
+            at(&argv, &["--proc", "/proc"]),
+            at(&argv, &["--dev", "/dev"]),
+            at(&argv, &["--tmpfs", "/tmp"]),
+            at(&argv, &["--ro-bind-try", "/r", "/r"]),
+            at(&argv, &["--bind", "/w", "/w"]),
+            at(&argv, &["--bind", "/real/ws", "/ws"]),
+            at(&argv, &["--bind", "/real/ws/.git", "/ws/.git"]),
+            at(
+                &argv,
+                &["--ro-bind", "/real/ws/.git/hooks", "/ws/.git/hooks"],
+            ),
+            at(&argv, &["--chdir", "/ws", "--", "bash", "-c", "true"]),
+        ];
+        assert!(order.is_sorted(), "{order:?} in {argv:?}");
+        assert_eq!(argv.last().map(String::as_str), Some("true"));
+    }
+
+    #[test]
+    fn the_flags_isolate_and_only_a_network_job_shares_the_network() {
+        for network in [false, true] {
+            let argv = argv(network);
+            for flag in [
+                "--unshare-all",
+                "--unshare-user",
+                "--disable-userns",
+                "--new-session",
+            ] {
+                at(&argv, &[flag]);
+            }
+            at(&argv, &["--die-with-parent"]);
+            at(&argv, &["--cap-drop", "ALL"]);
+            at(&argv, &["--seccomp", "7"]);
+            assert_eq!(argv.contains(&"--share-net".to_owned()), network);
+            assert_eq!(
+                argv.contains(&"/run/r".to_owned()),
+                network,
+                "DNS only with network"
+            );
+            let root = argv
+                .windows(3)
+                .any(|w| w[1] == "/" && w[0].contains("bind"));
+            assert!(!root, "never all of /: {argv:?}");
+            for absent in ["/root", "/run", "/home", "/var"] {
+                assert!(!argv.contains(&absent.to_owned()), "{absent} in {argv:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_resolv_conf_link_into_run_binds_only_its_target() {
+        let tmp = tempfile::tempdir().unwrap();
+        let etc = tmp.path().join("etc");
+        let run = tmp.path().join("run/systemd/resolve");
+        std::fs::create_dir_all(&etc).unwrap();
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(run.join("stub-resolv.conf"), "nameserver 127.0.0.53\n").unwrap();
+        let link = etc.join("resolv.conf");
+        std::os::unix::fs::symlink("../run/systemd/resolve/stub-resolv.conf", &link).unwrap();
+        let target = run.join("stub-resolv.conf");
+        let expected: Vec<OsString> =
+            vec!["--ro-bind".into(), target.clone().into(), target.into()];
+        assert_eq!(resolv_conf(&link), expected);
+        std::fs::remove_file(&link).unwrap();
+        std::fs::write(&link, "nameserver 10.0.0.1\n").unwrap();
+        assert!(
+            resolv_conf(&link).is_empty(),
+            "a plain file comes with /etc"
+        );
     }
 }

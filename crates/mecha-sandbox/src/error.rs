@@ -20,6 +20,37 @@ pub enum SandboxError {
          [sandbox] kind to run unconfined"
     )]
     BwrapMissing,
+    #[error(
+        "[sandbox] kind = \"bwrap\" cannot run here: the kernel refuses user namespaces \
+         ({cause}). Allow them with `{fix}` (and a file in /etc/sysctl.d/ to keep it), or make \
+         bwrap setuid root (`chmod u+s {bwrap}`), or remove [sandbox] kind to run unconfined"
+    )]
+    UserNamespaces {
+        cause: String,
+        fix: String,
+        bwrap: PathBuf,
+    },
+    #[error(
+        "[sandbox] kind = \"bwrap\" cannot mount a fresh /proc here (bwrap: {detail}); this \
+         happens inside a container that masks /proc. Start the container with \
+         `--security-opt systempaths=unconfined` (docker, podman), or run mecha outside it; \
+         the sandbox never shares the host's /proc, which shows every process's environment"
+    )]
+    ProcUnavailable { detail: String },
+    #[error(
+        "[sandbox] kind = \"bwrap\" failed its start-up check (bwrap: {detail}); fix what \
+         bwrap names, or remove [sandbox] kind to run unconfined"
+    )]
+    BwrapFailed { detail: String },
+    #[error("[sandbox] kind = \"bwrap\": the seccomp filter: {0}")]
+    Seccomp(String),
+    #[error(
+        "`{}` is a symlink, and a read-only mount cannot protect it (the mount follows the \
+         link, and the link itself stays replaceable); replace it with the file or directory it \
+         points to, then run the command again",
+        path.display()
+    )]
+    ProtectedSymlink { path: PathBuf },
     #[error("the sandbox could not confine `{program}`: {reason}")]
     Confine { program: String, reason: String },
     #[error(

@@ -5,8 +5,10 @@
 //! error that names the fix: what cannot be honoured is never quietly run
 //! unconfined. [`Sandbox::confine`] wraps one program (a shell command, an
 //! MCP server) so that it sees the system directories read-only, the
-//! workspace it is given read-write, the configured extra paths, and no
-//! network unless the job asks for it. [`Sandbox::egress`] is the one place
+//! workspace it is given read-write (its git hooks and config and its
+//! mecha.toml read-only, even when they do not exist yet), the configured
+//! extra paths, and no network unless the job asks for it, under a seccomp
+//! filter as a second layer. [`Sandbox::egress`] is the one place
 //! that says what confinement does to a tool's capabilities.
 //!
 //! It does not decide which tools are confined (the shell tool and the MCP
@@ -20,6 +22,10 @@ mod bwrap;
 mod config;
 mod docker;
 mod error;
+mod hint;
+mod probe;
+mod protect;
+mod seccomp;
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -217,18 +223,23 @@ impl Sandbox {
     }
 
     /// Whether a program at `path` on the host is visible inside, for a job
-    /// in `workspace`. A container shows whatever its image holds, which
-    /// only the image can say.
+    /// in `workspace`.
     pub fn shows(&self, path: &Path, workspace: &Path) -> bool {
-        self.inner.kind == SandboxKind::Docker
-            || path.starts_with(workspace)
-            || SYSTEM_DIRS.iter().any(|dir| path.starts_with(dir))
-            || self.lists(path)
+        path.starts_with(workspace) || self.shows_in_any_workspace(path)
     }
 
     /// Whether `[sandbox]` lists any `readable` or `writable` path.
     pub fn lists_paths(&self) -> bool {
         !(self.inner.readable.is_empty() && self.inner.writable.is_empty())
+    }
+
+    /// Visible whatever the workspace: a system directory or a listed
+    /// path. A container shows whatever its image holds, which only the
+    /// image can say.
+    fn shows_in_any_workspace(&self, path: &Path) -> bool {
+        self.inner.kind == SandboxKind::Docker
+            || SYSTEM_DIRS.iter().any(|dir| path.starts_with(dir))
+            || self.lists(path)
     }
 
     /// Whether a host path is inside a `readable` or `writable` line.
@@ -241,10 +252,15 @@ impl Sandbox {
             .any(|root| path.starts_with(root))
     }
 
-    /// When a confined command could not find a program that mecha's PATH
-    /// has, the `readable` line that would bring it in.
-    pub fn missing_program_hint(&self, _output: &str) -> Option<String> {
-        None
+    /// For a confined command's output that says a program was not found
+    /// (`bash: line 1: cargo: command not found`) which exists on mecha's
+    /// PATH where the sandbox does not show it: one sentence naming the
+    /// `[sandbox] readable` line that brings it in.
+    pub fn missing_program_hint(&self, output: &str) -> Option<String> {
+        let host = &self.inner.host;
+        hint::missing_program_hint(output, &host.path, host.home.as_deref(), |path| {
+            self.shows_in_any_workspace(path)
+        })
     }
 
     /// Wraps `job` in the confinement.

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# What the bwrap sandbox adds to one shell call (target: under 5 ms), and
+# what its start-up probe costs. Alternates a confined and an unconfined
+# `bash -c true`, spawned and awaited with tokio as the shell tool does,
+# confine() included, and prints medians. Needs bubblewrap. Run from
+# anywhere:
+#   bash bench/sandbox.sh [runs, default 200]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+exec cargo run --release -q -p mecha-sandbox --example overhead -- "$@"

@@ -1,0 +1,77 @@
+//! What confinement adds to one shell call: `bash -c true` spawned and
+//! awaited, confined (Sandbox::confine included) and not, alternating, and
+//! the start-up probe. Run with bench/sandbox.sh.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::time::{Duration, Instant};
+
+use mecha_sandbox::{HostEnv, Job, Sandbox, SandboxConfig, SandboxKind};
+
+/// Median and minimum in ms: on a busy machine the minimum is the better
+/// estimate of the cost itself.
+fn summary(mut samples: Vec<Duration>) -> (f64, f64) {
+    samples.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    (ms(samples[samples.len() / 2]), ms(samples[0]))
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let runs: usize = std::env::args().nth(1).map_or(200, |n| n.parse().unwrap());
+    let config = SandboxConfig {
+        kind: Some(SandboxKind::Bwrap),
+        ..SandboxConfig::default()
+    };
+    let mut starts = Vec::new();
+    let mut sandbox = None;
+    for _ in 0..20 {
+        let at = Instant::now();
+        sandbox = Sandbox::start(&config, HostEnv::current()).unwrap();
+        starts.push(at.elapsed());
+    }
+    let sandbox = sandbox.unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let args = [OsString::from("-c"), OsString::from("true")];
+    let (mut plain, mut confined) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let at = Instant::now();
+        let status = tokio::process::Command::new("bash")
+            .args(&args)
+            .current_dir(ws.path())
+            .status()
+            .await
+            .unwrap();
+        assert!(status.success());
+        plain.push(at.elapsed());
+
+        let at = Instant::now();
+        let env = BTreeMap::from([(OsString::from("PATH"), sandbox.path_inside())]);
+        let job = Job {
+            program: "bash".as_ref(),
+            args: &args,
+            workspace: ws.path(),
+            env,
+            network: false,
+        };
+        let mut run = sandbox.confine(job).unwrap();
+        let status = run.command.status().await.unwrap();
+        drop(run.lease);
+        assert!(status.success());
+        confined.push(at.elapsed());
+    }
+    let (start, start_min) = summary(starts);
+    let (plain, plain_min) = summary(plain);
+    let (confined, confined_min) = summary(confined);
+    println!(
+        "Sandbox::start (probe included): median {start:.2} ms, min {start_min:.2} ms (20 runs)"
+    );
+    println!("bash -c true unconfined: median {plain:.2} ms, min {plain_min:.2} ms ({runs} runs)");
+    println!("bash -c true confined:   median {confined:.2} ms, min {confined_min:.2} ms");
+    println!(
+        "added per call: median {:.2} ms, min {:.2} ms (target: under 5 ms)",
+        confined - plain,
+        confined_min - plain_min
+    );
+}
