@@ -4,14 +4,14 @@
 mod model;
 mod unheeded;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mecha_core::Tool;
 use mecha_core::{
-    DEFAULT_SPILL_MAX_BYTES, FALLBACK_TURN_BUDGET, MIN_TURN_BUDGET, PermissionMode, RuleAction,
-    RuleConfig, budget_for_context_window,
+    DEFAULT_SPILL_MAX_BYTES, FALLBACK_TURN_BUDGET, ForcedCapabilities, MIN_TURN_BUDGET,
+    PermissionMode, RuleAction, RuleConfig, budget_for_context_window,
 };
 use mecha_mcp::McpServerConfig;
 use mecha_provider::ProviderSettings;
@@ -113,7 +113,15 @@ pub struct Settings {
     /// layer resolves to, the window's derivation included.
     project_budget: Option<usize>,
     pub builtins: BuiltinConfig,
+    /// `[tools.NAME] force` of both layers, by tool name.
+    pub forced: BTreeMap<String, ForcedCapabilities>,
+    /// `[agent] distrust_workspace`.
+    pub distrust_workspace: bool,
 }
+
+/// The tools whose results `[agent] distrust_workspace` marks untrusted:
+/// the ones that read the workspace.
+const WORKSPACE_READERS: [&str; 3] = ["fs_read", "fs_list", "shell"];
 
 impl Settings {
     /// Reads the global file (absent is fine) and the workspace's project
@@ -182,10 +190,13 @@ impl Settings {
             spill_max_bytes: tools.spill_max_bytes.unwrap_or(DEFAULT_SPILL_MAX_BYTES),
             project_budget: None,
             builtins: BuiltinConfig { shell, fetch },
+            forced: BTreeMap::new(),
+            distrust_workspace: agent.distrust_workspace.unwrap_or(false),
             global_file: path.clone(),
             project_file: None,
             provider: global.provider,
         };
+        settings.add_forced(&global.tools);
         for file in &global.mcp_files {
             settings.import_mcp_file(&expand_home(here, file), &path.display().to_string())?;
         }
@@ -253,7 +264,14 @@ impl Settings {
             &mut self.block_sends_after_private,
             agent.block_sends_after_private,
         );
+        narrowing.switch_on(
+            "[agent] distrust_workspace",
+            &mut self.distrust_workspace,
+            agent.distrust_workspace,
+        );
         let tools = project.tools;
+        // Forcing only distrusts further, so a project may add it.
+        self.add_forced(&tools);
         narrowing.enabled(
             &tools.enabled,
             self.tools_enabled.as_ref(),
@@ -302,6 +320,29 @@ impl Settings {
         );
         self.warnings.append(&mut narrowing.warnings);
         self.validate(path)
+    }
+
+    /// Adds what a layer's `[tools.NAME]` tables force to what is forced
+    /// already.
+    fn add_forced(&mut self, tools: &model::ToolsSection) {
+        for (name, force) in tools.forced() {
+            let entry = self.forced.entry(name.to_owned()).or_default();
+            *entry = entry.union(force);
+        }
+    }
+
+    /// What the run forces onto each tool by name: the `[tools.NAME]`
+    /// tables, and `untrusted_input` on the workspace readers under
+    /// `distrust_workspace`.
+    pub fn forcing(&self) -> BTreeMap<String, ForcedCapabilities> {
+        let mut forcing = self.forced.clone();
+        if self.distrust_workspace {
+            for name in WORKSPACE_READERS {
+                let entry = forcing.entry(name.to_owned()).or_default();
+                *entry = entry.union(ForcedCapabilities::UNTRUSTED);
+            }
+        }
+        forcing
     }
 
     /// Narrows the enabled set to `only` (`None` leaves it as it is).
@@ -482,5 +523,7 @@ fn parse_error(path: &Path, text: &str, e: &toml::de::Error) -> ConfigError {
     }
 }
 
+#[cfg(test)]
+mod force_tests;
 #[cfg(test)]
 mod tests;
