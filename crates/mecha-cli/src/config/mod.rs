@@ -1,6 +1,7 @@
 //! Configuration: `$MECHA_HOME/config.toml`, narrowed by the workspace's
 //! `mecha.toml`, narrowed again by flags. Each layer can only take away.
 
+mod distrust;
 mod model;
 mod unheeded;
 
@@ -118,10 +119,6 @@ pub struct Settings {
     /// `[agent] distrust_workspace`.
     pub distrust_workspace: bool,
 }
-
-/// The tools whose results `[agent] distrust_workspace` marks untrusted:
-/// the ones that read the workspace.
-const WORKSPACE_READERS: [&str; 3] = ["fs_read", "fs_list", "shell"];
 
 impl Settings {
     /// Reads the global file (absent is fine) and the workspace's project
@@ -320,29 +317,6 @@ impl Settings {
         );
         self.warnings.append(&mut narrowing.warnings);
         self.validate(path)
-    }
-
-    /// Adds what a layer's `[tools.NAME]` tables force to what is forced
-    /// already.
-    fn add_forced(&mut self, tools: &model::ToolsSection) {
-        for (name, force) in tools.forced() {
-            let entry = self.forced.entry(name.to_owned()).or_default();
-            *entry = entry.union(force);
-        }
-    }
-
-    /// What the run forces onto each tool by name: the `[tools.NAME]`
-    /// tables, and `untrusted_input` on the workspace readers under
-    /// `distrust_workspace`.
-    pub fn forcing(&self) -> BTreeMap<String, ForcedCapabilities> {
-        let mut forcing = self.forced.clone();
-        if self.distrust_workspace {
-            for name in WORKSPACE_READERS {
-                let entry = forcing.entry(name.to_owned()).or_default();
-                *entry = entry.union(ForcedCapabilities::UNTRUSTED);
-            }
-        }
-        forcing
     }
 
     /// Narrows the enabled set to `only` (`None` leaves it as it is).
