@@ -239,3 +239,32 @@ async fn forced_capabilities_show_in_the_json_and_a_misspelt_tool_is_named() {
     }
     assert_eq!(caps("fs_write")["untrusted_input"], false);
 }
+
+#[tokio::test]
+async fn an_open_world_mcp_tool_after_untrusted_content_is_refused_in_its_own_words() {
+    let mut e = env();
+    let record = e.ws.join("calls.log");
+    e.extra_config = format!(
+        "{}args = [\"--record\", {:?}]\n{PAGE}",
+        fixture_server("fix"),
+        record.display().to_string()
+    );
+    let todo = json!({"items": [{"content": "read the page", "status": "done"}]});
+    let mock = MockModel::start(vec![
+        tool_turn(&[("todo", todo)]),
+        tool_turn(&[("fix__echo_open", json!({"text": "hello"}))]),
+        MockReply::text("done"),
+    ])
+    .await;
+    let out = e.run(Api::Anthropic, &mock, "k", &["--yes", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (refusal, is_error) = results_in(&mock, 2).pop().unwrap();
+    assert!(is_error, "{refusal}");
+    assert!(
+        refusal.contains("`fix__echo_open` is marked open-world (`openWorldHint`)")
+            && refusal.contains("it also reads private data itself"),
+        "{refusal}"
+    );
+    let calls = std::fs::read_to_string(&record).unwrap_or_default();
+    assert!(!calls.contains("call echo_open"), "{calls}");
+}

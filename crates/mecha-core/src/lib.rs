@@ -1,5 +1,6 @@
 //! mecha's vocabulary, shared by every other crate: the [`Tool`] trait and
-//! its [`ToolOutput`], [`Capabilities`], the [`ToolCtx`] a call runs in (with
+//! its [`ToolOutput`], [`Capabilities`] (and the [`Forced`] wrapper by which
+//! config distrusts a tool further), the [`ToolCtx`] a call runs in (with
 //! the path jail, the spill directory and the output budget), the sorted
 //! [`Registry`], the provider-neutral conversation types, and running one
 //! turn's calls as a batch, and the tree of processes mecha starts (each in

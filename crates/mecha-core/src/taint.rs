@@ -109,9 +109,9 @@ pub fn interlock(
     }
     if caps.is_one_call_trifecta() && taint.untrusted_input {
         return InterlockVerdict::NeedsFreshDecision(format!(
-            "refused by mecha's interlock: `{name}` {} and reads private data itself, and this \
-             conversation already holds untrusted content, so an instruction hidden in it could \
-             have this one call read a secret and send it. Such a call needs a fresh decision \
+            "refused by mecha's interlock: `{name}` {}; it also reads private data itself, and \
+             this conversation already holds untrusted content, so an instruction hidden in it \
+             could have this one call read a secret and send it. Such a call needs a fresh decision \
              from the user (neither --yes, an \"always\" answer nor an allow rule stands in for \
              one), and this run has nobody to ask. {CANNOT_SEND_FIX}",
             tool.send_reason()
@@ -289,7 +289,8 @@ mod tests {
             panic!("not asked afresh");
         };
         assert!(
-            refusal.contains("`shell` sends data to a destination the model chooses and reads"),
+            refusal
+                .contains("`shell` sends data to a destination the model chooses; it also reads"),
             "{refusal}"
         );
         assert!(refusal.contains("[sandbox] kind = \"bwrap\""), "{refusal}");
@@ -300,7 +301,7 @@ mod tests {
             panic!("not asked afresh");
         };
         assert!(
-            refusal.contains("`x__browse` is marked open-world and"),
+            refusal.contains("`x__browse` is marked open-world; it also reads"),
             "{refusal}"
         );
         // A send that reads nothing private is no trifecta by itself.
