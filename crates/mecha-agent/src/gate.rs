@@ -1,13 +1,17 @@
 //! The dispatch gate: for every call, in call order, validation, then the
 //! interlock, then the hook, then the declared paths resolved through the
 //! jail, then the `[[rule]]`s, then the approver. Each stage can only
-//! refuse; a later stage never overrides an earlier refusal.
+//! refuse; a later stage never overrides an earlier refusal. A call the
+//! interlock finds to be the whole trifecta by itself goes through the hook
+//! and the rules (a `forbid` still forbids), and then only a fresh human
+//! decision lets it run: it takes the place of the allow rule, the `prompt`
+//! rule's question or the approver, so it is asked once.
 
 use std::sync::Arc;
 
 use mecha_core::{
-    Approver, Decision, PermissionMode, Registry, RuleAction, Rules, Spellings, Taint, Tool,
-    ToolCall, ToolCtx, interlock, read_only_refusal, unknown_tool,
+    Approver, Decision, FreshReason, InterlockVerdict, PermissionMode, Registry, RuleAction, Rules,
+    Spellings, Taint, Tool, ToolCall, ToolCtx, interlock, read_only_refusal, unknown_tool,
 };
 
 use crate::events::{GateStage, GateVerdict};
@@ -70,9 +74,12 @@ impl Gate {
         if let Err(problem) = self.schemas.check(tool, &call.input) {
             return blocked(Validation, problem);
         }
-        if let Some(reason) = interlock(taint, tool, self.block_sends_after_private) {
-            return blocked(Interlock, reason);
-        }
+        // With nobody to give the fresh decision, this is the refusal.
+        let needs_fresh = match interlock(taint, tool, self.block_sends_after_private) {
+            InterlockVerdict::Refused(reason) => return blocked(Interlock, reason),
+            InterlockVerdict::NeedsFreshDecision(refusal) => Some(refusal),
+            InterlockVerdict::Clear => None,
+        };
         if let Some(hook) = &self.hook {
             if let Some(reason) = hook.pre_tool(tool, &call.input).await {
                 return blocked(Hook, format!("refused by a hook: {reason}"));
@@ -92,27 +99,41 @@ impl Gate {
         if self.mode == PermissionMode::ReadOnly && !tool.read_only() {
             return blocked(Approval, read_only_refusal(tool.name()));
         }
-        match self.rules.evaluate(tool.name(), &call.input, &spellings) {
-            Some(RuleAction::Forbid) => blocked(
+        match (
+            self.rules.evaluate(tool.name(), &call.input, &spellings),
+            needs_fresh,
+        ) {
+            (Some(RuleAction::Forbid), _) => blocked(
                 Rule,
                 format!(
                     "`{}` with these arguments is forbidden by a [[rule]] in your config",
                     tool.name()
                 ),
             ),
-            Some(RuleAction::Prompt) => match self.approver.ask_fresh(tool, &call.input).await {
-                Some(decision) => verdict(Rule, decision),
-                None => blocked(
-                    Rule,
-                    format!(
-                        "a [[rule]] requires a fresh human decision for this `{}` call, and this \
-                         run has nobody to ask",
-                        tool.name()
+            // In place of whatever else would have answered: one question.
+            (_, Some(refusal)) => {
+                let why = FreshReason::OneCallTrifecta;
+                match self.approver.ask_fresh(tool, &call.input, why).await {
+                    Some(decision) => verdict(Interlock, decision),
+                    None => blocked(Interlock, refusal),
+                }
+            }
+            (Some(RuleAction::Prompt), None) => {
+                let why = FreshReason::Rule;
+                match self.approver.ask_fresh(tool, &call.input, why).await {
+                    Some(decision) => verdict(Rule, decision),
+                    None => blocked(
+                        Rule,
+                        format!(
+                            "a [[rule]] requires a fresh human decision for this `{}` call, and \
+                             this run has nobody to ask",
+                            tool.name()
+                        ),
                     ),
-                ),
-            },
-            Some(RuleAction::Allow) => GateVerdict::Allowed { stage: Rule },
-            None => verdict(Approval, self.approver.approve(tool, &call.input).await),
+                }
+            }
+            (Some(RuleAction::Allow), None) => GateVerdict::Allowed { stage: Rule },
+            (None, None) => verdict(Approval, self.approver.approve(tool, &call.input).await),
         }
     }
 }

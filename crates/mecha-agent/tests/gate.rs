@@ -39,33 +39,6 @@ fn tool_call(name: &str, input: Value) -> ToolCall {
     }
 }
 
-/// An approver standing in for a terminal: answers `answer`, and a fresh
-/// question with `fresh` (None: nobody there). Records what it was asked.
-struct Scripted {
-    mode: PermissionMode,
-    answer: Decision,
-    fresh: Option<Decision>,
-    asked: Mutex<Vec<String>>,
-}
-
-#[async_trait]
-impl Approver for Scripted {
-    async fn approve(&self, tool: &dyn Tool, input: &Value) -> Decision {
-        if self.mode != PermissionMode::Ask || tool.read_only() {
-            return ModeApprover(self.mode).approve(tool, input).await;
-        }
-        self.asked.lock().unwrap().push(tool.name().to_owned());
-        self.answer.clone()
-    }
-    async fn ask_fresh(&self, tool: &dyn Tool, _input: &Value) -> Option<Decision> {
-        self.asked
-            .lock()
-            .unwrap()
-            .push(format!("fresh:{}", tool.name()));
-        self.fresh.clone()
-    }
-}
-
 fn rules(action: Option<RuleAction>) -> Rules {
     let configs: Vec<RuleConfig> = action
         .into_iter()

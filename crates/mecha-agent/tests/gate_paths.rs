@@ -44,7 +44,12 @@ impl Approver for Counting {
             .push(format!("{} {input}", tool.name()));
         Decision::Allow
     }
-    async fn ask_fresh(&self, tool: &dyn Tool, input: &Value) -> Option<Decision> {
+    async fn ask_fresh(
+        &self,
+        tool: &dyn Tool,
+        input: &Value,
+        _why: mecha_core::FreshReason,
+    ) -> Option<Decision> {
         self.asked
             .lock()
             .unwrap()

@@ -1,6 +1,7 @@
 //! Over random sequences of tool calls, a chosen send runs exactly when the
 //! executions before its turn have not brought both private data and
-//! untrusted content into the conversation.
+//! untrusted content into the conversation, and one that reads private data
+//! itself only while no untrusted content is there (nobody is asked afresh).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -38,7 +39,7 @@ const fn caps(private_data: bool, untrusted_input: bool, egress: Egress) -> Capa
     }
 }
 
-const KINDS: [Kind; 9] = [
+const KINDS: [Kind; 10] = [
     kind_of("private_src", caps(true, false, Egress::None), Ends::Ok),
     kind_of(
         "private_errors",
@@ -58,6 +59,7 @@ const KINDS: [Kind; 9] = [
     ),
     kind_of("chosen_sink", caps(false, false, Egress::Chosen), Ends::Ok),
     kind_of("fetch_like", caps(false, true, Egress::Chosen), Ends::Ok),
+    kind_of("shell_like", caps(true, false, Egress::Chosen), Ends::Ok),
     kind_of("blind_sink", caps(false, false, Egress::Blind), Ends::Ok),
     kind_of("neutral", caps(false, false, Egress::None), Ends::Ok),
 ];
@@ -127,6 +129,8 @@ proptest! {
                 let asked = calls.iter().filter(|&&c| c == k).count();
                 if armed {
                     prop_assert_eq!(ran, 0, "turn {}: {} ran while armed", turn, KINDS[k].name);
+                } else if untrusted && KINDS[k].caps.is_one_call_trifecta() {
+                    prop_assert_eq!(ran, 0, "turn {}: {} read and sent after untrusted content", turn, KINDS[k].name);
                 } else {
                     prop_assert_eq!(ran, asked, "turn {}: {} refused while not armed", turn, KINDS[k].name);
                 }

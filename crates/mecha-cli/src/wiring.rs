@@ -1,14 +1,17 @@
 //! Turning settings into concrete tools, MCP servers, a provider and an
 //! agent. The only place that names them.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use mecha_agent::{Agent, Gate, Limits, ToolRefresh};
-use mecha_core::{Approver, ModeApprover, PermissionMode, Registry, Rules, ToolCtx};
+use mecha_core::{
+    Approver, Forced, ForcedCapabilities, ModeApprover, PermissionMode, Registry, Rules, Tool,
+    ToolCtx,
+};
 use mecha_mcp::{McpHub, NameConflict, ServerState, SpawnOptions};
 use mecha_provider::ProviderError;
 use mecha_sandbox::{HostEnv, Sandbox};
@@ -28,6 +31,39 @@ pub struct Toolbox {
     pub rules: Rules,
     /// What confines the shell and sandboxed servers; `None` is unconfined.
     pub sandbox: Option<Sandbox>,
+    /// What config forces on tools, for tools announced later.
+    pub forcing: Forcing,
+}
+
+/// Capabilities config forces onto tools by name (`[tools.NAME] force`,
+/// `distrust_workspace`), put on each tool as it joins the run: at start,
+/// and again when an MCP server's list changes.
+#[derive(Debug, Clone, Default)]
+pub struct Forcing(BTreeMap<String, ForcedCapabilities>);
+
+impl Forcing {
+    /// What config forces on the tool of this name, if anything.
+    pub fn of(&self, name: &str) -> Option<ForcedCapabilities> {
+        self.0.get(name).copied()
+    }
+
+    fn apply(&self, tool: Arc<dyn Tool>) -> Arc<dyn Tool> {
+        match self.of(tool.name()) {
+            Some(forced) => Forced::wrap(tool, forced),
+            None => tool,
+        }
+    }
+
+    /// `registry` with every tool forced as config says.
+    fn registry(&self, registry: &Registry) -> Result<Registry, Failure> {
+        let mut forced = Registry::new();
+        for tool in registry.iter() {
+            forced
+                .register(self.apply(Arc::clone(tool)))
+                .map_err(|e| Failure::Run(anyhow::Error::new(e)))?;
+        }
+        Ok(forced)
+    }
 }
 
 impl Toolbox {
@@ -82,6 +118,8 @@ pub async fn build_toolbox(
         Some(Arc::new(hub))
     };
     check_names(settings, flags, &registry)?;
+    let forcing = Forcing(settings.forcing());
+    let mut registry = forcing.registry(&registry)?;
     let rules = Rules::compile(&settings.rules).map_err(|e| Failure::Usage(e.to_string()))?;
     warn_unmatched_rules(settings, &rules, &registry);
     if !flags.is_empty() {
@@ -95,6 +133,7 @@ pub async fn build_toolbox(
         filter,
         rules,
         sandbox,
+        forcing,
     })
 }
 
@@ -145,6 +184,18 @@ fn check_names(settings: &Settings, flags: &[String], registry: &Registry) -> Re
             known.join(", ")
         )));
     }
+    // A misspelt `force` distrusts nothing, so it is named too.
+    for name in settings.forced.keys().filter(|n| !exists(n)) {
+        let why = if of_a_server(name) {
+            "its MCP server did not offer it"
+        } else {
+            "there is no tool of that name; check the spelling"
+        };
+        crate::output::err_line(&format!(
+            "mecha: warning: [tools.{name}] forces capabilities on `{name}`, which is not \
+             available: {why}"
+        ));
+    }
     let configured = settings
         .tools_enabled
         .iter()
@@ -170,6 +221,7 @@ fn check_names(settings: &Settings, flags: &[String], registry: &Registry) -> Re
 struct McpRefresh {
     hub: Arc<McpHub>,
     filter: ToolFilter,
+    forcing: Forcing,
     /// The MCP tool names in the registry now.
     current: Mutex<BTreeSet<String>>,
 }
@@ -184,7 +236,10 @@ impl ToolRefresh for McpRefresh {
         let mut next = registry.clone();
         next.retain(|t| !current.contains(t.name()));
         let mut names = BTreeSet::new();
-        for tool in tools.into_iter().filter(|t| self.filter.keeps(t.as_ref())) {
+        // Forced first: a forced destructive is not read-only, which a
+        // planning run's filter asks.
+        let tools = tools.into_iter().map(|t| self.forcing.apply(t));
+        for tool in tools.filter(|t| self.filter.keeps(t.as_ref())) {
             let name = tool.name().to_owned();
             match next.register(tool) {
                 Ok(()) => {
@@ -301,6 +356,7 @@ pub async fn build_agent(
         agent = agent.with_refresh(Arc::new(McpRefresh {
             hub: Arc::clone(hub),
             filter: toolbox.filter.clone(),
+            forcing: toolbox.forcing.clone(),
             current: Mutex::new(mcp_names),
         }));
     }

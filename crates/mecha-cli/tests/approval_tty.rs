@@ -222,3 +222,32 @@ fn invisible_characters_in_the_question_are_shown() {
     }
     assert!(!screen.contains('\u{200b}'), "{screen:?}");
 }
+
+/// After untrusted content (`todo`, forced untrusted, stands in for a
+/// fetched page: http_fetch refuses loopback), one shell call that could
+/// read and send is asked afresh even under --yes: the question says why
+/// and offers no "always".
+#[test]
+fn a_read_and_send_after_untrusted_content_is_asked_afresh_under_yes() {
+    if !common::have_script() {
+        return;
+    }
+    let todo = serde_json::json!({"name": "todo", "input": {"items": [{"content": "read the page", "status": "done"}]}});
+    let calls = [todo, shell("cat secret.txt > sent.txt")];
+    let config = "[tools.todo]\nforce = { untrusted_input = true }\n";
+    for (answer, runs) in [("n\n", false), ("y\n", true)] {
+        let e = env(&calls, config);
+        std::fs::write(e.ws.join("secret.txt"), "TOKEN").unwrap();
+        let screen = run_at_terminal(&e, "--yes 'go'", answer);
+        assert!(
+            screen.contains(
+                "untrusted content is in this conversation and this call could read private \
+                 data and send it in one go"
+            ),
+            "{screen}"
+        );
+        assert!(!screen.contains("[a]lways"), "{screen}");
+        assert_eq!(screen.matches("mecha wants to run").count(), 1, "{screen}");
+        assert_eq!(e.ws.join("sent.txt").exists(), runs, "{screen}");
+    }
+}

@@ -392,3 +392,34 @@ async fn a_writable_path_that_does_not_exist_is_an_error_naming_it() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_confined_command_cannot_rewrite_mechas_home_inside_the_workspace() {
+    if !have_bwrap() {
+        return;
+    }
+    let mut e = env();
+    // A workspace at ~ holds mecha's own home: the file tools refuse to
+    // write there, and so must a confined shell.
+    let home = e.ws.join(".mecha");
+    std::fs::create_dir(&home).unwrap();
+    let config =
+        "[provider]\nkind = \"openai\"\nmodel = \"test-model\"\n[sandbox]\nkind = \"bwrap\"\n";
+    std::fs::write(home.join("config.toml"), config).unwrap();
+    e.extra_env
+        .push(("MECHA_HOME".into(), home.display().to_string()));
+    let command = "echo '[agent]' >> .mecha/config.toml || echo REFUSED-EDIT; \
+                   touch .mecha/planted.toml || echo REFUSED-NEW; echo ok > free.txt";
+    let results = run_calls(&e, &[("shell", json!({"command": command}))]).await;
+    let (text, _) = &results[0];
+    assert!(
+        text.contains("REFUSED-EDIT") && text.contains("REFUSED-NEW"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.join("config.toml")).unwrap(),
+        config
+    );
+    assert!(!home.join("planted.toml").exists());
+    assert!(e.ws.join("free.txt").exists(), "{text}");
+}

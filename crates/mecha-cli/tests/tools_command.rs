@@ -154,10 +154,12 @@ fn config_errors_name_file_line_and_key_and_exit_2() {
         "[tools]\nenabled = []\nshel = 1\n",
     )
     .unwrap();
+    // A key that is no [tools] setting may be a tool's table, so the error
+    // is found at its value: the line is the key's, the column the value's.
     e.offline(&["tools"])
         .code(2)
         .stderr(predicates::str::contains(
-            "config.toml:3:1: unknown field `shel`",
+            "config.toml:3:8: unknown field `shel`",
         ));
     std::fs::write(e.home.join("config.toml"), "[tools]\n").unwrap();
     std::fs::write(

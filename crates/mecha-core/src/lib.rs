@@ -1,5 +1,6 @@
 //! mecha's vocabulary, shared by every other crate: the [`Tool`] trait and
-//! its [`ToolOutput`], [`Capabilities`], the [`ToolCtx`] a call runs in (with
+//! its [`ToolOutput`], [`Capabilities`] (and the [`Forced`] wrapper by which
+//! config distrusts a tool further), the [`ToolCtx`] a call runs in (with
 //! the path jail, the spill directory and the output budget), the sorted
 //! [`Registry`], the provider-neutral conversation types, and running one
 //! turn's calls as a batch, and the tree of processes mecha starts (each in
@@ -15,6 +16,7 @@ mod capabilities;
 mod conversation;
 mod ctx;
 mod error_text;
+mod forced;
 mod image;
 mod jail;
 mod order;
@@ -29,7 +31,9 @@ mod spill;
 mod taint;
 mod tool;
 
-pub use approval::{Approver, Decision, ModeApprover, PermissionMode, read_only_refusal};
+pub use approval::{
+    Approver, Decision, FreshReason, ModeApprover, PermissionMode, read_only_refusal,
+};
 pub use batch::{Call, EXTERNAL_HEADER, Slot, run_turn, unknown_tool};
 pub use budget::{
     FALLBACK_TURN_BUDGET, MAX_ECHO_BYTES, MIN_CALL_SHARE, MIN_TURN_BUDGET,
@@ -39,6 +43,7 @@ pub use capabilities::{Capabilities, Egress};
 pub use conversation::{Block, Message, Role, StopReason, ToolCall, Usage};
 pub use ctx::ToolCtx;
 pub use error_text::error_chain;
+pub use forced::{Forced, ForcedCapabilities, ForcedEgress};
 pub use image::{
     IMAGE_COST_BYTES, Image, MAX_IMAGE_BYTES, human_size, over_cap, placeholder, sniff,
 };
@@ -53,5 +58,5 @@ pub use registry::{DuplicateTool, Registry, ToolDefinition};
 pub use rules::{RuleAction, RuleConfig, RuleError, Rules, Spellings, StandingAnswer};
 pub use shell_words::{SimpleCommand, split_commands};
 pub use spill::{DEFAULT_SPILL_MAX_BYTES, SpillDir, SpillingSink};
-pub use taint::{Taint, interlock};
+pub use taint::{InterlockVerdict, Taint, interlock};
 pub use tool::{ArgKind, Tool, is_tool_name_char, parse_url, sanitize_tool_name};

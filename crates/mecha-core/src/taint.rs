@@ -49,17 +49,41 @@ impl Taint {
     }
 }
 
-/// The interlock's answer for one call: `None` lets it through to the rest
-/// of the gate; `Some(reason)` refuses it.
+/// The interlock's answer for one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InterlockVerdict {
+    /// Through to the rest of the gate.
+    Clear,
+    /// Refused, with the reason the model is given.
+    Refused(String),
+    /// The call is the whole trifecta by itself: it may pass the hook and
+    /// the rules (a `forbid` still forbids), but only a fresh human decision
+    /// lets it run. Neither `--yes`, a standing "always" nor an allow rule
+    /// answers it; with nobody to ask it is refused with this reason.
+    NeedsFreshDecision(String),
+}
+
+/// The interlock's answer for one call, from what the harness observed.
+///
+/// An armed conversation refuses every chosen send. Before it is armed, a
+/// chosen send that reads private data itself
+/// ([`Capabilities::is_one_call_trifecta`]) after untrusted content has
+/// entered needs a fresh human decision: the injection it read can have the
+/// one call fetch the secret and send it before the taint could arm.
 ///
 /// `block_sends_after_private` is the stricter setting: once private data is
-/// present, every send is refused, blind ones included. The refusal names
-/// the tool's own [`send_reason`](Tool::send_reason), so it is true of a
-/// tool that takes no arguments too.
-pub fn interlock(taint: Taint, tool: &dyn Tool, block_sends_after_private: bool) -> Option<String> {
+/// present, every send is refused, blind ones included, and so is a send
+/// that brings private data itself, even as a run's first call. Refusals
+/// name the tool's own [`send_reason`](Tool::send_reason), so they are true
+/// of a tool that takes no arguments too.
+pub fn interlock(
+    taint: Taint,
+    tool: &dyn Tool,
+    block_sends_after_private: bool,
+) -> InterlockVerdict {
     let (name, caps) = (tool.name(), tool.capabilities());
     if caps.refused_when_armed() && taint.armed() {
-        return Some(format!(
+        return InterlockVerdict::Refused(format!(
             "refused by mecha's interlock: `{name}` {}, and this conversation already holds \
              both private data and untrusted content, so an instruction hidden in that content \
              could be steering the send. Finish without it, or ask the user to do this step \
@@ -67,15 +91,39 @@ pub fn interlock(taint: Taint, tool: &dyn Tool, block_sends_after_private: bool)
             tool.send_reason()
         ));
     }
-    if caps.egress != Egress::None && taint.private_data && block_sends_after_private {
-        return Some(format!(
-            "refused by mecha's interlock: `{name}` sends data off this machine, and this \
-             conversation holds private data while block_sends_after_private is set. Finish \
-             without sending, or ask the user."
+    if caps.egress != Egress::None && block_sends_after_private {
+        if taint.private_data {
+            return InterlockVerdict::Refused(format!(
+                "refused by mecha's interlock: `{name}` sends data off this machine, and this \
+                 conversation holds private data while block_sends_after_private is set. Finish \
+                 without sending, or ask the user."
+            ));
+        }
+        if caps.private_data {
+            return InterlockVerdict::Refused(format!(
+                "refused by mecha's interlock: `{name}` sends data off this machine and reads \
+                 private data itself, so one call could read and send it, and \
+                 block_sends_after_private is set. {CANNOT_SEND_FIX}"
+            ));
+        }
+    }
+    if caps.is_one_call_trifecta() && taint.untrusted_input {
+        return InterlockVerdict::NeedsFreshDecision(format!(
+            "refused by mecha's interlock: `{name}` {}; it also reads private data itself, and \
+             this conversation already holds untrusted content, so an instruction hidden in it \
+             could have this one call read a secret and send it. Such a call needs a fresh decision \
+             from the user (neither --yes, an \"always\" answer nor an allow rule stands in for \
+             one), and this run has nobody to ask. {CANNOT_SEND_FIX}",
+            tool.send_reason()
         ));
     }
-    None
+    InterlockVerdict::Clear
 }
+
+/// How a refused read-and-send can still get done.
+const CANNOT_SEND_FIX: &str = "Ask the user to do this step themselves, or use a tool that \
+    cannot send: a shell confined by `[sandbox] kind = \"bwrap\"` with network off runs freely \
+    here.";
 
 #[cfg(test)]
 mod tests {
@@ -92,6 +140,13 @@ mod tests {
     };
     const BLIND: Capabilities = Capabilities {
         egress: Egress::Blind,
+        ..Capabilities::NONE
+    };
+    /// An unconfined shell: reads private data and sends where it is told.
+    const READ_AND_SEND: Capabilities = Capabilities {
+        private_data: true,
+        egress: Egress::Chosen,
+        destructive: true,
         ..Capabilities::NONE
     };
 
@@ -124,8 +179,16 @@ mod tests {
         }
     }
 
+    /// The refusal, if the interlock refuses outright.
     fn interlock(t: Taint, name: &'static str, caps: Capabilities, strict: bool) -> Option<String> {
-        super::interlock(t, &Fake(name, caps, None), strict)
+        refused(super::interlock(t, &Fake(name, caps, None), strict))
+    }
+
+    fn refused(verdict: InterlockVerdict) -> Option<String> {
+        match verdict {
+            InterlockVerdict::Refused(reason) => Some(reason),
+            _ => None,
+        }
     }
 
     #[test]
@@ -144,7 +207,7 @@ mod tests {
             UNTRUSTED_CHOSEN,
             Some("is marked open-world"),
         );
-        let refusal = super::interlock(t, &own, false).unwrap();
+        let refusal = refused(super::interlock(t, &own, false)).unwrap();
         assert!(
             refusal.contains("`browser_snapshot` is marked open-world, and"),
             "{refusal}"
@@ -204,5 +267,61 @@ mod tests {
         t.record(PRIVATE, &ToolOutput::ok("secret"));
         assert!(interlock(t, "web_search", BLIND, true).is_some());
         assert!(interlock(t, "web_search", BLIND, false).is_none());
+    }
+
+    #[test]
+    fn a_read_and_send_after_untrusted_content_needs_a_fresh_decision() {
+        let shell = Fake("shell", READ_AND_SEND, None);
+        let mut t = Taint::default();
+        assert_eq!(super::interlock(t, &shell, false), InterlockVerdict::Clear);
+        t.record(PRIVATE, &ToolOutput::ok("secret"));
+        assert_eq!(
+            super::interlock(t, &shell, false),
+            InterlockVerdict::Clear,
+            "private data alone: the model's own command, not an injection's"
+        );
+        let page = Taint {
+            untrusted_input: true,
+            ..Taint::default()
+        };
+        let InterlockVerdict::NeedsFreshDecision(refusal) = super::interlock(page, &shell, false)
+        else {
+            panic!("not asked afresh");
+        };
+        assert!(
+            refusal
+                .contains("`shell` sends data to a destination the model chooses; it also reads"),
+            "{refusal}"
+        );
+        assert!(refusal.contains("[sandbox] kind = \"bwrap\""), "{refusal}");
+        // An open-world MCP tool gets its own reason.
+        let open = Fake("x__browse", READ_AND_SEND, Some("is marked open-world"));
+        let InterlockVerdict::NeedsFreshDecision(refusal) = super::interlock(page, &open, false)
+        else {
+            panic!("not asked afresh");
+        };
+        assert!(
+            refusal.contains("`x__browse` is marked open-world; it also reads"),
+            "{refusal}"
+        );
+        // A send that reads nothing private is no trifecta by itself.
+        assert_eq!(
+            super::interlock(page, &Fake("f", UNTRUSTED_CHOSEN, None), false),
+            InterlockVerdict::Clear
+        );
+        // Armed, it is refused outright like every chosen send.
+        t.record(UNTRUSTED_CHOSEN, &ToolOutput::external("page"));
+        assert!(refused(super::interlock(t, &shell, false)).is_some());
+    }
+
+    #[test]
+    fn block_sends_after_private_refuses_a_read_and_send_as_the_first_call() {
+        let shell = Fake("shell", READ_AND_SEND, None);
+        let refusal = refused(super::interlock(Taint::default(), &shell, true)).unwrap();
+        assert!(refusal.contains("reads private data itself"), "{refusal}");
+        assert!(refusal.contains("block_sends_after_private"), "{refusal}");
+        assert!(refusal.contains("[sandbox] kind = \"bwrap\""), "{refusal}");
+        // A send that brings no private data still waits for it.
+        assert!(interlock(Taint::default(), "web_search", BLIND, true).is_none());
     }
 }

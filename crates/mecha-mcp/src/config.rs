@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
-use mecha_core::{Capabilities, Egress, is_tool_name_char, sanitize_tool_name};
+use mecha_core::{ForcedCapabilities, is_tool_name_char, sanitize_tool_name};
 use serde::{Deserialize, Serialize};
 
 /// Seconds a server gets to start, answer `initialize` and list its tools:
@@ -51,6 +51,7 @@ pub struct McpServerConfig {
     #[serde(default = "default_call_timeout")]
     pub call_timeout_s: u64,
     /// Capabilities forced on for every tool of this server; only widens.
+    /// (`[tools.NAME] force` does the same for one tool of any kind.)
     #[serde(default)]
     pub force: ForcedCapabilities,
 }
@@ -160,48 +161,6 @@ pub fn validate_all(configs: &[McpServerConfig], sandbox_backend: bool) -> Resul
         }
     }
     Ok(())
-}
-
-/// Capabilities config forces on for every tool of one server:
-/// `force = { untrusted_input = true, egress = "chosen" }`. A `false` (or
-/// `"none"`) forces nothing, because [`Capabilities::union`] only widens.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ForcedCapabilities {
-    #[serde(default)]
-    pub private_data: bool,
-    #[serde(default)]
-    pub untrusted_input: bool,
-    #[serde(default)]
-    pub egress: ForcedEgress,
-    #[serde(default)]
-    pub destructive: bool,
-}
-
-/// `egress` as config spells it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ForcedEgress {
-    #[default]
-    None,
-    Blind,
-    Chosen,
-}
-
-impl ForcedCapabilities {
-    /// As capabilities, to be `union`ed onto what the server declares.
-    pub fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            private_data: self.private_data,
-            untrusted_input: self.untrusted_input,
-            egress: match self.egress {
-                ForcedEgress::None => Egress::None,
-                ForcedEgress::Blind => Egress::Blind,
-                ForcedEgress::Chosen => Egress::Chosen,
-            },
-            destructive: self.destructive,
-        }
-    }
 }
 
 /// A configuration mecha refuses to run with.
@@ -320,6 +279,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use mecha_core::{Capabilities, Egress};
 
     fn parse(text: &str) -> Result<McpServerConfig, toml::de::Error> {
         toml::from_str(text)

@@ -47,6 +47,8 @@ pub struct ToolSummary {
     pub name: String,
     /// As the server lists it.
     pub raw_name: String,
+    /// The server's words for it (or mecha's, when it gave none).
+    pub description: String,
     pub read_only: bool,
     pub capabilities: Capabilities,
 }

@@ -33,13 +33,14 @@ mod hub;
 mod import;
 mod naming;
 mod result;
+mod send_words;
 mod server;
 mod spawn;
 mod tool;
 
 pub use config::{
-    ConfigError, DEFAULT_CALL_TIMEOUT_S, DEFAULT_STARTUP_TIMEOUT_S, ForcedCapabilities,
-    ForcedEgress, MAX_SERVER_NAME_LEN, McpServerConfig, suggest_server_name, validate_all,
+    ConfigError, DEFAULT_CALL_TIMEOUT_S, DEFAULT_STARTUP_TIMEOUT_S, MAX_SERVER_NAME_LEN,
+    McpServerConfig, suggest_server_name, validate_all,
 };
 pub use error::StartError;
 pub use hub::{McpHub, NameConflict, ServerState, ServerStatus, ToolOrigin, ToolSummary, check};
@@ -47,4 +48,5 @@ pub use import::{
     ImportError, ImportedServers, SkippedServer, parse_mcp_servers_json, read_mcp_servers_json,
 };
 pub use naming::MAX_TOOL_NAME_LEN;
+pub use send_words::send_word;
 pub use spawn::{BASE_ENV, SpawnOptions, server_env};

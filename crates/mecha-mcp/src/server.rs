@@ -180,6 +180,7 @@ impl Server {
                     .map(|t| ToolSummary {
                         name: t.name.clone(),
                         raw_name: t.raw_name.clone(),
+                        description: t.description.clone(),
                         read_only: t.read_only,
                         capabilities: t.capabilities,
                     })

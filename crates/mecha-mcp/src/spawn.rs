@@ -225,6 +225,7 @@ pub(crate) fn spawn(config: &McpServerConfig, opts: &SpawnOptions) -> Result<Spa
                     workspace: &opts.workspace,
                     env,
                     network,
+                    read_only: &[],
                 })
                 .map_err(|e| StartError::Sandbox(e.to_string()))?;
             (confined.command, program, Some(confined.lease))

@@ -265,7 +265,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use crate::config::{ForcedCapabilities, ForcedEgress};
+    use mecha_core::{ForcedCapabilities, ForcedEgress};
 
     fn one(config: &McpServerConfig, tool: Value) -> ToolSpec {
         build_specs(config, &[tool], false, None).remove(0)

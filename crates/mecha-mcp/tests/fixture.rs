@@ -84,7 +84,7 @@ async fn forced_capabilities_widen_and_override_read_only() {
     let ws = tempfile::tempdir().unwrap();
     let mut config = fixture_config("fx", &[]);
     config.force.destructive = true;
-    config.force.egress = mecha_mcp::ForcedEgress::Blind;
+    config.force.egress = mecha_core::ForcedEgress::Blind;
     let hub = McpHub::start([config], &opts(ws.path())).await;
     let read = tool(&hub, "fx__read");
     assert!(!read.read_only(), "forced destructive beats readOnlyHint");

@@ -54,6 +54,7 @@ async fn main() {
             workspace: ws.path(),
             env,
             network: false,
+            read_only: &[],
         };
         let mut run = sandbox.confine(job).unwrap();
         let status = run.command.status().await.unwrap();

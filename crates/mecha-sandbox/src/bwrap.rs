@@ -137,6 +137,15 @@ impl Bwrap {
                 Mount::ReadOnly { source, dest } => bind("--ro-bind", source, dest),
             }
         }
+        // The caller's own protected paths, where a bind made them
+        // writable: last, so they win over every writable mount.
+        for path in job.read_only {
+            if let Ok(rel) = path.strip_prefix(host_ws) {
+                bind("--ro-bind-try", path, &job.workspace.join(rel));
+            } else if writable.iter().any(|w| path.starts_with(w)) {
+                bind("--ro-bind-try", path, path);
+            }
+        }
         args.extend([
             "--chdir".into(),
             job.workspace.into(),
@@ -210,6 +219,7 @@ mod tests {
             workspace: Path::new("/ws"),
             env: BTreeMap::new(),
             network,
+            read_only: &[],
         };
         let protected = [
             Mount::Pin {

@@ -83,6 +83,11 @@ pub struct Job<'a> {
     pub env: BTreeMap<OsString, OsString>,
     /// Whether this program reaches the network.
     pub network: bool,
+    /// Host paths the caller keeps from every writer (mecha's own home,
+    /// the MCP servers files it reads): re-bound read-only wherever the
+    /// job could otherwise write them (under the workspace or a `writable`
+    /// path). Canonical, as `ToolCtx::protected` holds them.
+    pub read_only: &'a [PathBuf],
 }
 
 /// A confined program, ready to be given stdio and spawned.

@@ -140,6 +140,7 @@ fn job<'a>(workspace: &'a Path, args: &'a [OsString], network: bool) -> Job<'a> 
         workspace,
         env: job_env(),
         network,
+        read_only: &[],
     }
 }
 

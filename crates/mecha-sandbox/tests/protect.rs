@@ -183,6 +183,7 @@ async fn a_symlinked_dot_git_is_refused_with_the_fix() {
             workspace: &ws,
             env: Default::default(),
             network: false,
+            read_only: &[],
         })
         .unwrap_err();
     assert_eq!(

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use mecha_agent::{Agent, Event, EventSink, Gate, Limits, Session};
 use mecha_core::{
-    Block, Capabilities, Message, ModeApprover, PermissionMode, Registry, Role, Rules, StopReason,
-    Tool, ToolCall, ToolCtx, ToolOutput, Usage,
+    Approver, Block, Capabilities, Decision, FreshReason, Message, ModeApprover, PermissionMode,
+    Registry, Role, Rules, StopReason, Tool, ToolCall, ToolCtx, ToolOutput, Usage,
 };
 use mecha_provider::{Provider, ProviderError, Request, Response, StreamSink, Streamed};
 use serde_json::{Value, json};
@@ -218,4 +218,42 @@ pub fn results_sent(queue: &Queue) -> Vec<(String, String, bool)> {
 /// needs one, and nothing is resolved in it.
 pub fn unused_ctx() -> ToolCtx {
     ToolCtx::new(&std::env::temp_dir(), 64 * 1024).unwrap()
+}
+
+/// An approver standing in for a terminal: answers `answer`, and a fresh
+/// question with `fresh` (None: nobody there). Records what it was asked:
+/// the tool's name, `fresh:NAME` for a rule's fresh question and
+/// `trifecta:NAME` for the one-call trifecta's.
+pub struct Scripted {
+    pub mode: PermissionMode,
+    pub answer: Decision,
+    pub fresh: Option<Decision>,
+    pub asked: Mutex<Vec<String>>,
+}
+
+#[async_trait]
+impl Approver for Scripted {
+    async fn approve(&self, tool: &dyn Tool, input: &Value) -> Decision {
+        if self.mode != PermissionMode::Ask || tool.read_only() {
+            return ModeApprover(self.mode).approve(tool, input).await;
+        }
+        self.asked.lock().unwrap().push(tool.name().to_owned());
+        self.answer.clone()
+    }
+    async fn ask_fresh(
+        &self,
+        tool: &dyn Tool,
+        _input: &Value,
+        why: FreshReason,
+    ) -> Option<Decision> {
+        let asked = match why {
+            FreshReason::Rule => "fresh",
+            FreshReason::OneCallTrifecta => "trifecta",
+        };
+        self.asked
+            .lock()
+            .unwrap()
+            .push(format!("{asked}:{}", tool.name()));
+        self.fresh.clone()
+    }
 }

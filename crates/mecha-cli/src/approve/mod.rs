@@ -13,8 +13,8 @@ use std::sync::Mutex;
 
 use async_trait::async_trait;
 use mecha_core::{
-    Approver, Decision, ModeApprover, PermissionMode, RuleAction, Rules, StandingAnswer, Tool,
-    ToolCtx,
+    Approver, Decision, FreshReason, ModeApprover, PermissionMode, RuleAction, Rules,
+    StandingAnswer, Tool, ToolCtx,
 };
 use serde_json::Value;
 
@@ -51,21 +51,24 @@ impl TerminalApprover {
         }
     }
 
-    /// Asks about one call. `fresh`: a rule demands a decision on this call
-    /// alone, so no standing answer is offered.
-    async fn ask(&self, tool: &dyn Tool, input: &Value, fresh: bool) -> Decision {
-        let standing = (!fresh).then(|| StandingAnswer::for_call(tool.name(), input));
-        let choices = match &standing {
-            None => {
-                "a rule asks for a fresh decision on this call. allow? [y]es / [n]o: ".to_owned()
-            }
-            Some(Ok(answer)) => format!(
-                "allow? [y]es / [n]o / [a]lways allow {} in this session: ",
-                answer.describe()
-            ),
-            Some(Err(why)) => {
-                format!("allow? [y]es / [n]o (no [a]lways for this call: {why}): ")
-            }
+    /// Asks about one call. `fresh`: why a decision on this call alone is
+    /// demanded, and then no standing answer is offered.
+    async fn ask(&self, tool: &dyn Tool, input: &Value, fresh: Option<FreshReason>) -> Decision {
+        let (choices, standing) = match fresh {
+            Some(why) => (format!("{}. allow? [y]es / [n]o: ", why.why()), None),
+            None => match StandingAnswer::for_call(tool.name(), input) {
+                Ok(answer) => (
+                    format!(
+                        "allow? [y]es / [n]o / [a]lways allow {} in this session: ",
+                        answer.describe()
+                    ),
+                    Some(answer),
+                ),
+                Err(why) => (
+                    format!("allow? [y]es / [n]o (no [a]lways for this call: {why}): "),
+                    None,
+                ),
+            },
         };
         let body = preview::preview(tool.name(), input, &self.ctx);
         let lines: Vec<&str> = body.split_inclusive('\n').collect();
@@ -99,7 +102,7 @@ impl TerminalApprover {
             say(&choices);
             return match (next_answer().await, standing) {
                 (Answer::Yes, _) => Decision::Allow,
-                (Answer::Always, Some(Ok(answer))) => {
+                (Answer::Always, Some(answer)) => {
                     if let Ok(mut rules) = self.standing.lock() {
                         // The answer was built to fit these rules; failing
                         // that, it only stays a yes to this one call.
@@ -129,11 +132,16 @@ impl Approver for TerminalApprover {
         if self.stands(tool, input) {
             return Decision::Allow;
         }
-        self.ask(tool, input, false).await
+        self.ask(tool, input, None).await
     }
 
-    async fn ask_fresh(&self, tool: &dyn Tool, input: &Value) -> Option<Decision> {
-        Some(self.ask(tool, input, true).await)
+    async fn ask_fresh(
+        &self,
+        tool: &dyn Tool,
+        input: &Value,
+        why: FreshReason,
+    ) -> Option<Decision> {
+        Some(self.ask(tool, input, Some(why)).await)
     }
 }
 

@@ -6,7 +6,7 @@ use clap::Subcommand;
 use mecha_mcp::{ServerState, SpawnOptions};
 
 use crate::Failure;
-use crate::commands::tools::{ARMED_LEGEND, ARMED_MARK};
+use crate::commands::tools::{ARMED_LEGEND, ARMED_MARK, mcp_entry_file, send_warning};
 use crate::config::Settings;
 use crate::output::{self, outln};
 use crate::terminal::printable;
@@ -94,9 +94,15 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
             if let Some(info) = server_info {
                 out.push_str(&format!("server: {info}\n"));
             }
-            let armed = tools.iter().any(|t| t.capabilities.refused_when_armed());
-            for tool in tools {
-                let caps = tool.capabilities;
+            // What a run would give each tool: `[tools.NAME] force` too.
+            let forcing = settings.forcing();
+            let caps_of = |t: &mecha_mcp::ToolSummary| match forcing.get(&t.name) {
+                Some(forced) => t.capabilities.union(forced.capabilities()),
+                None => t.capabilities,
+            };
+            let armed = tools.iter().any(|t| caps_of(t).refused_when_armed());
+            for tool in &tools {
+                let caps = caps_of(tool);
                 out.push_str(&format!(
                     "  {}  (raw `{}`){}  private={} untrusted={} egress={} destructive={}{}\n",
                     tool.name,
@@ -116,6 +122,21 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
             if armed {
                 out.push_str(ARMED_LEGEND);
                 out.push('\n');
+            }
+            for tool in &tools {
+                let entry_in = mcp_entry_file(settings, name);
+                let warning = send_warning(
+                    &tool.name,
+                    &tool.raw_name,
+                    &tool.description,
+                    caps_of(tool),
+                    name,
+                    entry_in,
+                    settings,
+                );
+                if let Some(warning) = warning {
+                    output::err(&printable(&warning));
+                }
             }
             0
         }

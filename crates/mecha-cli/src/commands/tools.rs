@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use clap::Args;
-use mecha_core::{Registry, Tool};
+use mecha_core::{Capabilities, Egress, Registry, Tool};
 use mecha_mcp::{McpHub, ServerState};
 use mecha_sandbox::Sandbox;
 use serde_json::json;
@@ -37,6 +37,50 @@ pub const ARMED_LEGEND: &str = "[refused once armed]: a send whose destination t
 /// Marks a tool in a listing as refused in an armed conversation.
 pub const ARMED_MARK: &str = "[refused once armed]";
 
+/// An MCP tool of `server` whose own name or description reads like a send
+/// while `caps` (what the run gives it) send nothing: the warning, with the
+/// config that would make it a send. `entry_in` is the file holding the
+/// server's `[[mcp]]` entry, when one does. `None` for any other tool.
+pub fn send_warning(
+    name: &str,
+    raw_name: &str,
+    description: &str,
+    caps: Capabilities,
+    server: &str,
+    entry_in: Option<&Path>,
+    settings: &Settings,
+) -> Option<String> {
+    if caps.egress != Egress::None {
+        return None;
+    }
+    let word = mecha_mcp::send_word(raw_name, description)?;
+    let mut warning = format!(
+        "mecha: warning: `{name}` reads like a send (\"{word}\" in its name or description), but \
+         its MCP server does not mark it open-world (openWorldHint), so mecha counts it as \
+         sending nothing and the interlock never refuses it. If it can send data off this \
+         machine, add to {}:\n  [tools.\"{name}\"]\n  force = {{ egress = \"chosen\" }}\n",
+        settings.global_file.display()
+    );
+    if let Some(file) = entry_in {
+        warning.push_str(&format!(
+            "  or, for every tool of `{server}`, add to its [[mcp]] entry in {}:\n  force = {{ \
+             egress = \"chosen\" }}\n",
+            file.display()
+        ));
+    }
+    Some(warning)
+}
+
+/// The file holding `server`'s `[[mcp]]` entry, if it came from one (not
+/// from an `mcpServers` JSON file).
+pub fn mcp_entry_file<'a>(settings: &'a Settings, server: &str) -> Option<&'a Path> {
+    settings
+        .mcp
+        .iter()
+        .any(|s| s.config.name == server && Path::new(&s.source) == settings.global_file)
+        .then_some(settings.global_file.as_path())
+}
+
 /// Exits 1 when a configured MCP server failed, having printed the rest:
 /// a script that checks its wiring must not read a half-working setup as
 /// a working one.
@@ -52,6 +96,7 @@ pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<
         workspace,
         report,
     ))?;
+    warn_about_send_lookalikes(&toolbox, &settings);
     let text = if args.schema {
         schema(&toolbox.registry)
     } else if args.json {
@@ -91,6 +136,28 @@ fn sandbox_line(sandbox: Option<&Sandbox>, settings: &Settings) -> String {
     )
 }
 
+/// [`send_warning`] for each MCP tool of the run, on stderr.
+fn warn_about_send_lookalikes(toolbox: &Toolbox, settings: &Settings) {
+    let Some(hub) = &toolbox.hub else { return };
+    for tool in toolbox.registry.iter() {
+        let Some(origin) = hub.origin(tool.name()) else {
+            continue;
+        };
+        let warning = send_warning(
+            tool.name(),
+            &origin.raw_name,
+            tool.description(),
+            tool.capabilities(),
+            &origin.server,
+            mcp_entry_file(settings, &origin.server),
+            settings,
+        );
+        if let Some(warning) = warning {
+            crate::output::err(&printable(&warning));
+        }
+    }
+}
+
 /// The tool list exactly as it goes to the model: compact JSON, sorted.
 fn schema(registry: &Registry) -> serde_json::Result<String> {
     serde_json::to_string(&registry.definitions()).map(|text| text + "\n")
@@ -112,6 +179,10 @@ fn capabilities_json(toolbox: &Toolbox) -> serde_json::Result<String> {
             });
             if let Some(origin) = origin {
                 entry["raw_name"] = json!(origin.raw_name);
+            }
+            // What config forced, so the widened capabilities explain themselves.
+            if let Some(forced) = toolbox.forcing.of(t.name()) {
+                entry["forced"] = json!(forced.capabilities());
             }
             entry
         })

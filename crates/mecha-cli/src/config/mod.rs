@@ -1,17 +1,18 @@
 //! Configuration: `$MECHA_HOME/config.toml`, narrowed by the workspace's
 //! `mecha.toml`, narrowed again by flags. Each layer can only take away.
 
+mod distrust;
 mod model;
 mod unheeded;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mecha_core::Tool;
 use mecha_core::{
-    DEFAULT_SPILL_MAX_BYTES, FALLBACK_TURN_BUDGET, MIN_TURN_BUDGET, PermissionMode, RuleAction,
-    RuleConfig, budget_for_context_window,
+    DEFAULT_SPILL_MAX_BYTES, FALLBACK_TURN_BUDGET, ForcedCapabilities, MIN_TURN_BUDGET,
+    PermissionMode, RuleAction, RuleConfig, budget_for_context_window,
 };
 use mecha_mcp::McpServerConfig;
 use mecha_provider::ProviderSettings;
@@ -117,6 +118,10 @@ pub struct Settings {
     /// `[sandbox]`, after the project's narrowing; started (and checked
     /// against the machine) when the tools are built.
     pub sandbox: SandboxConfig,
+    /// `[tools.NAME] force` of both layers, by tool name.
+    pub forced: BTreeMap<String, ForcedCapabilities>,
+    /// `[agent] distrust_workspace`.
+    pub distrust_workspace: bool,
 }
 
 impl Settings {
@@ -187,11 +192,14 @@ impl Settings {
             spill_max_bytes: tools.spill_max_bytes.unwrap_or(DEFAULT_SPILL_MAX_BYTES),
             project_budget: None,
             builtins: BuiltinConfig { shell, fetch },
+            forced: BTreeMap::new(),
+            distrust_workspace: agent.distrust_workspace.unwrap_or(false),
             global_file: path.clone(),
             project_file: None,
             provider: global.provider,
             sandbox: global.sandbox,
         };
+        settings.add_forced(&global.tools);
         for file in &global.mcp_files {
             settings.import_mcp_file(&expand_home(here, file), &path.display().to_string())?;
         }
@@ -260,7 +268,14 @@ impl Settings {
             &mut self.block_sends_after_private,
             agent.block_sends_after_private,
         );
+        narrowing.switch_on(
+            "[agent] distrust_workspace",
+            &mut self.distrust_workspace,
+            agent.distrust_workspace,
+        );
         let tools = project.tools;
+        // Forcing only distrusts further, so a project may add it.
+        self.add_forced(&tools);
         narrowing.enabled(
             &tools.enabled,
             self.tools_enabled.as_ref(),
@@ -535,5 +550,7 @@ fn parse_error(path: &Path, text: &str, e: &toml::de::Error) -> ConfigError {
     }
 }
 
+#[cfg(test)]
+mod force_tests;
 #[cfg(test)]
 mod tests;

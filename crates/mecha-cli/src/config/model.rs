@@ -3,13 +3,15 @@
 //! Unknown keys are errors in both: a misspelt key silently ignored is a
 //! setting the user believes in and nothing enforces.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use mecha_core::{PermissionMode, RuleConfig};
+use mecha_core::{ForcedCapabilities, PermissionMode, RuleConfig};
 use mecha_mcp::McpServerConfig;
 use mecha_provider::ProviderSettings;
 use mecha_sandbox::{SandboxConfig, SandboxKind};
 use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 
 /// `$MECHA_HOME/config.toml`: the user's own settings.
 #[derive(Debug, Default, Deserialize)]
@@ -47,26 +49,156 @@ pub struct AgentSection {
     pub block_sends_after_private: Option<bool>,
     /// An IANA name (`Europe/Berlin`), handed to MCP servers as MECHA_TZ.
     pub timezone: Option<String>,
+    /// A repository you did not write: what fs_read, fs_list and shell
+    /// return counts as untrusted, so an injection planted in it arms the
+    /// interlock.
+    pub distrust_workspace: Option<bool>,
 }
 
-/// `[tools]`: which built-ins a run gets, and their limits.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// `[tools]`: which built-ins a run gets, their limits, and `[tools.NAME]`
+/// tables that force capabilities onto any tool by its registered name.
+///
+/// Deserialized by hand: a key that is no setting is a tool's table, and
+/// one whose value is not a table is still the unknown field it looks like.
+#[derive(Debug, Default)]
 pub struct ToolsSection {
     /// Empty means every tool.
-    #[serde(default)]
     pub enabled: Vec<String>,
     /// Applied after `enabled`, so it wins.
-    #[serde(default)]
     pub disabled: Vec<String>,
     /// One turn's tool results share this many bytes.
     pub output_budget_bytes: Option<usize>,
     /// The most one spill file keeps of an oversized result.
     pub spill_max_bytes: Option<u64>,
-    #[serde(default)]
     pub shell: ShellSection,
-    #[serde(default)]
     pub http_fetch: HttpFetchSection,
+    /// `[tools.NAME]` for every other tool, built-in or MCP.
+    pub other: BTreeMap<String, ToolSection>,
+}
+
+impl ToolsSection {
+    /// What each `[tools.NAME]` table forces, by tool name.
+    pub fn forced(&self) -> impl Iterator<Item = (&str, ForcedCapabilities)> {
+        let named = [
+            ("shell", self.shell.force),
+            ("http_fetch", self.http_fetch.force),
+        ];
+        named
+            .into_iter()
+            .chain(self.other.iter().map(|(name, t)| (name.as_str(), t.force)))
+            .filter(|(_, force)| !force.is_empty())
+    }
+}
+
+/// The `[tools]` keys that are settings rather than tools.
+const TOOLS_SETTINGS: &[&str] = &[
+    "enabled",
+    "disabled",
+    "output_budget_bytes",
+    "spill_max_bytes",
+];
+
+impl<'de> Deserialize<'de> for ToolsSection {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(ToolsVisitor)
+    }
+}
+
+struct ToolsVisitor;
+
+impl<'de> Visitor<'de> for ToolsVisitor {
+    type Value = ToolsSection;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("the [tools] table")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ToolsSection, A::Error> {
+        let mut tools = ToolsSection::default();
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "enabled" => tools.enabled = map.next_value()?,
+                "disabled" => tools.disabled = map.next_value()?,
+                "output_budget_bytes" => tools.output_budget_bytes = Some(map.next_value()?),
+                "spill_max_bytes" => tools.spill_max_bytes = Some(map.next_value()?),
+                "shell" => tools.shell = map.next_value()?,
+                "http_fetch" => tools.http_fetch = map.next_value()?,
+                _ => {
+                    let table = map.next_value_seed(ToolTable(&key))?;
+                    tools.other.insert(key, table);
+                }
+            }
+        }
+        Ok(tools)
+    }
+}
+
+/// The value of a `[tools]` key that is no setting: a tool's table, or else
+/// a misspelt setting.
+struct ToolTable<'a>(&'a str);
+
+impl ToolTable<'_> {
+    fn unknown<E: de::Error>(&self) -> E {
+        E::custom(format!(
+            "unknown field `{}`, expected one of `{}`, or a table [tools.{0}] that sets `force` \
+             for the tool of that name",
+            self.0,
+            TOOLS_SETTINGS.join("`, `")
+        ))
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for ToolTable<'_> {
+    type Value = ToolSection;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<ToolSection, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ToolTable<'_> {
+    type Value = ToolSection;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "a table [tools.{}]", self.0)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ToolSection, A::Error> {
+        ToolSection::deserialize(de::value::MapAccessDeserializer::new(map))
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<ToolSection, E> {
+        Err(self.unknown())
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<ToolSection, E> {
+        Err(self.unknown())
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<ToolSection, E> {
+        Err(self.unknown())
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<ToolSection, E> {
+        Err(self.unknown())
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<ToolSection, E> {
+        Err(self.unknown())
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, _: A) -> Result<ToolSection, A::Error> {
+        Err(self.unknown())
+    }
+}
+
+/// `[tools.NAME]` for a tool with no settings of its own.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSection {
+    /// Capabilities forced on; only widens.
+    #[serde(default)]
+    pub force: ForcedCapabilities,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -74,6 +206,8 @@ pub struct ToolsSection {
 pub struct ShellSection {
     pub default_timeout_s: Option<u64>,
     pub max_timeout_s: Option<u64>,
+    #[serde(default)]
+    pub force: ForcedCapabilities,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -81,6 +215,8 @@ pub struct ShellSection {
 pub struct HttpFetchSection {
     pub timeout_s: Option<u64>,
     pub max_body_bytes: Option<usize>,
+    #[serde(default)]
+    pub force: ForcedCapabilities,
 }
 
 /// A workspace's `mecha.toml`. It may only narrow: every field here can take

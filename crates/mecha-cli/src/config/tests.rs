@@ -25,7 +25,7 @@ fn dirs(global: Option<&str>, project: Option<&str>) -> Dirs {
     }
 }
 
-fn load(global: Option<&str>, project: Option<&str>) -> Result<Settings, ConfigError> {
+pub(super) fn load(global: Option<&str>, project: Option<&str>) -> Result<Settings, ConfigError> {
     let d = dirs(global, project);
     Settings::load(&d.home, &d.ws)
 }
@@ -280,7 +280,7 @@ fn warnings(global: &str, project: &str) -> Vec<String> {
 
 /// Exactly one warning, and it names the project file, the key, the value
 /// asked for and the value that stays.
-fn one_warning(global: &str, project: &str, says: &[&str]) {
+pub(super) fn one_warning(global: &str, project: &str, says: &[&str]) {
     let w = warnings(global, project);
     assert_eq!(w.len(), 1, "{w:?}");
     assert!(w[0].contains("mecha.toml: "), "{}", w[0]);

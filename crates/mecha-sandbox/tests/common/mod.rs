@@ -60,6 +60,7 @@ pub fn confine(sandbox: &Sandbox, workspace: &Path, script: &str, network: bool)
             workspace,
             env,
             network,
+            read_only: &[],
         })
         .unwrap();
     confined

@@ -349,7 +349,7 @@ impl Fixture {
         }
         let text_arg = args.get("text").and_then(Value::as_str).unwrap_or("");
         let result = match name.as_str() {
-            "echo" | "echo_open" => text(text_arg),
+            "echo" | "echo_open" | "send_report" => text(text_arg),
             "destroy" => text("destroyed"),
             "read" => text("read it"),
             "added" => text("added tool answered"),

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use mecha_core::{ProcessGroup, spawn_group};
@@ -35,12 +35,14 @@ pub(super) enum LaunchError {
 }
 
 /// Starts `bash -c command` in `cwd`, in its own registered process group,
-/// with stdout and stderr on one pipe.
+/// with stdout and stderr on one pipe. Confined, `protected` (mecha's own
+/// files) stays read-only even where the workspace contains it.
 pub(super) fn launch(
     command: &str,
     cwd: &Path,
     hidden_env: &[String],
     sandbox: Option<&Sandbox>,
+    protected: &[PathBuf],
 ) -> Result<Launched, LaunchError> {
     let (writer, reader) = pipe::pipe().map_err(LaunchError::Io)?;
     let writer = writer.into_blocking_fd().map_err(LaunchError::Io)?;
@@ -55,6 +57,7 @@ pub(super) fn launch(
                     workspace: cwd,
                     env: confined_env(sandbox),
                     network: sandbox.network(),
+                    read_only: protected,
                 })
                 .map_err(LaunchError::Sandbox)?;
             (confined.command, Some(confined.lease))

@@ -191,7 +191,13 @@ impl Tool for Shell {
         };
 
         let sandbox = self.config.sandbox.as_ref();
-        let launched = launch(command, ctx.workspace(), &self.config.hidden_env, sandbox);
+        let launched = launch(
+            command,
+            ctx.workspace(),
+            &self.config.hidden_env,
+            sandbox,
+            ctx.protected(),
+        );
         let Launched {
             mut child,
             group,

@@ -21,6 +21,13 @@ impl Fixture {
                 &text_schema,
                 Some(hints("openWorldHint")),
             ),
+            // Reads like a send, and forgets to say it is open-world.
+            tool(
+                "send_report",
+                "Send `text` to the team as a report.",
+                &text_schema,
+                None,
+            ),
             tool(
                 "destroy",
                 "Pretend to destroy something.",
@@ -68,7 +75,7 @@ impl Fixture {
             tool("hang", "Never answer.", &empty, None),
             tool(
                 "notify",
-                "Send `noise` log messages and tools/list_changed, then add a tool.",
+                "Emit `noise` log messages and tools/list_changed, then add a tool.",
                 &json!({"type": "object", "properties": {"noise": {"type": "integer"}}}),
                 None,
             ),
