@@ -5,8 +5,8 @@
 //! error that names the fix: what cannot be honoured is never quietly run
 //! unconfined. [`Sandbox::confine`] wraps one program (a shell command, an
 //! MCP server) so that it sees the system directories read-only, the
-//! workspace it is given read-write (its git hooks and config and its
-//! mecha.toml read-only, even when they do not exist yet), the configured
+//! workspace it is given read-write (its git hooks and config read-only,
+//! even when they do not exist yet, and its mecha.toml), the configured
 //! extra paths, and no network unless the job asks for it, under a seccomp
 //! filter as a second layer. [`Sandbox::egress`] is the one place
 //! that says what confinement does to a tool's capabilities.

@@ -13,7 +13,7 @@
 //!   directory is pinned by binding it onto itself: a mount point cannot be
 //!   renamed or removed;
 //! - a protected path that does not exist yet would simply be created, so
-//!   the first missing component gets an empty placeholder, bound
+//!   the first missing component gets a placeholder, bound
 //!   read-only. bwrap would create that mount point through the workspace
 //!   bind anyway; we create it ourselves so we know it is ours, and remove
 //!   it when the last job holding it ends (see [`Placeholder`]);
@@ -35,10 +35,14 @@ use crate::{Lease, SandboxError};
 /// workspace, say); `modules` holds each submodule's own gitdir, hooks and
 /// config included, and one planted there is reused by the next
 /// `git submodule update`.
+///
+/// A placeholder for a missing `commondir` holds `.` (the gitdir itself,
+/// which is what its absence means): git reads the file whenever it
+/// exists, and an empty one stops every git command.
 const GIT_DIR_PROTECTED: [(&str, Kind); 4] = [
     ("hooks", Kind::Dir),
-    ("config", Kind::File),
-    ("commondir", Kind::File),
+    ("config", Kind::File(b"")),
+    ("commondir", Kind::File(b".\n")),
     ("modules", Kind::Dir),
 ];
 
@@ -58,7 +62,8 @@ pub(crate) enum Mount {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    File,
+    /// A file, and what its placeholder holds.
+    File(&'static [u8]),
     Dir,
 }
 
@@ -87,7 +92,7 @@ pub(crate) fn plan(
     };
     let mut mounts = Vec::new();
     let mut registry = placeholders();
-    mounts.extend(ws.entry(&mut registry, Path::new("mecha.toml"), Kind::File, lease)?);
+    mounts.extend(ws.existing(Path::new("mecha.toml"))?);
     let dot_git = Path::new(".git");
     match fs::symlink_metadata(host.join(dot_git)) {
         Ok(meta) if meta.is_dir() && !registry.contains_key(&host.join(dot_git)) => {
@@ -100,7 +105,7 @@ pub(crate) fn plan(
             }
         }
         Ok(meta) if meta.is_file() => {
-            mounts.extend(ws.entry(&mut registry, dot_git, Kind::File, lease)?);
+            mounts.extend(ws.entry(&mut registry, dot_git, Kind::File(b""), lease)?);
             drop(registry);
             mounts.extend(ws.gitdir(&host.join(dot_git))?);
         }
@@ -113,6 +118,24 @@ pub(crate) fn plan(
 }
 
 impl Workspace<'_> {
+    /// The read-only mount for `rel` if it exists; nothing if it does not.
+    /// For the workspace's `mecha.toml`: a project file can only narrow,
+    /// so one a command creates can take away but never grant, while a
+    /// placeholder would be picked up by every `git add -A` run inside.
+    fn existing(&self, rel: &Path) -> Result<Option<Mount>, SandboxError> {
+        let host = self.host.join(rel);
+        match fs::symlink_metadata(&host) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                Err(SandboxError::ProtectedSymlink { path: host })
+            }
+            Ok(_) => Ok(Some(Mount::ReadOnly {
+                source: host,
+                dest: self.inside.join(rel),
+            })),
+            Err(_) => Ok(None),
+        }
+    }
+
     /// The read-only mount for `rel`, creating a placeholder if it is
     /// missing. The registry lock is held across the check and the create,
     /// so two jobs starting at once agree on who created it.
@@ -141,7 +164,8 @@ impl Workspace<'_> {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 let created = match kind {
                     Kind::Dir => fs::create_dir(&host),
-                    Kind::File => fs::File::create_new(&host).map(drop),
+                    Kind::File(content) => fs::File::create_new(&host)
+                        .and_then(|mut file| std::io::Write::write_all(&mut file, content)),
                 }
                 .and_then(|()| fs::symlink_metadata(&host));
                 let meta = match created {
@@ -165,6 +189,7 @@ impl Workspace<'_> {
                         dev: meta.dev(),
                         ino: meta.ino(),
                         dir: kind == Kind::Dir,
+                        len: meta.len(),
                     },
                 );
                 lease.hold(Placeholder { path: host });
@@ -285,6 +310,8 @@ struct Held {
     dev: u64,
     ino: u64,
     dir: bool,
+    /// What a file placeholder held when created.
+    len: u64,
 }
 
 static PLACEHOLDERS: LazyLock<Mutex<Registry>> = LazyLock::new(Mutex::default);
@@ -298,7 +325,7 @@ fn placeholders() -> MutexGuard<'static, Registry> {
 }
 
 /// One job's hold on a placeholder; the last drop removes it, if it is
-/// still the empty file or directory we created (never anything else).
+/// still the placeholder we created, unchanged (never anything else).
 #[derive(Debug)]
 pub(crate) struct Placeholder {
     path: PathBuf,
@@ -316,7 +343,7 @@ impl Drop for Placeholder {
         }
         if let Some(held) = registry.remove(&self.path) {
             let ours = fs::symlink_metadata(&self.path).is_ok_and(|m| {
-                m.dev() == held.dev && m.ino() == held.ino && (held.dir || m.len() == 0)
+                m.dev() == held.dev && m.ino() == held.ino && (held.dir || m.len() == held.len)
             });
             // remove_dir refuses a directory that is no longer empty, so
             // anything put there is kept.
@@ -381,8 +408,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let ws = tmp.path();
         let (first, lease) = plan_in(ws);
-        assert_eq!(first, [ro("mecha.toml", ws), ro(".git", ws)]);
-        assert!(ws.join(".git").is_dir() && ws.join("mecha.toml").is_file());
+        assert_eq!(first, [ro(".git", ws)]);
+        assert!(ws.join(".git").is_dir() && !ws.join("mecha.toml").exists());
         let (second, other) = plan_in(ws);
         assert_eq!(
             second, first,
@@ -449,7 +476,7 @@ mod tests {
             dest: p,
         };
         assert_eq!(
-            mounts[1..],
+            mounts,
             [same(ws.join(".git")), same(main.join(".git")), same(gitdir)]
         );
     }

@@ -89,7 +89,6 @@ async fn a_missing_protected_path_cannot_be_created_and_leaves_nothing_behind() 
 try() { if (eval "$1") >/dev/null 2>&1; then echo "BREACH: $1"; fi; }
 try 'mkdir -p .git/hooks && echo evil > .git/hooks/post-checkout'
 try 'git init -q'
-try 'echo "[sandbox]" > mecha.toml'
 try 'rmdir .git'
 echo ok > other.txt && echo WS-OK
 "#;
@@ -117,14 +116,14 @@ async fn concurrent_jobs_do_not_remove_each_others_masks() {
     let ws = ws.path();
     let flag = ws.join("first-done");
     let script = "while [ ! -e first-done ]; do sleep 0.02; done; \
-                  (echo evil > mecha.toml) 2>/dev/null && echo BREACH; \
+                  (rmdir .git) 2>/dev/null && echo BREACH; \
                   (mkdir -p .git/hooks) 2>/dev/null && echo BREACH; echo SECOND-DONE";
     let mut second = confine(&sandbox, ws, script, false);
     let child = second.command.spawn().unwrap();
     let first = run(&sandbox, ws, "true", false).await;
     assert!(first.status.success());
     assert!(
-        ws.join("mecha.toml").exists(),
+        ws.join(".git").exists(),
         "the second job still holds the mask"
     );
     fs::write(&flag, "").unwrap();
@@ -196,4 +195,36 @@ async fn a_symlinked_dot_git_is_refused_with_the_fix() {
         err.to_string()
             .contains("replace it with the file or directory it points to")
     );
+}
+
+/// The protection must not break git itself: in a plain repository (no
+/// commondir, no modules) status and commit work inside, and the masks
+/// leave nothing in the repository afterwards.
+#[tokio::test]
+async fn git_still_works_in_a_plain_repository() {
+    let Some(sandbox) = bwrap() else { return };
+    let ws = tempfile::tempdir().unwrap();
+    let ws = ws.path();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(ws)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    git(&["init", "-q"]);
+    fs::write(ws.join("a.txt"), "one\n").unwrap();
+    git(&["add", "a.txt"]);
+    git(&["commit", "-qm", "one"]);
+    let script = "echo two >> a.txt && git status --short && \
+                  git -c user.name=t -c user.email=t@t commit -qam two && echo COMMITTED";
+    let out = run(&sandbox, ws, script, false).await;
+    assert!(out.stdout.contains(" M a.txt"), "{out:?}");
+    assert!(out.stdout.contains("COMMITTED"), "{out:?}");
+    assert_eq!(git(&["log", "--format=%s"]), "two\none\n");
+    assert_eq!(git(&["status", "--porcelain"]), "", "nothing left behind");
+    assert!(!ws.join(".git/commondir").exists());
 }

@@ -3,6 +3,8 @@
 
 mod distrust;
 mod model;
+mod sandbox;
+mod toml_file;
 mod unheeded;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -18,9 +20,9 @@ use mecha_mcp::McpServerConfig;
 use mecha_provider::ProviderSettings;
 use mecha_sandbox::SandboxConfig;
 use mecha_tools::{BuiltinConfig, FetchConfig, ShellConfig};
-use serde::de::DeserializeOwned;
 
-use model::{GlobalConfig, ProjectConfig, ProjectSandbox};
+use model::{GlobalConfig, ProjectConfig};
+use toml_file::read_optional;
 use unheeded::Narrowing;
 
 /// A configuration file that could not be used; the text names the file, the
@@ -326,50 +328,6 @@ impl Settings {
         self.validate(path)
     }
 
-    /// A project may switch confinement on and the network off; it may not
-    /// add paths or pick an image, and never switches confinement off.
-    fn narrow_sandbox(&mut self, path: &Path, project: ProjectSandbox) -> Result<(), ConfigError> {
-        let widening = [
-            ("readable", project.readable.is_some()),
-            ("writable", project.writable.is_some()),
-            ("image", project.image.is_some()),
-        ];
-        if let Some((key, _)) = widening.iter().find(|(_, set)| *set) {
-            return Err(ConfigError::Invalid {
-                path: path.to_path_buf(),
-                message: format!(
-                    "a project's mecha.toml cannot set [sandbox] {key}: it may switch the sandbox \
-                     on (kind) and the network off, never show a confined command more. Put it in \
-                     $MECHA_HOME/config.toml"
-                ),
-            });
-        }
-        let sandbox = &mut self.sandbox;
-        match (sandbox.kind, project.kind) {
-            (None, Some(kind)) => sandbox.kind = Some(kind),
-            (Some(mine), Some(theirs)) if mine != theirs => self.warnings.push(format!(
-                "{}: [sandbox] kind = \"{}\" is not used: {} already confines with \"{}\", \
-                 which stays (a project may switch the sandbox on, not choose another)",
-                path.display(),
-                theirs.as_str(),
-                self.global_file.display(),
-                mine.as_str()
-            )),
-            _ => {}
-        }
-        match project.network {
-            Some(false) => sandbox.network = false,
-            Some(true) if !sandbox.network => self.warnings.push(format!(
-                "{}: [sandbox] network = true is not used: {} keeps the sandbox off the network \
-                 (a project may only take the network away)",
-                path.display(),
-                self.global_file.display()
-            )),
-            _ => {}
-        }
-        Ok(())
-    }
-
     /// Narrows the enabled set to `only` (`None` leaves it as it is).
     pub fn narrow_enabled(&mut self, only: Option<BTreeSet<String>>) {
         let Some(only) = only else { return };
@@ -515,39 +473,6 @@ fn secs_or(secs: Option<u64>, default: Duration) -> Duration {
 
 fn non_empty_set(names: &[String]) -> Option<BTreeSet<String>> {
     (!names.is_empty()).then(|| names.iter().cloned().collect())
-}
-
-/// Parses a TOML file if it exists.
-fn read_optional<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, ConfigError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(ConfigError::Read {
-                path: path.to_path_buf(),
-                source,
-            });
-        }
-    };
-    toml::from_str(&text)
-        .map(Some)
-        .map_err(|e| parse_error(path, &text, &e))
-}
-
-fn parse_error(path: &Path, text: &str, e: &toml::de::Error) -> ConfigError {
-    let offset = e.span().map_or(0, |s| s.start).min(text.len());
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = text[line_start..offset].chars().count() + 1;
-    let line_text = text[line_start..].lines().next().unwrap_or("").to_owned();
-    ConfigError::Parse {
-        path: path.to_path_buf(),
-        line,
-        column,
-        message: e.message().trim().to_owned(),
-        text: line_text,
-    }
 }
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 // A directory without a main.rs, so cargo does not take it for a binary.
 #[path = "mecha-fixture-mcp/catalog.rs"]
@@ -353,18 +353,7 @@ impl Fixture {
             "destroy" => text("destroyed"),
             "read" => text("read it"),
             "added" => text("added tool answered"),
-            "env" => {
-                let env: Map<String, Value> = std::env::vars()
-                    .map(|(k, v)| (k, Value::String(v)))
-                    .collect();
-                text(&Value::Object(env).to_string())
-            }
-            "cwd" => match std::env::current_dir() {
-                Ok(dir) => text(&dir.display().to_string()),
-                Err(e) => text(&format!("no cwd: {e}")),
-            },
-            "pid" => text(&std::process::id().to_string()),
-            "probe" => text(&probe::probe(&args)),
+            "env" | "cwd" | "pid" | "probe" => text(&probe::answer(&name, &args)),
             "big" => {
                 let n = args.get("bytes").and_then(Value::as_u64).unwrap_or(1000);
                 text(&"x".repeat(usize::try_from(n).unwrap_or(0)))

@@ -1,13 +1,32 @@
-//! `probe`: what this server can reach, for the sandbox's tests: a TCP
-//! port on loopback, and whether a path exists.
+//! What this server sees and can reach, for the environment and sandbox
+//! tests: `env`, `cwd`, `pid`, and `probe` (a TCP port on loopback, and
+//! whether a path exists).
 
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+
+/// The answer to one of this module's tools.
+pub(super) fn answer(name: &str, args: &Value) -> String {
+    match name {
+        "env" => {
+            let env: Map<String, Value> = std::env::vars()
+                .map(|(k, v)| (k, Value::String(v)))
+                .collect();
+            Value::Object(env).to_string()
+        }
+        "cwd" => match std::env::current_dir() {
+            Ok(dir) => dir.display().to_string(),
+            Err(e) => format!("no cwd: {e}"),
+        },
+        "pid" => std::process::id().to_string(),
+        _ => probe(args),
+    }
+}
 
 /// `{"port": N, "path": "/x"}` in, `{"connect": "ok" | "<error>", "exists": bool}` out.
-pub(super) fn probe(args: &Value) -> String {
+fn probe(args: &Value) -> String {
     let connect = args.get("port").and_then(Value::as_u64).map(|port| {
         let addr = SocketAddr::from(([127, 0, 0, 1], u16::try_from(port).unwrap_or(0)));
         match TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
