@@ -423,3 +423,34 @@ async fn a_confined_command_cannot_rewrite_mechas_home_inside_the_workspace() {
     assert!(!home.join("planted.toml").exists());
     assert!(e.ws.join("free.txt").exists(), "{text}");
 }
+
+#[tokio::test]
+async fn a_program_under_home_is_named_with_the_readable_line_that_brings_it_in() {
+    use std::os::unix::fs::PermissionsExt;
+    if !have_bwrap() {
+        return;
+    }
+    let mut e = env();
+    // The test's HOME is e.home: a toolchain installed under it.
+    let bin = e.home.join(".mytools/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let tool = bin.join("mytool");
+    std::fs::write(&tool, "#!/bin/sh\necho MYTOOL-RAN\n").unwrap();
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    e.extra_env.push((
+        "PATH".into(),
+        format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+    ));
+    e.extra_config = BWRAP.to_owned();
+    let results = run_calls(&e, &[("shell", json!({"command": "mytool"}))]).await;
+    let (text, is_error) = &results[0];
+    assert!(*is_error, "{text}");
+    assert!(text.contains("command not found"), "{text}");
+    assert!(text.contains("readable = [\"~/.mytools\"]"), "{text}");
+
+    // Following the hint is enough: the line brings the program and its
+    // PATH entry in.
+    e.extra_config = format!("{BWRAP}readable = [\"~/.mytools\"]\n");
+    let results = run_calls(&e, &[("shell", json!({"command": "mytool"}))]).await;
+    assert_eq!(results[0].0.trim(), "MYTOOL-RAN", "{:?}", results[0]);
+}
