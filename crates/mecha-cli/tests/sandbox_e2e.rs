@@ -454,3 +454,33 @@ async fn a_program_under_home_is_named_with_the_readable_line_that_brings_it_in(
     let results = run_calls(&e, &[("shell", json!({"command": "mytool"}))]).await;
     assert_eq!(results[0].0.trim(), "MYTOOL-RAN", "{:?}", results[0]);
 }
+
+#[tokio::test]
+async fn a_sandboxed_servers_open_world_tools_cannot_send_without_network() {
+    if !have_bwrap() {
+        return;
+    }
+    let mut e = env();
+    e.extra_config = sandboxed_fixture("");
+    assert_eq!(egress_of(&tools_json(&e).await, "box__echo_open"), "none");
+    let mock = MockModel::start(vec![]).await;
+    let out = e
+        .mecha(Api::OpenAi, &mock, "k", "mcp", &["check", "box"], "")
+        .await;
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(
+        text.lines()
+            .any(|l| l.contains("box__echo_open") && l.contains("egress=none")),
+        "{text}"
+    );
+    let out = e.mecha(Api::OpenAi, &mock, "k", "mcp", &["list"], "").await;
+    assert!(
+        stdout(&out).contains("sandboxed (no network)"),
+        "{}",
+        stdout(&out)
+    );
+
+    e.extra_config = sandboxed_fixture("network = true\n");
+    assert_eq!(egress_of(&tools_json(&e).await, "box__echo_open"), "chosen");
+}

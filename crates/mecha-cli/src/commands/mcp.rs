@@ -4,6 +4,7 @@ use std::path::Path;
 
 use clap::Subcommand;
 use mecha_mcp::{ServerState, SpawnOptions};
+use mecha_sandbox::{HostEnv, Sandbox};
 
 use crate::Failure;
 use crate::commands::tools::{ARMED_LEGEND, ARMED_MARK, mcp_entry_file, send_warning};
@@ -53,6 +54,13 @@ fn list(settings: &Settings) {
         if !c.prefix_tools {
             outln!("  tools keep their own names (prefix_tools = false)");
         }
+        if c.sandbox {
+            let network = c.network.unwrap_or(settings.sandbox.network);
+            outln!(
+                "  sandboxed ({})",
+                if network { "network on" } else { "no network" }
+            );
+        }
         if !c.env_passthrough.is_empty() {
             outln!("  passes through: {}", c.env_passthrough.join(", "));
         }
@@ -79,7 +87,10 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
             }
         )));
     };
-    let mut options = SpawnOptions::new(workspace);
+    // A `sandbox = true` server is checked the way a run would start it.
+    let sandbox = Sandbox::start(&settings.sandbox, HostEnv::current())
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    let mut options = SpawnOptions::new(workspace).with_sandbox(sandbox);
     if let Some(tz) = &settings.timezone {
         options = options.with_timezone(tz.clone());
     }
