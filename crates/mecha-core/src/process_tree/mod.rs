@@ -181,23 +181,32 @@ fn reap(lock: impl Fn() -> Option<MutexGuard<'static, Registry>>) -> usize {
             let children = scan::children_of(me);
             reg.leaders
                 .retain(|leader| children.iter().any(|c| c.pid == *leader));
-            let doomed: Vec<i32> = children
+            let doomed: Vec<&scan::ChildProc> = children
                 .iter()
                 .filter(|c| !reg.leaders.contains(&c.pid))
                 // A zombie is dead already: collecting it is always right,
                 // whichever group it was in.
                 .filter(|c| c.zombie || !reg.groups.contains(&c.pgid))
-                .map(|c| c.pid)
                 .collect();
-            for pid in doomed.iter().filter_map(|&pid| Pid::from_raw(pid)) {
+            for pid in doomed.iter().filter_map(|c| Pid::from_raw(c.pid)) {
                 let _ = kill_process(pid, Signal::KILL);
             }
-            doomed
+            // A zombie's children were handed to mecha when it died, before
+            // this scan, so they are in it already: only killing a live
+            // orphan can hand over more, for the next round to find. (A
+            // sandbox's pid-1 process is such a zombie after every
+            // confined command; one scan is enough for it.)
+            let more_may_come = doomed.iter().any(|c| !c.zombie);
+            (doomed.iter().map(|c| c.pid).collect::<Vec<i32>>(), more_may_come)
         };
+        let (doomed, more_may_come) = doomed;
         if doomed.is_empty() {
             break;
         }
         collected += collect(&doomed);
+        if !more_may_come {
+            break;
+        }
     }
     collected
 }
