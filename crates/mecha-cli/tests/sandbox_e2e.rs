@@ -16,18 +16,11 @@ use serde_json::{Value, json};
 /// The real bwrap is required: a missing one fails in CI, and is a loud
 /// skip elsewhere.
 fn have_bwrap() -> bool {
-    let found = std::process::Command::new("bwrap")
-        .arg("--version")
-        .output()
-        .is_ok();
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "the sandbox tests need bubblewrap (apt-get install bubblewrap)"
-        );
-        eprintln!("SKIPPED: bubblewrap is not installed");
-    }
-    found
+    common::have(
+        "bwrap",
+        "the sandbox tests",
+        "bubblewrap (apt-get install bubblewrap)",
+    )
 }
 
 const BWRAP: &str = "[sandbox]\nkind = \"bwrap\"\n";

@@ -162,16 +162,23 @@ pub fn scripted_home(home: &Path, calls: &[Value], closing: &str, extra_config: 
 /// Whether util-linux `script`, which gives a child a pseudo-terminal, is
 /// here. Missing it is a failure in CI and a loud skip elsewhere.
 pub fn have_script() -> bool {
-    let found = std::process::Command::new("script")
+    have(
+        "script",
+        "the terminal tests",
+        "`script` from util-linux (apt-get install util-linux)",
+    )
+}
+
+/// Whether `program` runs (`program --version`). A test that needs it
+/// fails in CI without it, and skips loudly elsewhere.
+pub fn have(program: &str, tests: &str, package: &str) -> bool {
+    let found = std::process::Command::new(program)
         .arg("--version")
         .output()
         .is_ok();
     if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "the terminal tests need `script` from util-linux (apt-get install util-linux)"
-        );
-        eprintln!("SKIPPED: `script` (util-linux) is not installed");
+        assert!(std::env::var_os("CI").is_none(), "{tests} need {package}");
+        eprintln!("SKIPPED: {program} is not installed");
     }
     found
 }

@@ -197,7 +197,10 @@ fn reap(lock: impl Fn() -> Option<MutexGuard<'static, Registry>>) -> usize {
             // sandbox's pid-1 process is such a zombie after every
             // confined command; one scan is enough for it.)
             let more_may_come = doomed.iter().any(|c| !c.zombie);
-            (doomed.iter().map(|c| c.pid).collect::<Vec<i32>>(), more_may_come)
+            (
+                doomed.iter().map(|c| c.pid).collect::<Vec<i32>>(),
+                more_may_come,
+            )
         };
         let (doomed, more_may_come) = doomed;
         if doomed.is_empty() {
