@@ -152,6 +152,10 @@ impl Tool for Forced {
         self.inner.echo_limit()
     }
 
+    fn carried_state(&self) -> Option<String> {
+        self.inner.carried_state()
+    }
+
     async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
         self.inner.call(input, ctx).await
     }

@@ -48,7 +48,7 @@ pub use image::{
     IMAGE_COST_BYTES, Image, MAX_IMAGE_BYTES, human_size, over_cap, placeholder, sniff,
 };
 pub use jail::{Jail, JailError, ResolvedPath};
-pub use output::ToolOutput;
+pub use output::{Narrowing, ToolOutput};
 pub use panic_cleanup::{clean_up_after_panic, install_panic_cleanup};
 pub use process_tree::{
     ProcessGroup, become_subreaper, reap_orphans, reap_orphans_now, spawn_group,

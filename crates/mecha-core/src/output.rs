@@ -26,6 +26,21 @@ pub struct ToolOutput {
     /// Images the result carries besides its text (a screenshot, a PNG
     /// file). Which of them reach the model is the batch's decision.
     pub images: Vec<Image>,
+    /// This call narrows the run's tool surface (a skill with `tools:` was
+    /// loaded); the loop applies it, for the rest of the run.
+    pub narrows: Option<Narrowing>,
+}
+
+/// A narrowing of the tool surface that a call asks for: the tools the
+/// procedure `by` needs. The loop unions what every such call named and
+/// always keeps the tool that made the call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Narrowing {
+    /// What narrowed it (a skill's name), for the refusal of a call
+    /// outside the surface.
+    pub by: String,
+    /// The tool names it allows.
+    pub tools: Vec<String>,
 }
 
 impl ToolOutput {
@@ -37,6 +52,7 @@ impl ToolOutput {
             external: false,
             harness: false,
             images: Vec::new(),
+            narrows: None,
         }
     }
 

@@ -92,6 +92,14 @@ pub trait Tool: Send + Sync {
         0
     }
 
+    /// State this tool hands across a compaction, read fresh at the moment
+    /// of compaction (the todo list; the skill bodies loaded so far,
+    /// verbatim). The rebuilt conversation holds exactly one copy of it,
+    /// however many compactions follow.
+    fn carried_state(&self) -> Option<String> {
+        None
+    }
+
     /// Runs the call. Expected failures are `Ok(ToolOutput::err(..))`; `Err`
     /// is for what the model cannot route around, and ends the run.
     async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput>;

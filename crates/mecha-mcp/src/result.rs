@@ -67,6 +67,7 @@ pub(crate) fn render(
         external,
         harness: false,
         images: out.images,
+        narrows: None,
     }
 }
 
