@@ -4,6 +4,7 @@
 mod distrust;
 mod model;
 mod sandbox;
+mod skills;
 mod toml_file;
 mod unheeded;
 
@@ -22,6 +23,7 @@ use mecha_sandbox::SandboxConfig;
 use mecha_tools::{BuiltinConfig, FetchConfig, ShellConfig};
 
 use model::{GlobalConfig, ProjectConfig};
+pub use skills::SkillSettings;
 use toml_file::read_optional;
 use unheeded::Narrowing;
 
@@ -124,6 +126,8 @@ pub struct Settings {
     pub forced: BTreeMap<String, ForcedCapabilities>,
     /// `[agent] distrust_workspace`.
     pub distrust_workspace: bool,
+    /// `[skills]` of both layers.
+    pub skills: SkillSettings,
 }
 
 impl Settings {
@@ -200,6 +204,7 @@ impl Settings {
             project_file: None,
             provider: global.provider,
             sandbox: global.sandbox,
+            skills: SkillSettings::from_user(&global.skills, here, &path),
         };
         settings.add_forced(&global.tools);
         for file in &global.mcp_files {
@@ -247,6 +252,8 @@ impl Settings {
         }
         self.rules.extend(project.rule);
         self.narrow_sandbox(path, project.sandbox)?;
+        let mut dropped = self.skills.narrow_by_project(&project.skills, path);
+        self.warnings.append(&mut dropped);
         let agent = project.agent;
         if agent.timezone.is_some() {
             return Err(ConfigError::Invalid {

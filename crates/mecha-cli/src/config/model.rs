@@ -35,6 +35,9 @@ pub struct GlobalConfig {
     /// `[sandbox]`: what confines shell commands and sandboxed servers.
     #[serde(default)]
     pub sandbox: SandboxConfig,
+    /// `[skills]`: which skills of the store a run carries.
+    #[serde(default)]
+    pub skills: SkillsSection,
 }
 
 /// `[agent]`: how a run behaves.
@@ -235,6 +238,8 @@ pub struct ProjectConfig {
     pub rule: Vec<RuleConfig>,
     #[serde(default)]
     pub sandbox: ProjectSandbox,
+    #[serde(default)]
+    pub skills: SkillsSection,
     /// Caught by name to refuse with a reason: a project must not start
     /// programs, nor choose where the conversation goes.
     pub provider: Option<toml::Value>,
@@ -253,4 +258,20 @@ pub struct ProjectSandbox {
     pub readable: Option<toml::Value>,
     pub writable: Option<toml::Value>,
     pub image: Option<toml::Value>,
+}
+
+/// `[skills]`: which skills of the store a run carries. In a project's
+/// file `enabled` intersects and `disabled` adds; its `dir` is dropped,
+/// with a warning, since the store is the user's alone.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillsSection {
+    /// Empty means every skill in the store.
+    #[serde(default)]
+    pub enabled: Vec<String>,
+    /// Applied after `enabled`, so it wins.
+    #[serde(default)]
+    pub disabled: Vec<String>,
+    /// Where the store is (default `$MECHA_HOME/skills`).
+    pub dir: Option<PathBuf>,
 }
