@@ -12,6 +12,7 @@ mod config;
 mod notice;
 mod output;
 mod render;
+mod skills;
 mod stdin;
 mod terminal;
 mod wiring;
@@ -49,6 +50,8 @@ enum Command {
     Chat(commands::chat::ChatArgs),
     /// List the tools a run would get, with the active sandbox.
     Tools(commands::tools::ToolsArgs),
+    /// The skills a run would carry, and the ones config withheld.
+    Skills(commands::skills::SkillsArgs),
     /// The configured MCP servers: list them, or check one.
     #[command(subcommand)]
     Mcp(commands::mcp::McpCommand),
@@ -117,6 +120,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Run(args) => commands::run::run(args, settings, &workspace),
         Command::Chat(args) => commands::chat::run(args, settings, &workspace),
         Command::Tools(args) => commands::tools::run(args, settings, &workspace),
+        Command::Skills(args) => commands::skills::run(args, settings),
         Command::Mcp(command) => commands::mcp::run(command, settings, &workspace),
     }
 }

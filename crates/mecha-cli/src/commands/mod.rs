@@ -3,6 +3,7 @@
 pub mod chat;
 pub mod mcp;
 pub mod run;
+pub mod skills;
 pub mod tools;
 
 use clap::Args;
@@ -26,4 +27,10 @@ pub struct RunOptions {
     /// The model to use, instead of [provider] model.
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
+    /// Carry only this skill (repeatable); narrows config, never widens it.
+    #[arg(long = "skill", value_name = "NAME")]
+    pub skills: Vec<String>,
+    /// Carry no skills.
+    #[arg(long)]
+    pub no_skills: bool,
 }

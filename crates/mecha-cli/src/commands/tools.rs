@@ -11,6 +11,7 @@ use serde_json::json;
 
 use crate::Failure;
 use crate::config::Settings;
+use crate::skills::SkillFlags;
 use crate::terminal::printable;
 use crate::wiring::{Toolbox, build_toolbox};
 
@@ -92,6 +93,7 @@ pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<
     let toolbox = runtime.block_on(build_toolbox(
         &mut settings,
         &args.tools,
+        &SkillFlags::default(),
         false,
         workspace,
         report,

@@ -101,7 +101,8 @@ mod tests {
     /// enabled, project disabled) -> which of a, b, c are carried.
     #[test]
     fn layers_only_narrow() {
-        let table: [(&[&str], &[&str], &[&str], &[&str], &[&str]); 6] = [
+        type Names = &'static [&'static str];
+        let table: [(Names, Names, Names, Names, Names); 6] = [
             (&[], &[], &[], &[], &["a", "b", "c"]),
             (&[], &["b"], &[], &[], &["a", "c"]),
             (&["a", "b"], &[], &[], &[], &["a", "b"]),
