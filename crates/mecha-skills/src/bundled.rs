@@ -62,7 +62,8 @@ pub(crate) fn read(skill: &Skill, requested: &str, ctx: &ToolCtx) -> ToolOutput 
             "`file` is empty; name a file bundled with skill `{name}`, relative to its folder"
         ));
     }
-    let cannot = |e: io::Error| ToolOutput::err(format!("cannot read `{requested}` of skill `{name}`: {e}"));
+    let cannot =
+        |e: io::Error| ToolOutput::err(format!("cannot read `{requested}` of skill `{name}`: {e}"));
     let root = match std::fs::canonicalize(&skill.dir) {
         Ok(root) => root,
         Err(e) => return cannot(e),
@@ -73,7 +74,11 @@ pub(crate) fn read(skill: &Skill, requested: &str, ctx: &ToolCtx) -> ToolOutput 
             let (files, _) = list(&root, LIST_MAX);
             return ToolOutput::err(format!(
                 "skill `{name}` has no file `{requested}`; its files: {}",
-                if files.is_empty() { "none".to_owned() } else { files.join(", ") }
+                if files.is_empty() {
+                    "none".to_owned()
+                } else {
+                    files.join(", ")
+                }
             ));
         }
         Err(e) => return cannot(e),

@@ -24,9 +24,11 @@ pub(crate) fn split(text: &str) -> Result<Split<'_>, String> {
     let mut lines = text.split_inclusive('\n');
     let first = lines.next().unwrap_or("");
     if !is_fence(first, "---") {
-        return Err("SKILL.md has no frontmatter — it has to start with a `---` line, then \
+        return Err(
+            "SKILL.md has no frontmatter — it has to start with a `---` line, then \
                     `name:` and `description:` lines, then a closing `---`"
-            .to_owned());
+                .to_owned(),
+        );
     }
     let mut offset = first.len();
     let mut yaml = String::new();
@@ -49,9 +51,11 @@ pub(crate) fn split(text: &str) -> Result<Split<'_>, String> {
         yaml.push_str(line.trim_end_matches(['\n', '\r']));
         yaml.push('\n');
     }
-    Err("the frontmatter opened by the first `---` line is never closed — add a `---` line \
+    Err(
+        "the frontmatter opened by the first `---` line is never closed — add a `---` line \
          after the last key"
-        .to_owned())
+            .to_owned(),
+    )
 }
 
 fn is_fence(line: &str, fence: &str) -> bool {
@@ -73,14 +77,22 @@ mod tests {
 
     #[test]
     fn a_fence_that_is_not_first_is_no_frontmatter() {
-        assert!(split("\n---\nname: a\n---\n").unwrap_err().contains("no frontmatter"));
+        assert!(
+            split("\n---\nname: a\n---\n")
+                .unwrap_err()
+                .contains("no frontmatter")
+        );
         assert!(split("# Title\n").unwrap_err().contains("no frontmatter"));
         assert!(split("").unwrap_err().contains("no frontmatter"));
     }
 
     #[test]
     fn unclosed_and_oversized_frontmatter_are_refused() {
-        assert!(split("---\nname: a\n").unwrap_err().contains("never closed"));
+        assert!(
+            split("---\nname: a\n")
+                .unwrap_err()
+                .contains("never closed")
+        );
         let big = format!("---\n{}---\n", "k: v\n".repeat(20_000));
         assert!(split(&big).unwrap_err().contains("runs past 64 KB"));
     }

@@ -124,10 +124,7 @@ mod tests {
         let yaml = "name: a\ndescription: Use when: (1) x\n  and: y\ntriggers: [p, q]\n";
         let (raw, slips) = parse(yaml).unwrap().unwrap();
         assert_eq!(raw.name, Some(Some("a".into())));
-        assert_eq!(
-            raw.description,
-            Some(Some("Use when: (1) x and: y".into()))
-        );
+        assert_eq!(raw.description, Some(Some("Use when: (1) x and: y".into())));
         assert_eq!(raw.triggers, Some(Some(vec!["p".into(), "q".into()])));
         assert_eq!(
             slips,
@@ -148,6 +145,9 @@ mod tests {
         let Err(Failure::Shape(why)) = parse("name: a\nname: b\n") else {
             panic!("a duplicate name was accepted");
         };
-        assert!(why.contains("given twice (frontmatter lines 1 and 2)"), "{why}");
+        assert!(
+            why.contains("given twice (frontmatter lines 1 and 2)"),
+            "{why}"
+        );
     }
 }

@@ -51,7 +51,11 @@ pub struct LoadFailure {
 
 impl fmt::Display for LoadFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "skill `{}` did not load — {}", self.dir_name, self.reason)
+        write!(
+            f,
+            "skill `{}` did not load — {}",
+            self.dir_name, self.reason
+        )
     }
 }
 
@@ -153,7 +157,10 @@ fn refusal(failure: Failure) -> String {
         ),
         Failure::Shape(why) => why,
         Failure::Syntax { line, message } => {
-            format!("the frontmatter cannot be read (line {}: {message})", line + 1)
+            format!(
+                "the frontmatter cannot be read (line {}: {message})",
+                line + 1
+            )
         }
     }
 }
@@ -173,17 +180,21 @@ fn validate(dir_name: &str, raw: Raw, body: &str) -> Result<Skill, String> {
     }
     let description = raw.description.flatten().unwrap_or_default();
     if description.trim().is_empty() {
-        return Err("the frontmatter has no `description` — add one that says what the skill \
+        return Err(
+            "the frontmatter has no `description` — add one that says what the skill \
                     does and when to use it; it is all the model sees until it loads the skill"
-            .to_owned());
+                .to_owned(),
+        );
     }
     let tools = match raw.tools {
         None => None,
         Some(Some(tools)) if !tools.is_empty() => Some(tools),
         Some(_) => {
-            return Err("`tools` is empty, which would leave the procedure no tools — list the \
+            return Err(
+                "`tools` is empty, which would leave the procedure no tools — list the \
                         tools it needs, or remove the key for no narrowing"
-                .to_owned());
+                    .to_owned(),
+            );
         }
     };
     Ok(Skill {

@@ -3,8 +3,8 @@
 
 use std::fmt;
 
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_saphyr::Error;
 
 /// The keys mecha reads. Every other key (the standard's `license`,
@@ -152,10 +152,9 @@ impl Shape {
                  (a `>` block folds several lines into one)",
                 got.article()
             ),
-            (_, Kind::Scalar) => format!(
-                "`{key}` is {}, but it has to be one string",
-                got.article()
-            ),
+            (_, Kind::Scalar) => {
+                format!("`{key}` is {}, but it has to be one string", got.article())
+            }
             _ => format!(
                 "`{key}` is {}, but it has to be a list of names — write `{key}: [a, b]`",
                 got.article()

@@ -26,7 +26,11 @@ fn loaded(folder: &str, bytes: &[u8]) -> mecha_skills::Skill {
 fn refused(folder: &str, bytes: &[u8]) -> LoadFailure {
     let store = load_one(folder, bytes);
     assert!(store.skills.is_empty(), "{:?}", store.skills);
-    store.failures.into_iter().next().expect("no failure reported")
+    store
+        .failures
+        .into_iter()
+        .next()
+        .expect("no failure reported")
 }
 
 #[test]
@@ -49,9 +53,15 @@ fn the_spec_example_loads_with_its_triggers() {
 
 #[test]
 fn block_scalars_load() {
-    let s = loaded("a", b"---\nname: a\ndescription: |-\n  line one\n  line two\n---\nb\n");
+    let s = loaded(
+        "a",
+        b"---\nname: a\ndescription: |-\n  line one\n  line two\n---\nb\n",
+    );
     assert_eq!(s.description, "line one\nline two");
-    let s = loaded("a", b"---\nname: a\ndescription: >\n  folded\n  text\n---\nb\n");
+    let s = loaded(
+        "a",
+        b"---\nname: a\ndescription: >\n  folded\n  text\n---\nb\n",
+    );
     assert_eq!(s.description, "folded text\n");
 }
 
@@ -79,7 +89,10 @@ fn crlf_bom_trailing_whitespace_and_non_ascii_load() {
 #[test]
 fn a_description_over_1024_characters_loads_with_a_warning() {
     let long = "x".repeat(2000);
-    let store = load_one("a", format!("---\nname: a\ndescription: {long}\n---\nb\n").as_bytes());
+    let store = load_one(
+        "a",
+        format!("---\nname: a\ndescription: {long}\n---\nb\n").as_bytes(),
+    );
     assert_eq!(store.skills[0].description, long);
     assert!(
         store.warnings.iter().any(|w| w.contains("2000 characters")),
@@ -117,8 +130,14 @@ fn bundled_folders_binaries_and_executables_beside_skill_md_load() {
 
 #[test]
 fn tools_narrowing_is_read() {
-    let s = loaded("a", simple("a", "tools:\n  - fs_read\n  - fs_list\n", "b").as_bytes());
-    assert_eq!(s.tools, Some(vec!["fs_read".to_owned(), "fs_list".to_owned()]));
+    let s = loaded(
+        "a",
+        simple("a", "tools:\n  - fs_read\n  - fs_list\n", "b").as_bytes(),
+    );
+    assert_eq!(
+        s.tools,
+        Some(vec!["fs_read".to_owned(), "fs_list".to_owned()])
+    );
 }
 
 #[test]
@@ -133,7 +152,10 @@ fn a_name_that_differs_from_its_folder_is_refused_with_the_spec_message() {
 
 #[test]
 fn a_description_that_is_a_list_is_refused() {
-    let f = refused("a", b"---\nname: a\ndescription:\n  - one\n  - two\n---\nb\n");
+    let f = refused(
+        "a",
+        b"---\nname: a\ndescription:\n  - one\n  - two\n---\nb\n",
+    );
     assert_eq!(
         f.reason,
         "`description` is a list, but it has to be one string — write it as sentences (a `>` \
@@ -179,14 +201,18 @@ fn missing_name_or_description_is_refused() {
         "the frontmatter has no `name` — add `name: a` (the folder's name)"
     );
     let f = refused("a", b"---\nname: a\ndescription: \"\"\n---\nb\n");
-    assert!(f.reason.starts_with("the frontmatter has no `description`"), "{f}");
+    assert!(
+        f.reason.starts_with("the frontmatter has no `description`"),
+        "{f}"
+    );
 }
 
 #[test]
 fn unreadable_frontmatter_is_refused_with_the_line() {
     let f = refused("a", b"---\n- name: a\n- [unclosed\n---\nb\n");
     assert!(
-        f.reason.starts_with("the frontmatter is not YAML mecha can read (line "),
+        f.reason
+            .starts_with("the frontmatter is not YAML mecha can read (line "),
         "{f}"
     );
 }
@@ -248,7 +274,9 @@ fn an_alias_bomb_is_refused_fast() {
     let mut yaml = String::from("---\nname: a\ndescription: d\nl0: &l0 [x,x,x,x,x,x,x,x,x]\n");
     for i in 1..9 {
         let p = format!("*l{}", i - 1);
-        yaml.push_str(&format!("l{i}: &l{i} [{p},{p},{p},{p},{p},{p},{p},{p},{p}]\n"));
+        yaml.push_str(&format!(
+            "l{i}: &l{i} [{p},{p},{p},{p},{p},{p},{p},{p},{p}]\n"
+        ));
     }
     yaml.push_str("---\nbody\n");
     assert!(yaml.len() < 600, "{} bytes", yaml.len());

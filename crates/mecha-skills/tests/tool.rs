@@ -23,7 +23,11 @@ struct Setup {
 
 fn setup() -> Setup {
     let store = tempfile::tempdir().unwrap();
-    skill(store.path(), "plain", simple("plain", "", "# Plain\n\nStep one.").as_bytes());
+    skill(
+        store.path(),
+        "plain",
+        simple("plain", "", "# Plain\n\nStep one.").as_bytes(),
+    );
     skill(
         store.path(),
         "narrow",
@@ -90,9 +94,15 @@ fn a_long_body_is_kept_within_the_call_budget() {
     let ws = tempfile::tempdir().unwrap();
     let ctx = ToolCtx::new(ws.path(), 4096).unwrap();
     let tool = SkillTool::new(Store::load(store.path()).skills);
-    let out = rt().block_on(tool.call(json!({"name": "big"}), &ctx)).unwrap();
+    let out = rt()
+        .block_on(tool.call(json!({"name": "big"}), &ctx))
+        .unwrap();
     assert!(out.content.len() <= 4096, "{} bytes", out.content.len());
-    assert!(out.content.contains("[truncated by the harness"), "{}", out.content);
+    assert!(
+        out.content.contains("[truncated by the harness"),
+        "{}",
+        out.content
+    );
 }
 
 #[test]
@@ -114,7 +124,10 @@ fn an_unknown_skill_is_refused_naming_the_carried_ones() {
     let s = setup();
     let out = call(&s, json!({"name": "nope"}));
     assert!(out.is_error && out.harness, "{out:?}");
-    assert_eq!(out.content, "no skill named `nope`; this run carries: narrow, plain");
+    assert_eq!(
+        out.content,
+        "no skill named `nope`; this run carries: narrow, plain"
+    );
 }
 
 #[test]
@@ -130,7 +143,10 @@ fn carried_state_holds_each_loaded_body_once_in_load_order() {
     assert_eq!(state.matches("# Plain\n\nStep one.").count(), 1, "{state}");
     assert_eq!(state.matches("# Narrow").count(), 1, "{state}");
     assert!(state.find("# Narrow") < state.find("# Plain"), "{state}");
-    assert!(!state.contains("Dear"), "a bundled file is not a loaded body: {state}");
+    assert!(
+        !state.contains("Dear"),
+        "a bundled file is not a loaded body: {state}"
+    );
 }
 
 #[test]
@@ -164,7 +180,11 @@ fn a_missing_file_names_the_files_there_are() {
 
 fn assert_outside(out: &ToolOutput) {
     assert!(out.is_error && out.harness, "{out:?}");
-    assert!(out.content.contains("outside the folder of skill `plain`"), "{}", out.content);
+    assert!(
+        out.content.contains("outside the folder of skill `plain`"),
+        "{}",
+        out.content
+    );
 }
 
 #[test]
@@ -172,7 +192,11 @@ fn dot_dot_climbing_out_is_refused() {
     let s = setup();
     // A sibling skill's body, and a file beside the store.
     std::fs::write(s.store.path().join("secret.txt"), "secret").unwrap();
-    for file in ["../narrow/SKILL.md", "../secret.txt", "reference/../../secret.txt"] {
+    for file in [
+        "../narrow/SKILL.md",
+        "../secret.txt",
+        "reference/../../secret.txt",
+    ] {
         let out = call(&s, json!({"name": "plain", "file": file}));
         assert_outside(&out);
         assert!(!out.content.contains("secret\n"));
@@ -238,9 +262,16 @@ fn racing_a_folder_swap_never_reads_outside() {
     let (mut inside, mut refused) = (0, 0);
     for _ in 0..5000 {
         let out = rt
-            .block_on(s.tool.call(json!({"name": "plain", "file": "sub/etc/passwd"}), &s.ctx))
+            .block_on(
+                s.tool
+                    .call(json!({"name": "plain", "file": "sub/etc/passwd"}), &s.ctx),
+            )
             .unwrap();
-        assert!(!out.content.contains("root:"), "read outside: {}", out.content);
+        assert!(
+            !out.content.contains("root:"),
+            "read outside: {}",
+            out.content
+        );
         if out.is_error {
             refused += 1;
         } else {
@@ -250,7 +281,16 @@ fn racing_a_folder_swap_never_reads_outside() {
     }
     stop.store(true, Ordering::Relaxed);
     let swaps = swapper.join().unwrap();
-    assert!(swaps > 1000, "only {swaps} swaps; the race was not exercised");
-    assert!(inside > 0, "never read the inside file; the test proves nothing");
-    assert!(refused > 0, "never saw the symlink; the test proves nothing");
+    assert!(
+        swaps > 1000,
+        "only {swaps} swaps; the race was not exercised"
+    );
+    assert!(
+        inside > 0,
+        "never read the inside file; the test proves nothing"
+    );
+    assert!(
+        refused > 0,
+        "never saw the symlink; the test proves nothing"
+    );
 }
