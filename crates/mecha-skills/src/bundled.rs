@@ -94,8 +94,8 @@ pub(crate) fn read(skill: &Skill, requested: &str, ctx: &ToolCtx) -> ToolOutput 
         Ok(Some(file)) => file,
         Ok(None) => {
             return ToolOutput::refusal(format!(
-                "`{requested}` in skill `{name}` is not a regular file; name a file, not a \
-                 folder"
+                "`{requested}` in skill `{name}` is not a regular file (a folder, a pipe or a \
+                 device); name a file"
             ));
         }
         Err(e) => return cannot(e),

@@ -43,8 +43,10 @@ pub(crate) fn parse(yaml: &str) -> Result<Option<(Raw, Vec<Slip>)>, Failure> {
         seen.push((entry.key, entry.line));
         let one = match yaml::parse(&entry.lines.join("\n")) {
             Ok(one) => one,
-            Err(Failure::Syntax { .. }) => {
-                let Some(one) = plain(&entry) else { continue };
+            Err(Failure::Syntax { message, .. }) => {
+                let Some(one) = plain(&entry, &message)? else {
+                    continue;
+                };
                 slips.push(Slip {
                     line: entry.line,
                     key: entry.key.to_owned(),
@@ -63,10 +65,13 @@ pub(crate) fn parse(yaml: &str) -> Result<Option<(Raw, Vec<Slip>)>, Failure> {
 
 /// The entry's value as plain text, continuation lines folded with single
 /// spaces as YAML folds a plain scalar. Only `name` and `description` can
-/// be plain text; a list that does not parse is not guessed at, and keys
+/// be plain text: a list that does not parse is refused rather than
+/// guessed at (a dropped trigger or tool is a procedure changed), and keys
 /// mecha ignores are skipped.
-fn plain(entry: &Entry<'_>) -> Option<Raw> {
-    let first = entry.lines.first()?;
+fn plain(entry: &Entry<'_>, message: &str) -> Result<Option<Raw>, Failure> {
+    let Some(first) = entry.lines.first() else {
+        return Ok(None);
+    };
     let value = first[entry.key.len() + 1..].trim();
     let text = std::iter::once(value)
         .chain(entry.lines[1..].iter().map(|l| l.trim()))
@@ -77,9 +82,17 @@ fn plain(entry: &Entry<'_>) -> Option<Raw> {
     match entry.key {
         "name" => raw.name = Some(Some(text)),
         "description" => raw.description = Some(Some(text)),
-        _ => return None,
+        "triggers" | "tools" => {
+            return Err(Failure::Shape(format!(
+                "`{key}` (frontmatter line {line}) cannot be read ({message}) — write it as a \
+                 list of names: `{key}: [a, b]`",
+                key = entry.key,
+                line = entry.line
+            )));
+        }
+        _ => return Ok(None),
     }
-    Some(raw)
+    Ok(Some(raw))
 }
 
 /// Groups the lines into top-level entries; `None` if a top-level line is
@@ -132,6 +145,17 @@ mod tests {
                 line: 2,
                 key: "description".into()
             }]
+        );
+    }
+
+    #[test]
+    fn a_list_that_cannot_be_read_is_refused_not_dropped() {
+        let Err(Failure::Shape(why)) = parse("name: a\ntriggers: [a, [b]]\nx: y: z\n") else {
+            panic!("an unreadable trigger list was accepted");
+        };
+        assert!(
+            why.starts_with("`triggers` (frontmatter line 2) cannot be read ("),
+            "{why}"
         );
     }
 

@@ -34,3 +34,31 @@ pub fn level1_block(skills: &[Skill]) -> String {
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn skill(name: &str, description: &str) -> Skill {
+        Skill {
+            dir_name: name.to_owned(),
+            name: name.to_owned(),
+            description: description.to_owned(),
+            triggers: Vec::new(),
+            tools: None,
+            body: String::new(),
+            dir: PathBuf::from("/store").join(name),
+        }
+    }
+
+    #[test]
+    fn entries_are_sorted_by_name_and_one_line_each() {
+        let block = level1_block(&[skill("b", "two\n  lines"), skill("a", "one")]);
+        let entries: Vec<&str> = block.lines().skip(1).collect();
+        assert_eq!(entries, ["- a: one", "- b: two lines"]);
+    }
+}

@@ -38,7 +38,7 @@ pub struct Skill {
     pub tools: Option<Vec<String>>,
     /// The markdown after the frontmatter.
     pub body: String,
-    /// The skill's folder (absolute, canonical).
+    /// The skill's folder (absolute).
     pub dir: PathBuf,
 }
 
@@ -125,7 +125,9 @@ fn load_one(dir_name: &str, path: &Path, warnings: &mut Vec<String>) -> Result<S
             file.display()
         ));
     }
-    let dir = std::fs::canonicalize(path).map_err(|e| format!("cannot resolve the folder: {e}"))?;
+    // Absolute, not canonical: the skill tool canonicalizes at each call,
+    // where containment is proved, and start-up saves the syscalls.
+    let dir = std::path::absolute(path).map_err(|e| format!("cannot resolve the folder: {e}"))?;
     Ok(Skill { dir, ..skill })
 }
 

@@ -302,7 +302,13 @@ fn the_level1_block_is_sorted_and_byte_stable_across_creation_orders() {
         let loaded = Store::load(store.path());
         (level1_block(&loaded.skills), store)
     };
-    let (a, _sa) = make(&names);
+    let (a, sa) = make(&names);
+    let folders: Vec<String> = Store::load(sa.path())
+        .skills
+        .into_iter()
+        .map(|s| s.dir_name)
+        .collect();
+    assert_eq!(folders, ["alpha", "beta", "mid", "zeta"]);
     let mut reversed = names;
     reversed.reverse();
     let (b, _sb) = make(&reversed);
