@@ -13,7 +13,8 @@ use crate::commands::run::{EXIT_INTERRUPTED, INTERRUPTED, finish_with_notice, re
 use crate::config::Settings;
 use crate::output;
 use crate::render::{OutputFormat, sink};
-use crate::wiring::build_agent;
+use crate::commands::slash;
+use crate::wiring::{Toolbox, build_agent};
 
 #[derive(Args, Debug)]
 pub struct ChatArgs {
@@ -25,7 +26,7 @@ pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, F
     let events = sink(OutputFormat::Text);
     let runtime = crate::runtime()?;
     let (agent, toolbox) = runtime.block_on(build_agent(settings, &args.options, workspace))?;
-    let ended = converse(&runtime, &agent, events.as_ref());
+    let ended = converse(&runtime, &agent, &toolbox, events.as_ref());
     toolbox.shutdown();
     runtime.shutdown_background();
     ended
@@ -41,7 +42,8 @@ enum Turn {
 
 /// How to use chat, shown when it starts.
 const HELP: &str = "mecha chat: Enter sends the prompt. End a line with \\ to go on \
-on the next; lines pasted together stay one prompt. /exit or Ctrl-D ends the session.";
+on the next; lines pasted together stay one prompt. /skills and /tools list what this run \
+carries; /exit or Ctrl-D ends the session.";
 
 /// Reads prompts until `/exit` or the end of input. An empty prompt is
 /// skipped: a stray Enter, or a blank line in pasted text, must not end the
@@ -49,6 +51,7 @@ on the next; lines pasted together stay one prompt. /exit or Ctrl-D ends the ses
 fn converse(
     runtime: &tokio::runtime::Runtime,
     agent: &Agent,
+    toolbox: &Toolbox,
     events: &dyn EventSink,
 ) -> Result<u8, Failure> {
     let mut session = Session::default();
@@ -74,6 +77,10 @@ fn converse(
         }
         if matches!(prompt, "/exit" | "/quit") {
             return Ok(0);
+        }
+        if let Some(answer) = slash::answer(prompt, agent, &session, toolbox) {
+            output::out(&crate::terminal::printable(&answer));
+            continue;
         }
         let before = session.messages.len();
         let outcome = runtime.block_on(async {

@@ -4,6 +4,7 @@ pub mod chat;
 pub mod mcp;
 pub mod run;
 pub mod skills;
+mod slash;
 pub mod tools;
 
 use clap::Args;
