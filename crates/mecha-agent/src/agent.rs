@@ -15,6 +15,7 @@ use crate::ending::{self, CONTINUE_PROMPT, CUT_CALL, Reading};
 use crate::events::{Event, EventSink, GateStage, GateVerdict};
 use crate::gate::Gate;
 use crate::progress;
+use crate::surface::Surface;
 
 /// Limits of a run.
 #[derive(Debug, Clone, Copy)]
@@ -30,6 +31,10 @@ pub struct Session {
     pub messages: Vec<Message>,
     /// Lasts the whole session: nothing clears it.
     pub taint: Taint,
+    /// The tools calls may still reach, once a call narrowed them (`None`:
+    /// every registered tool). Like the taint it lasts the whole session:
+    /// there is no unload.
+    pub surface: Option<Surface>,
     pub usage: Usage,
     pub turns: u32,
 }
@@ -184,9 +189,15 @@ impl Agent {
             session.turns += 1;
             let turn = session.turns;
             let tools = self.current_tools().await;
+            // The prefix changes once, at a narrowing, and stays the same
+            // from then on: the filter of a fixed, sorted list.
+            let narrowed = session
+                .surface
+                .as_ref()
+                .map(|surface| surface.definitions(&tools.definitions));
             let request = Request {
                 system: &self.system,
-                tools: &tools.definitions,
+                tools: narrowed.as_deref().unwrap_or(&tools.definitions),
                 messages: &session.messages,
             };
             let mut on_stream = |piece: Streamed<'_>| events.emit(Event::streamed(piece));
@@ -268,8 +279,9 @@ impl Agent {
                     reason: CUT_CALL.to_owned(),
                 }
             } else {
+                let surface = session.surface.as_ref();
                 self.gate
-                    .judge(registry, &self.ctx, session.taint, call)
+                    .judge(registry, &self.ctx, session.taint, surface, call)
                     .await
             };
             events.emit(Event::Gate {
@@ -309,6 +321,15 @@ impl Agent {
             })?;
             if let (GateVerdict::Allowed { .. }, Some(tool)) = (verdict, registry.get(&call.name)) {
                 session.taint.record(tool.capabilities(), &output);
+                if let Some(narrowing) = &output.narrows
+                    && Surface::apply(&mut session.surface, narrowing, tool.name(), registry)
+                    && let Some(surface) = &session.surface
+                {
+                    events.emit(Event::Narrowed {
+                        by: narrowing.by.clone(),
+                        tools: surface.tools().map(str::to_owned).collect(),
+                    });
+                }
             }
             let shown = output
                 .content

@@ -73,6 +73,9 @@ pub enum Event {
     /// The model's output limit cut its turn: the call to `tool`, which was
     /// not run, or (no tool) the text of its answer.
     OutputLimit { turn: u32, tool: Option<String> },
+    /// A call (`by`, a skill) narrowed the run's tool surface; `tools` is
+    /// what calls may reach from now on, for the rest of the run.
+    Narrowed { by: String, tools: Vec<String> },
     /// The model ended a turn without a word; it was asked to continue.
     EmptyTurn { turn: u32 },
     /// Tokens used by one model request.

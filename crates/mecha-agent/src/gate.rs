@@ -1,5 +1,6 @@
-//! The dispatch gate: for every call, in call order, validation, then the
-//! interlock, then the hook, then the declared paths resolved through the
+//! The dispatch gate: for every call, in call order, validation (the tool
+//! exists, lies inside the run's tool surface, and gets valid arguments),
+//! then the interlock, then the hook, then the declared paths resolved through the
 //! jail, then the `[[rule]]`s, then the approver. Each stage can only
 //! refuse; a later stage never overrides an earlier refusal. A call the
 //! interlock finds to be the whole trifecta by itself goes through the hook
@@ -16,6 +17,7 @@ use mecha_core::{
 
 use crate::events::{GateStage, GateVerdict};
 use crate::hook::Hook;
+use crate::surface::Surface;
 use crate::validate::SchemaCheck;
 
 /// Everything the gate consults; fixed for a run.
@@ -46,13 +48,15 @@ impl Gate {
         }
     }
 
-    /// Judges one call against the conversation's taint as it stands;
-    /// `ctx` is the context it would run in, whose jail judges its paths.
+    /// Judges one call against the conversation's taint and tool surface
+    /// (`None`: nothing narrowed it) as they stand; `ctx` is the context it
+    /// would run in, whose jail judges its paths.
     pub async fn judge(
         &self,
         registry: &Registry,
         ctx: &ToolCtx,
         taint: Taint,
+        surface: Option<&Surface>,
         call: &ToolCall,
     ) -> GateVerdict {
         use GateStage::*;
@@ -60,6 +64,13 @@ impl Gate {
         let Some(tool) = registry.get(&call.name) else {
             return blocked(Validation, unknown_tool(registry, &call.name));
         };
+        // A shortened tool list alone is advisory: a model that saw the
+        // tool earlier in the conversation can still name it.
+        if let Some(surface) = surface
+            && !surface.allows(&call.name)
+        {
+            return blocked(Validation, surface.refusal(&call.name, registry));
+        }
         let tool: &dyn Tool = tool.as_ref();
         if let Some(error) = &call.input_error {
             return blocked(

@@ -1,5 +1,6 @@
 //! The agent loop: turns, the dispatch gate (validation, interlock, hook,
-//! rules, approver), taint tracking, and events for the front end.
+//! rules, approver), taint tracking, the tool surface a skill narrows, and
+//! events for the front end.
 //!
 //! It holds the provider and every tool as trait objects and names no
 //! concrete one; wiring them is the CLI's job. It does not render anything
@@ -11,6 +12,7 @@ mod events;
 mod gate;
 mod hook;
 mod progress;
+mod surface;
 mod validate;
 
 pub use agent::{Agent, AgentError, Limits, Outcome, Session, ToolRefresh};
@@ -18,3 +20,4 @@ pub use ending::{CONTINUE_PROMPT, CUT_CALL};
 pub use events::{EarlyStop, Event, EventSink, GateStage, GateVerdict, RunEnd};
 pub use gate::Gate;
 pub use hook::Hook;
+pub use surface::Surface;

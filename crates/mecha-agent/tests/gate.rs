@@ -112,6 +112,7 @@ async fn approval_matrix() {
                 &registry(&log),
                 &unused_ctx(),
                 Taint::default(),
+                None,
                 &tool_call(tool, json!({})),
             )
             .await;
@@ -141,6 +142,7 @@ async fn the_non_interactive_refusal_names_the_tool_and_the_fix() {
             &registry(&Log::default()),
             &unused_ctx(),
             Taint::default(),
+            None,
             &tool_call("writer", json!({})),
         )
         .await;
@@ -200,7 +202,7 @@ async fn stages_run_in_order_interlock_hook_rule_approver() {
     };
     // Armed: the interlock refuses before the hook is consulted.
     let v = gate
-        .judge(&reg, &unused_ctx(), armed, &tool_call("send", json!({})))
+        .judge(&reg, &unused_ctx(), armed, None, &tool_call("send", json!({})))
         .await;
     assert!(
         matches!(
@@ -219,6 +221,7 @@ async fn stages_run_in_order_interlock_hook_rule_approver() {
             &reg,
             &unused_ctx(),
             Taint::default(),
+            None,
             &tool_call("send", json!({})),
         )
         .await;

@@ -178,6 +178,7 @@ async fn a_path_the_jail_refuses_is_refused_before_anyone_is_asked() {
                     &tools(),
                     &f.ctx,
                     Taint::default(),
+                    None,
                     &call(tool, input_for(tool, path)),
                 )
                 .await;
@@ -207,6 +208,7 @@ async fn a_path_the_jail_refuses_is_refused_before_anyone_is_asked() {
             &tools(),
             &f.ctx,
             Taint::default(),
+            None,
             &call("fs_write", json!({"path": "notes/ok.txt", "content": "x"})),
         )
         .await;
@@ -265,7 +267,7 @@ async fn under(f: &Fixture, rules: Rules, tool: &str, input: Value) -> (GateVerd
     let approver = Arc::new(Counting::default());
     let gate = Gate::new(PermissionMode::Allow, approver.clone(), rules, None, false);
     let v = gate
-        .judge(&tools(), &f.ctx, Taint::default(), &call(tool, input))
+        .judge(&tools(), &f.ctx, Taint::default(), None, &call(tool, input))
         .await;
     let asked = approver.asked().iter().any(|q| q.starts_with("fresh"));
     (v, asked)
@@ -413,6 +415,7 @@ async fn allow_globs_stay_as_strict_as_the_raw_text() {
                 &tools(),
                 &f.ctx,
                 Taint::default(),
+                None,
                 &call("fs_write", json!({"path": path, "content": "x"})),
             )
             .await;

@@ -86,6 +86,13 @@ impl EventSink for Text {
                 crate::terminal::report(&notice::output_limit(tool.as_deref()));
             }
             Event::EmptyTurn { .. } => crate::terminal::report(notice::EMPTY_TURN),
+            Event::Narrowed { by, tools } => {
+                end_answer_line(&mut state);
+                activity(&format!(
+                    "skill `{by}` narrowed this run's tools to {}",
+                    tools.join(", ")
+                ));
+            }
             Event::Retrying { what } => {
                 end_answer_line(&mut state);
                 crate::terminal::report(&what);

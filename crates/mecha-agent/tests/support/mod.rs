@@ -19,6 +19,8 @@ use serde_json::{Value, json};
 pub struct Queue {
     turns: Mutex<VecDeque<Response>>,
     pub seen: Mutex<Vec<Vec<Message>>>,
+    /// The names of the tools each request offered, in the order sent.
+    pub offered: Mutex<Vec<Vec<String>>>,
 }
 
 impl Queue {
@@ -44,6 +46,7 @@ impl Queue {
         Arc::new(Self {
             turns: Mutex::new(replies.into()),
             seen: Mutex::new(Vec::new()),
+            offered: Mutex::new(Vec::new()),
         })
     }
 }
@@ -79,6 +82,8 @@ impl Provider for Queue {
         on_stream: &mut StreamSink<'_>,
     ) -> Result<Response, ProviderError> {
         self.seen.lock().unwrap().push(request.messages.to_vec());
+        let names = request.tools.iter().map(|t| t.name.clone()).collect();
+        self.offered.lock().unwrap().push(names);
         let response = self
             .turns
             .lock()

@@ -1,0 +1,293 @@
+//! A call that narrows the tool surface (a skill with `tools:`) gates
+//! dispatch from then on, not just the tool list: the spec's three rules
+//! (union, the narrowing tool stays reachable, unregistered names add
+//! nothing), for the rest of the session.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use mecha_agent::{Event, GateStage, GateVerdict, ToolRefresh};
+use mecha_core::{Capabilities, Narrowing, Registry, Tool, ToolCtx, ToolOutput};
+use serde_json::{Value, json};
+use support::*;
+
+/// A skill-like tool: each call narrows the surface to the `tools` it is
+/// sent, on behalf of the skill `name`, and logs that it ran.
+struct Loader {
+    log: Log,
+}
+
+#[async_trait]
+impl Tool for Loader {
+    fn name(&self) -> &str {
+        "skill"
+    }
+    fn description(&self) -> &str {
+        "loads a procedure"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    fn read_only(&self) -> bool {
+        true
+    }
+    async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
+        self.log
+            .lock()
+            .unwrap()
+            .push((ctx.turn, "skill".into(), input.clone()));
+        let tools = input["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap().to_owned())
+            .collect();
+        Ok(ToolOutput {
+            narrows: Some(Narrowing {
+                by: input["name"].as_str().unwrap().to_owned(),
+                tools,
+            }),
+            ..ToolOutput::ok("the procedure")
+        })
+    }
+}
+
+fn stub(name: &'static str, read_only: bool, log: &Log) -> Arc<Stub> {
+    Arc::new(Stub {
+        name,
+        caps: Capabilities::NONE,
+        read_only,
+        reply: ToolOutput::ok(format!("{name} ran")),
+        log: Arc::clone(log),
+    })
+}
+
+/// `skill`, plus `fs_list`, `fs_read` (read-only) and `fs_write`.
+fn registry(log: &Log) -> Registry {
+    let mut r = Registry::new();
+    r.register(Arc::new(Loader {
+        log: Arc::clone(log),
+    }))
+    .unwrap();
+    for (name, read_only) in [("fs_list", true), ("fs_read", true), ("fs_write", false)] {
+        r.register(stub(name, read_only, log)).unwrap();
+    }
+    r
+}
+
+fn load(id: &str, skill: &str, tools: &[&str]) -> mecha_core::Block {
+    call(id, "skill", json!({"name": skill, "tools": tools}))
+}
+
+fn ran(log: &Log) -> Vec<String> {
+    log.lock().unwrap().iter().map(|(_, n, _)| n.clone()).collect()
+}
+
+/// The result each call got, by id, from every request the model was sent.
+fn result_of(queue: &Queue, id: &str) -> (String, bool) {
+    let seen = queue.seen.lock().unwrap();
+    seen.iter()
+        .flatten()
+        .flat_map(|m| &m.content)
+        .find_map(|b| match b {
+            mecha_core::Block::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+                ..
+            } if tool_use_id == id => Some((content.clone(), *is_error)),
+            _ => None,
+        })
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_call_outside_the_surface_is_refused_and_never_runs() {
+    let log = Log::default();
+    let dir = tempfile::tempdir().unwrap();
+    let queue = Queue::new(vec![
+        vec![load("l", "review", &["fs_read", "fs_list"])],
+        vec![
+            call("w", "fs_write", json!({"path": "x", "content": "y"})),
+            call("r", "fs_read", json!({})),
+        ],
+    ]);
+    let agent = agent(queue.clone(), registry(&log), allow_all_gate(), dir.path());
+    let events = Recorder::default();
+    agent.send(&mut session(), "go", &events).await.unwrap();
+
+    assert_eq!(ran(&log), ["skill", "fs_read"], "fs_write never ran");
+    let (refusal, is_error) = result_of(&queue, "w");
+    assert!(is_error);
+    assert_eq!(
+        refusal,
+        "`fs_write` is outside this run's tool surface: the skill `review` narrowed it to \
+         fs_list, fs_read, skill. Finish with those tools, or ask the user."
+    );
+    assert_eq!(result_of(&queue, "r"), ("fs_read ran".into(), false));
+    let events = events.0.lock().unwrap();
+    assert!(events.iter().any(|e| matches!(
+        e,
+        Event::Gate { name, decision: GateVerdict::Blocked { stage: GateStage::Validation, .. }, .. }
+            if name == "fs_write"
+    )));
+    let narrowed: Vec<(String, Vec<String>)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Narrowed { by, tools } => Some((by.clone(), tools.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        narrowed,
+        [(
+            "review".to_owned(),
+            vec!["fs_list".into(), "fs_read".into(), "skill".into()]
+        )]
+    );
+}
+
+#[tokio::test]
+async fn the_surface_is_the_union_of_every_narrowing() {
+    let log = Log::default();
+    let dir = tempfile::tempdir().unwrap();
+    let queue = Queue::new(vec![
+        vec![load("l1", "review", &["fs_read"])],
+        vec![load("l2", "tidy", &["fs_list"])],
+        vec![
+            call("r", "fs_read", json!({})),
+            call("ls", "fs_list", json!({})),
+            call("w", "fs_write", json!({})),
+        ],
+    ]);
+    let agent = agent(queue.clone(), registry(&log), allow_all_gate(), dir.path());
+    agent
+        .send(&mut session(), "go", &Recorder::default())
+        .await
+        .unwrap();
+
+    assert_eq!(ran(&log), ["skill", "skill", "fs_read", "fs_list"]);
+    let (refusal, _) = result_of(&queue, "w");
+    assert!(
+        refusal.contains("the skills `review` and `tidy` narrowed it to fs_list, fs_read, skill."),
+        "{refusal}"
+    );
+}
+
+#[tokio::test]
+async fn the_narrowing_tool_stays_reachable_though_it_named_none_of_itself() {
+    let log = Log::default();
+    let dir = tempfile::tempdir().unwrap();
+    let queue = Queue::new(vec![
+        vec![load("l1", "review", &["fs_read"])],
+        vec![load("l2", "follow-up", &["fs_list"])],
+        vec![call("ls", "fs_list", json!({}))],
+    ]);
+    let agent = agent(queue.clone(), registry(&log), allow_all_gate(), dir.path());
+    agent
+        .send(&mut session(), "go", &Recorder::default())
+        .await
+        .unwrap();
+
+    assert_eq!(ran(&log), ["skill", "skill", "fs_list"]);
+    assert!(!result_of(&queue, "l2").1);
+}
+
+/// Registers `fs_grep` the third time it is asked (an MCP server announcing
+/// a tool later in the run).
+struct AddsGrep {
+    asked: AtomicUsize,
+    log: Log,
+}
+
+#[async_trait]
+impl ToolRefresh for AddsGrep {
+    async fn refresh(&self, current: &Registry) -> Option<Registry> {
+        if self.asked.fetch_add(1, Ordering::SeqCst) != 2 {
+            return None;
+        }
+        let mut next = current.clone();
+        next.register(stub("fs_grep", true, &self.log)).unwrap();
+        Some(next)
+    }
+}
+
+#[tokio::test]
+async fn a_name_not_registered_when_narrowing_adds_nothing() {
+    let log = Log::default();
+    let dir = tempfile::tempdir().unwrap();
+    let queue = Queue::new(vec![
+        vec![load("l", "review", &["fs_read", "fs_grep"])],
+        vec![call("g1", "fs_grep", json!({}))],
+        vec![call("g2", "fs_grep", json!({}))],
+    ]);
+    let refresh = Arc::new(AddsGrep {
+        asked: AtomicUsize::new(0),
+        log: Arc::clone(&log),
+    });
+    let agent = agent(queue.clone(), registry(&log), allow_all_gate(), dir.path())
+        .with_refresh(refresh);
+    let events = Recorder::default();
+    agent.send(&mut session(), "go", &events).await.unwrap();
+
+    // Unknown when named: the existing message, which lists what exists.
+    let (unknown, _) = result_of(&queue, "g1");
+    assert!(
+        unknown.starts_with("there is no tool named `fs_grep`"),
+        "{unknown}"
+    );
+    // Registered later, it is still outside what the skill's load allowed.
+    let (outside, _) = result_of(&queue, "g2");
+    assert!(
+        outside.starts_with("`fs_grep` is outside this run's tool surface"),
+        "{outside}"
+    );
+    assert_eq!(ran(&log), ["skill"]);
+    let offered = queue.offered.lock().unwrap();
+    assert_eq!(offered[3], ["fs_read", "skill"]);
+}
+
+#[tokio::test]
+async fn the_next_request_offers_only_the_surface_and_keeps_offering_it() {
+    let log = Log::default();
+    let dir = tempfile::tempdir().unwrap();
+    let queue = Queue::new(vec![
+        vec![load("l", "review", &["fs_read", "fs_list"])],
+        vec![call("r", "fs_read", json!({}))],
+    ]);
+    let agent = agent(queue.clone(), registry(&log), allow_all_gate(), dir.path());
+    agent
+        .send(&mut session(), "go", &Recorder::default())
+        .await
+        .unwrap();
+
+    let offered = queue.offered.lock().unwrap();
+    assert_eq!(offered[0], ["fs_list", "fs_read", "fs_write", "skill"]);
+    let narrowed = ["fs_list", "fs_read", "skill"];
+    assert_eq!(offered[1], narrowed);
+    assert_eq!(offered[2], narrowed, "nothing toggles after the narrowing");
+}
+
+#[tokio::test]
+async fn a_narrowing_lasts_into_the_next_prompt_of_the_session() {
+    let log = Log::default();
+    let dir = tempfile::tempdir().unwrap();
+    let queue = Queue::new(vec![
+        vec![load("l", "review", &["fs_read"])],
+        vec![text("loaded")],
+        vec![call("w", "fs_write", json!({}))],
+    ]);
+    let agent = agent(queue.clone(), registry(&log), allow_all_gate(), dir.path());
+    let mut session = session();
+    let events = Recorder::default();
+    agent.send(&mut session, "load it", &events).await.unwrap();
+    agent.send(&mut session, "now write", &events).await.unwrap();
+
+    assert_eq!(ran(&log), ["skill"]);
+    assert!(result_of(&queue, "w").0.contains("outside this run's tool surface"));
+    assert_eq!(queue.offered.lock().unwrap()[2], ["fs_read", "skill"]);
+}
