@@ -163,6 +163,16 @@ impl Agent {
         }
     }
 
+    /// The names of the tools the agent holds now, sorted (for a front
+    /// end asking what this run offers).
+    pub fn tool_names(&self) -> Vec<String> {
+        self.snapshot()
+            .registry
+            .names()
+            .map(str::to_owned)
+            .collect()
+    }
+
     fn snapshot(&self) -> Arc<ToolSet> {
         match self.tools.lock() {
             Ok(tools) => Arc::clone(&tools),

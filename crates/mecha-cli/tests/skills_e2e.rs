@@ -228,3 +228,91 @@ async fn the_skill_tool_serves_bodies_and_files_but_nothing_outside_the_skill() 
     assert!(!results[2].0.contains("Summarise the week"), "{results:?}");
     assert!(results[2].0.contains("outside"), "{results:?}");
 }
+
+#[tokio::test]
+async fn a_skills_tools_narrow_what_the_run_may_call_for_the_rest_of_it() {
+    let e = env();
+    skill(
+        &e.home,
+        "review",
+        "name: review\ndescription: Review the code; read only.\ntools: [fs_read, fs_list]",
+        "Read, never write.\n",
+    );
+    std::fs::write(e.ws.join("a.txt"), "hello\n").unwrap();
+    let mock = MockModel::start(vec![
+        tool_turn(&[("skill", json!({"name": "review"}))]),
+        tool_turn(&[
+            ("fs_write", json!({"path": "planted.txt", "content": "x"})),
+            ("fs_read", json!({"path": "a.txt"})),
+        ]),
+        tool_turn(&[("skill", json!({"name": "review"}))]),
+        MockReply::text("done"),
+    ])
+    .await;
+    let out = e.run(Api::OpenAi, &mock, "k", &["--yes", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("skill `review` narrowed"),
+        "{}",
+        stderr(&out)
+    );
+    let results = results_in(&mock, 2);
+    let (write, read) = (&results[results.len() - 2], &results[results.len() - 1]);
+    assert!(
+        write.0.contains("`fs_write` is outside") && write.0.contains("`review`"),
+        "{write:?}"
+    );
+    assert!(!e.ws.join("planted.txt").exists(), "the refused call ran");
+    assert!(read.0.contains("hello"), "{read:?}");
+    // From the narrowing on, the model is sent only the surface, the
+    // skill tool included, which still answers.
+    let requests = mock.requests();
+    let tools: Vec<&str> = requests[2].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["fs_list", "fs_read", "skill"]);
+    let last = results_in(&mock, 3);
+    assert!(
+        last.last().unwrap().0.contains("Read, never write."),
+        "{last:?}"
+    );
+}
+
+#[tokio::test]
+async fn chat_answers_skills_and_tools_from_the_running_agent() {
+    let mut e = env();
+    store(&e);
+    e.extra_config = "[skills]\ndisabled = [\"zeta-report\"]\n".to_owned();
+    let mock = MockModel::start(vec![]).await;
+    let out = e
+        .mecha(
+            Api::OpenAi,
+            &mock,
+            "k",
+            "chat",
+            &["--skill", "alpha-letter"],
+            "/skills\n/skills alpha-letter\n/tools\n/exit\n",
+        )
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("skills this run carries (1):"), "{text}");
+    assert!(text.contains("  alpha-letter  How to answer"), "{text}");
+    assert!(
+        text.contains("zeta-report  [withheld: [skills] disabled in"),
+        "{text}"
+    );
+    assert!(text.contains("broken  [failed:"), "{text}");
+    assert!(text.contains("1. Check the deadline."), "{text}");
+    assert!(
+        text.contains("tools this run offers") && text.contains("  skill\n"),
+        "{text}"
+    );
+    assert!(
+        mock.requests().is_empty(),
+        "a slash command went to the model"
+    );
+}

@@ -10,10 +10,10 @@ use mecha_agent::{Agent, AgentError, EventSink, Outcome, Session};
 use crate::Failure;
 use crate::commands::RunOptions;
 use crate::commands::run::{EXIT_INTERRUPTED, INTERRUPTED, finish_with_notice, reported};
+use crate::commands::slash;
 use crate::config::Settings;
 use crate::output;
 use crate::render::{OutputFormat, sink};
-use crate::commands::slash;
 use crate::wiring::{Toolbox, build_agent};
 
 #[derive(Args, Debug)]
