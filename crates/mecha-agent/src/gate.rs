@@ -91,10 +91,10 @@ impl Gate {
             InterlockVerdict::NeedsFreshDecision(refusal) => Some(refusal),
             InterlockVerdict::Clear => None,
         };
-        if let Some(hook) = &self.hook {
-            if let Some(reason) = hook.pre_tool(tool, &call.input).await {
-                return blocked(Hook, format!("refused by a hook: {reason}"));
-            }
+        if let Some(hook) = &self.hook
+            && let Some(reason) = hook.pre_tool(tool, &call.input).await
+        {
+            return blocked(Hook, format!("refused by a hook: {reason}"));
         }
         // A path the tool would refuse is refused now, in the jail's words:
         // nobody should be asked to approve a write outside the workspace

@@ -78,10 +78,10 @@ pub(crate) fn parse(yaml: &str) -> Result<Raw, Failure> {
     if is_budget(root) {
         return Err(Failure::Budget(message));
     }
-    if let Ok(shape) = serde_saphyr::from_str_with_options::<Shape>(yaml, options()) {
-        if let Some(mistake) = shape.mistake() {
-            return Err(Failure::Shape(mistake));
-        }
+    if let Ok(shape) = serde_saphyr::from_str_with_options::<Shape>(yaml, options())
+        && let Some(mistake) = shape.mistake()
+    {
+        return Err(Failure::Shape(mistake));
     }
     let line = err
         .location()

@@ -90,11 +90,11 @@ impl<'a> SpillingSink<'a> {
             self.file = Some(opened);
         }
         self.head.extend_from_slice(&bytes[..room.min(bytes.len())]);
-        if let Some(Ok(saved)) = &mut self.file {
-            if let Err(e) = saved.append(bytes, max) {
-                tracing::warn!(tool = self.tool, error = %e, "spill write failed");
-                self.file = Some(Err(e));
-            }
+        if let Some(Ok(saved)) = &mut self.file
+            && let Err(e) = saved.append(bytes, max)
+        {
+            tracing::warn!(tool = self.tool, error = %e, "spill write failed");
+            self.file = Some(Err(e));
         }
     }
 
