@@ -26,6 +26,8 @@ environment and stdin from /dev/null. Nothing leaves the machine.
                between the mock receiving request 1 and request 2. It
                includes the mock streaming its answer to request 1 (1 ms
                between SSE events, about 25 ms for that turn).
+  skills       start-up and the first request's growth with 10, 100 and
+               1,000 skills in the store (bench_skills.py).
   confinement  wall time per round of N `shell` calls `true`, with
                `[sandbox] kind = "bwrap"` minus without: what confining one
                shell call adds (skipped, and said, without bwrap).
@@ -50,6 +52,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench_common import BenchError, call_turn, text_turn
+from bench_sandbox import measure_confined
+from bench_skills import measure_skills
+
 ROOT = Path(__file__).resolve().parent.parent
 GNU_TIME = "/usr/bin/time"
 
@@ -60,11 +66,8 @@ TARGETS = {
     "cpu_per_round_ms": 5.0,
     "sleep4_s": 1.1,
     "confined_added_ms": 5.0,
+    "startup_1000_skills_ms": 50.0,
 }
-
-
-class BenchError(Exception):
-    pass
 
 
 # ---------------------------------------------------------------- the mock
@@ -122,14 +125,6 @@ class Mock:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def text_turn(text: str) -> dict:
-    return {"text": text}
-
-
-def call_turn(*calls: tuple[str, dict]) -> dict:
-    return {"tool_calls": [{"name": n, "input": i} for n, i in calls]}
 
 
 # ---------------------------------------------------------------- mecha
@@ -376,26 +371,6 @@ def measure_sleep4(h: Harness, api: str, repeat: int) -> dict:
     }
 
 
-def shell_round_s(h: Harness, api: str, rounds: int) -> float:
-    """Wall seconds per round of a run of `rounds` `shell` calls `true`."""
-    turns = [call_turn(("shell", {"command": "true"}))] * rounds + [text_turn("done")]
-    with h.mock(turns) as mock:
-        r = h.run(api, mock, h.workspace(), ["--max-turns", str(rounds + 5), "run true"])
-        reqs = mock.requests(rounds + 1)
-    if len(reqs) != rounds + 1:
-        raise BenchError(f"shell run: expected {rounds + 1} requests, got {len(reqs)}:\n{r.stderr}")
-    return (reqs[-1]["t_ns"] - reqs[0]["t_ns"]) / 1e9 / rounds
-
-
-def measure_confined(h: Harness, rounds: int, repeat: int) -> dict | None:
-    """What `[sandbox] kind = "bwrap"` adds to one shell call; None without bwrap."""
-    if shutil.which("bwrap", path=h.env("anthropic", "")["PATH"]) is None:
-        return None
-    plain = statistics.median(shell_round_s(h, "anthropic", rounds) for _ in range(repeat))
-    boxed = statistics.median(shell_round_s(h, "anthropic-bwrap", rounds) for _ in range(repeat))
-    return {"added_ms": (boxed - plain) * 1e3, "plain_ms": plain * 1e3, "confined_ms": boxed * 1e3}
-
-
 def tools_schema_bytes(h: Harness) -> int:
     home = str(h.homes["anthropic"])
     out = subprocess.run(
@@ -442,6 +417,7 @@ def main() -> int:
         cpu = measure_cpu(h, "anthropic", args.rounds, args.repeat)
         sleep4 = measure_sleep4(h, "anthropic", args.repeat)
         confined = measure_confined(h, max(10, args.rounds // 5), args.repeat)
+        skills = measure_skills(h, measure_startup, [10, 100, 1000], max(5, args.runs // 3))
         schema = tools_schema_bytes(h)
     finally:
         h.close()
@@ -469,6 +445,10 @@ def main() -> int:
          f"{TARGETS['confined_added_ms']:.0f} ms",
          verdict(confined["added_ms"], TARGETS["confined_added_ms"]) if confined else "skipped"),
     ]
+    thousand = skills[-1]
+    rows.append(("start-up with 1,000 skills (median)", f"{thousand['median_ms']:.1f} ms",
+                 f"{TARGETS['startup_1000_skills_ms']:.0f} ms",
+                 verdict(thousand["median_ms"], TARGETS["startup_1000_skills_ms"])))
     widths = [max(len(r[i]) for r in rows + [("metric", "mecha", "target", "")]) for i in range(4)]
     line = "  ".join("{:<%d}" % w for w in widths)
     print(line.format("metric", "mecha", "target", "result"))
@@ -492,6 +472,9 @@ def main() -> int:
     print(f"  4 x sleep 1: request 1 -> 2 median {sleep4['median_s']:.3f} s, max {sleep4['max_s']:.3f} s "
           f"over {args.repeat} runs; answer complete -> request 2 (tool round alone) "
           f"median {sleep4['round_median_s']:.3f} s")
+    for row in skills:
+        print(f"  {row['skills']} skills: start-up median {row['median_ms']:.1f} ms, p90 {row['p90_ms']:.1f} ms; "
+              f"level-1 block {row['block_bytes']} B")
     if confined:
         print(f"  shell `true` per round: {confined['plain_ms']:.2f} ms unconfined, "
               f"{confined['confined_ms']:.2f} ms under bwrap (medians of {args.repeat})")
@@ -507,6 +490,10 @@ def main() -> int:
     print(f"| first request (system prompt + tools), Anthropic / OpenAI | {req_a:.1f} / {req_o:.1f} KB | ≤ 12 KB |")
     print(f"| harness CPU per tool round | {cpu['per_round_ms']:.2f} ms | ≤ 5 ms |")
     print(f"| four `sleep 1` calls in one turn | {sleep4['median_s']:.2f} s | ≤ 1.1 s |")
+    sizes = " / ".join(f"{r['median_ms']:.1f}" for r in skills)
+    blocks = " / ".join(f"{r['block_bytes'] / 1000:.1f}" for r in skills)
+    print(f"| start-up with 10 / 100 / 1,000 skills | {sizes} ms | ≤ 50 ms (1,000) |")
+    print(f"| level-1 block with 10 / 100 / 1,000 skills | {blocks} KB | |")
     if confined:
         print(f"| time bwrap adds to one shell call | {confined['added_ms']:.2f} ms | ≤ 5 ms |")
     return 0

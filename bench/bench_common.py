@@ -1,0 +1,16 @@
+"""What bench.py and its measurement modules share: the error that stops
+a measurement, and the shapes of the mock's scripted turns."""
+
+from __future__ import annotations
+
+
+class BenchError(Exception):
+    pass
+
+
+def text_turn(text: str) -> dict:
+    return {"text": text}
+
+
+def call_turn(*calls: tuple[str, dict]) -> dict:
+    return {"tool_calls": [{"name": n, "input": i} for n, i in calls]}
