@@ -202,7 +202,13 @@ async fn stages_run_in_order_interlock_hook_rule_approver() {
     };
     // Armed: the interlock refuses before the hook is consulted.
     let v = gate
-        .judge(&reg, &unused_ctx(), armed, None, &tool_call("send", json!({})))
+        .judge(
+            &reg,
+            &unused_ctx(),
+            armed,
+            None,
+            &tool_call("send", json!({})),
+        )
         .await;
     assert!(
         matches!(

@@ -84,7 +84,11 @@ fn load(id: &str, skill: &str, tools: &[&str]) -> mecha_core::Block {
 }
 
 fn ran(log: &Log) -> Vec<String> {
-    log.lock().unwrap().iter().map(|(_, n, _)| n.clone()).collect()
+    log.lock()
+        .unwrap()
+        .iter()
+        .map(|(_, n, _)| n.clone())
+        .collect()
 }
 
 /// The result each call got, by id, from every request the model was sent.
@@ -229,8 +233,8 @@ async fn a_name_not_registered_when_narrowing_adds_nothing() {
         asked: AtomicUsize::new(0),
         log: Arc::clone(&log),
     });
-    let agent = agent(queue.clone(), registry(&log), allow_all_gate(), dir.path())
-        .with_refresh(refresh);
+    let agent =
+        agent(queue.clone(), registry(&log), allow_all_gate(), dir.path()).with_refresh(refresh);
     let events = Recorder::default();
     agent.send(&mut session(), "go", &events).await.unwrap();
 
@@ -285,9 +289,16 @@ async fn a_narrowing_lasts_into_the_next_prompt_of_the_session() {
     let mut session = session();
     let events = Recorder::default();
     agent.send(&mut session, "load it", &events).await.unwrap();
-    agent.send(&mut session, "now write", &events).await.unwrap();
+    agent
+        .send(&mut session, "now write", &events)
+        .await
+        .unwrap();
 
     assert_eq!(ran(&log), ["skill"]);
-    assert!(result_of(&queue, "w").0.contains("outside this run's tool surface"));
+    assert!(
+        result_of(&queue, "w")
+            .0
+            .contains("outside this run's tool surface")
+    );
     assert_eq!(queue.offered.lock().unwrap()[2], ["fs_read", "skill"]);
 }

@@ -100,7 +100,11 @@ fn three_compactions_leave_one_copy_holding_the_latest_state() {
     let found = carried(&messages);
     assert_eq!(found.len(), 1, "exactly one copy: {messages:#?}");
     let (at, text) = &found[0];
-    assert_eq!(messages[at - 1].text(), "summary three", "right after the summary");
+    assert_eq!(
+        messages[at - 1].text(),
+        "summary three",
+        "right after the summary"
+    );
     assert_eq!(
         *text,
         format!("{CARRIED_HEADER}\n## todo\n\n[x] step one\n[x] step two\n[>] step three\n")
@@ -129,7 +133,10 @@ fn tools_with_state_come_in_name_order_and_none_means_no_message() {
         Message::user_text("summary"),
         CarriedState::collect(&r).unwrap().message(),
     ];
-    assert_eq!(CarriedState::carry_across(&mut messages, 0, &stateless), None);
+    assert_eq!(
+        CarriedState::carry_across(&mut messages, 0, &stateless),
+        None
+    );
     assert_eq!(messages, [Message::user_text("summary")]);
 }
 

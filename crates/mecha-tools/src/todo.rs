@@ -163,7 +163,9 @@ mod tests {
         let ctx = ToolCtx::new(dir.path(), 4096).unwrap();
         let todo = Arc::new(Todo::default());
         let mut registry = Registry::new();
-        registry.register(Arc::clone(&todo) as Arc<dyn Tool>).unwrap();
+        registry
+            .register(Arc::clone(&todo) as Arc<dyn Tool>)
+            .unwrap();
         assert_eq!(todo.carried_state(), None, "no list, nothing to carry");
         for status in ["in_progress", "done"] {
             let items = json!({"items": [{"content": "fix the bug", "status": status}]});
