@@ -2,8 +2,9 @@
 //! its [`ToolOutput`], [`Capabilities`] (and the [`Forced`] wrapper by which
 //! config distrusts a tool further), the [`ToolCtx`] a call runs in (with
 //! the path jail, the spill directory and the output budget), the sorted
-//! [`Registry`], the provider-neutral conversation types, and running one
-//! turn's calls as a batch, and the tree of processes mecha starts (each in
+//! [`Registry`], the provider-neutral conversation types, running one
+//! turn's calls as a batch, the [`CarriedState`] tools hand across a
+//! compaction, and the tree of processes mecha starts (each in
 //! a registered process group, orphans reaped, a panic still cleaning up).
 //!
 //! It deliberately knows nothing of models, networks or MCP, and nothing of
@@ -13,6 +14,7 @@ mod approval;
 mod batch;
 mod budget;
 mod capabilities;
+mod carried;
 mod conversation;
 mod ctx;
 mod error_text;
@@ -40,6 +42,7 @@ pub use budget::{
     budget_for_context_window,
 };
 pub use capabilities::{Capabilities, Egress};
+pub use carried::{CARRIED_HEADER, CarriedState};
 pub use conversation::{Block, Message, Role, StopReason, ToolCall, Usage};
 pub use ctx::ToolCtx;
 pub use error_text::error_chain;

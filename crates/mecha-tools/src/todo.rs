@@ -2,7 +2,8 @@
 //!
 //! The current list is echoed at the end of every tool result of the run
 //! (through [`Tool::echo`]), so the model re-reads its plan without anyone
-//! re-prompting it.
+//! re-prompting it, and it crosses a compaction as it stands (through
+//! [`Tool::carried_state`]).
 
 use std::sync::Mutex;
 
@@ -109,6 +110,12 @@ impl Tool for Todo {
         MAX_RENDERED_BYTES
     }
 
+    /// The plan is how far the run has got: a summary would keep the goal
+    /// and lose which steps are done, so the list crosses as it stands.
+    fn carried_state(&self) -> Option<String> {
+        self.echo()
+    }
+
     async fn call(&self, input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
         let parsed: Input = match serde_json::from_value(input) {
             Ok(p) => p,
@@ -139,5 +146,35 @@ impl Tool for Todo {
         Ok(ToolOutput::ok(format!(
             "todo list saved: {done} of {total} done"
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use mecha_core::{CarriedState, Registry};
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn the_list_crosses_a_compaction_as_it_stands_then() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolCtx::new(dir.path(), 4096).unwrap();
+        let todo = Arc::new(Todo::default());
+        let mut registry = Registry::new();
+        registry
+            .register(Arc::clone(&todo) as Arc<dyn Tool>)
+            .unwrap();
+        assert_eq!(todo.carried_state(), None, "no list, nothing to carry");
+        for status in ["in_progress", "done"] {
+            let items = json!({"items": [{"content": "fix the bug", "status": status}]});
+            todo.call(items, &ctx).await.unwrap();
+        }
+        let text = CarriedState::collect(&registry).unwrap().text();
+        assert!(
+            text.ends_with("## todo\n\nCurrent todo list:\n[x] fix the bug\n"),
+            "{text}"
+        );
     }
 }
