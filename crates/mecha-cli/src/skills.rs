@@ -115,3 +115,23 @@ pub fn level1_warning(block: &str, window: Option<u64>) -> Option<String> {
         )
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_level_one_block_is_called_out_above_two_percent_of_the_window() {
+        // 8,000 bytes is about 2,000 tokens: 2% of a 100,000-token window.
+        let at_the_line = "x".repeat(8_000);
+        assert_eq!(level1_warning(&at_the_line, Some(100_000)), None);
+        let over = "x".repeat(8_100);
+        let warning = level1_warning(&over, Some(100_000)).unwrap();
+        assert!(
+            warning.contains("8100 bytes (about 2025 tokens), 2.0%"),
+            "{warning}"
+        );
+        // No window known: nothing to compare with.
+        assert_eq!(level1_warning(&over, None), None);
+    }
+}
