@@ -156,6 +156,14 @@ impl Tool for Forced {
         self.inner.carried_state()
     }
 
+    fn saved_state(&self) -> Option<Value> {
+        self.inner.saved_state()
+    }
+
+    fn restore_state(&self, state: Value) -> Result<(), String> {
+        self.inner.restore_state(state)
+    }
+
     async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
         self.inner.call(input, ctx).await
     }

@@ -4,7 +4,7 @@
 //! the path jail, the spill directory and the output budget), the sorted
 //! [`Registry`], the provider-neutral conversation types, running one
 //! turn's calls as a batch, the [`CarriedState`] tools hand across a
-//! compaction, and the tree of processes mecha starts (each in
+//! compaction, the [`Record`]s a session's [`Journal`] keeps, and the tree of processes mecha starts (each in
 //! a registered process group, orphans reaped, a panic still cleaning up).
 //!
 //! It deliberately knows nothing of models, networks or MCP, and nothing of
@@ -21,6 +21,7 @@ mod error_text;
 mod forced;
 mod image;
 mod jail;
+mod journal;
 mod order;
 mod output;
 mod panic_cleanup;
@@ -51,6 +52,7 @@ pub use image::{
     IMAGE_COST_BYTES, Image, MAX_IMAGE_BYTES, human_size, over_cap, placeholder, sniff,
 };
 pub use jail::{Jail, JailError, ResolvedPath};
+pub use journal::{Journal, LOST_RESULT, Record, close_dangling_calls};
 pub use output::{Narrowing, ToolOutput};
 pub use panic_cleanup::{clean_up_after_panic, install_panic_cleanup};
 pub use process_tree::{

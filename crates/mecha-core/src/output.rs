@@ -29,6 +29,9 @@ pub struct ToolOutput {
     /// This call narrows the run's tool surface (a skill with `tools:` was
     /// loaded); the loop applies it, for the rest of the run.
     pub narrows: Option<Narrowing>,
+    /// The call asks the loop to compact the conversation before the next
+    /// model request (the `compact` tool: a finished step is a good place).
+    pub requests_compaction: bool,
 }
 
 /// A narrowing of the tool surface that a call asks for: the tools the
@@ -53,6 +56,7 @@ impl ToolOutput {
             harness: false,
             images: Vec::new(),
             narrows: None,
+            requests_compaction: false,
         }
     }
 

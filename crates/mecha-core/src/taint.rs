@@ -6,13 +6,13 @@
 //! private part, so every `Egress::Chosen` call is refused from then on. The
 //! decision uses only what the harness observed, never what the model says.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::{Capabilities, Egress, Tool, ToolOutput};
 
 /// Which legs of the trifecta have entered the conversation. Only ever set,
 /// never cleared: taint lasts the whole session.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Taint {
     pub private_data: bool,
     pub untrusted_input: bool,

@@ -100,6 +100,21 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// This tool's own state, for the session to save (the todo list's
+    /// items, the skills loaded so far), so a resumed session can hand it
+    /// back through [`restore_state`](Self::restore_state). `None`: no
+    /// state, or nothing yet.
+    fn saved_state(&self) -> Option<Value> {
+        None
+    }
+
+    /// Takes back what [`saved_state`](Self::saved_state) returned in an
+    /// earlier run of the session. `Err` says, in words for the user, what
+    /// could not be restored (a skill no longer carried); the rest is.
+    fn restore_state(&self, _state: Value) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Runs the call. Expected failures are `Ok(ToolOutput::err(..))`; `Err`
     /// is for what the model cannot route around, and ends the run.
     async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput>;

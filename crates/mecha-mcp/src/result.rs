@@ -68,6 +68,7 @@ pub(crate) fn render(
         harness: false,
         images: out.images,
         narrows: None,
+        requests_compaction: false,
     }
 }
 
