@@ -1,18 +1,22 @@
 //! The loop: ask the model, gate and run the tools it calls, feed the
 //! results back, until it answers or the turn limit is reached.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
 use mecha_core::{
-    Block, Call, EXTERNAL_HEADER, Message, Registry, Role, Slot, StopReason, Taint, ToolCall,
-    ToolCtx, ToolDefinition, ToolOutput, Usage, run_turn,
+    Block, Call, EXTERNAL_HEADER, Journal, Message, Record, Registry, Role, Slot, StopReason,
+    Taint, ToolCall, ToolCtx, ToolDefinition, ToolOutput, Usage, run_turn,
 };
 use mecha_provider::{Provider, ProviderError, Request, Streamed};
+use serde_json::Value;
+
+use crate::compaction::{self, COMPACTION_ATTEMPTS, CompactionPolicy, Failed, Prefix};
 
 use crate::ending::{self, CONTINUE_PROMPT, CUT_CALL, Reading};
-use crate::events::{Event, EventSink, GateStage, GateVerdict};
+use crate::events::{Event, EventSink, GateStage, GateVerdict, summary};
 use crate::gate::Gate;
 use crate::progress;
 use crate::surface::Surface;
@@ -37,6 +41,30 @@ pub struct Session {
     pub surface: Option<Surface>,
     pub usage: Usage,
     pub turns: u32,
+    /// A call asked for a compaction before the next model request.
+    pub compact_requested: bool,
+    /// The context's size as the API last reported it (tokens, counting
+    /// the reply) and how many messages it covered; estimates of what came
+    /// after are added to it.
+    pub reported: Option<(u64, usize)>,
+    /// Each tool's saved state as last journaled, so only a change is
+    /// recorded.
+    pub saved: BTreeMap<String, Value>,
+}
+
+impl Session {
+    /// The context's size in tokens, as best known: the estimate of every
+    /// byte, or what the API reported plus the estimate of what came since,
+    /// whichever is larger.
+    fn context_tokens(&self, prefix: usize) -> u64 {
+        let estimated = compaction::estimate(prefix, &self.messages);
+        match self.reported {
+            Some((tokens, upto)) if upto <= self.messages.len() => {
+                estimated.max(tokens + compaction::estimate(0, &self.messages[upto..]))
+            }
+            _ => estimated,
+        }
+    }
 }
 
 /// How a prompt ended.
@@ -72,6 +100,18 @@ pub enum AgentError {
         #[source]
         source: anyhow::Error,
     },
+    #[error(
+        "the conversation (~{tokens} tokens) no longer fits the model's context window \
+         ({window} tokens, {reply} of them kept for the reply), {why}. Everything up to here is \
+         kept in the session; raise [provider] context_window if the model allows more, or lower \
+         [provider] max_tokens or [tools] output_budget_bytes"
+    )]
+    ContextFull {
+        tokens: u64,
+        window: u64,
+        reply: u64,
+        why: String,
+    },
 }
 
 /// A source of tool-list changes between turns (an MCP server announcing
@@ -100,6 +140,13 @@ impl ToolSet {
     }
 }
 
+/// What one turn's calls handed back: the result blocks in call order and
+/// which of them came from outside the machine.
+struct TurnResults {
+    blocks: Vec<Block>,
+    external: Vec<String>,
+}
+
 /// An agent: a provider, the tools, the gate, and the context tools run in.
 /// It holds every part as a trait object and names no concrete tool or
 /// provider.
@@ -111,6 +158,8 @@ pub struct Agent {
     gate: Gate,
     ctx: ToolCtx,
     limits: Limits,
+    compaction: Option<CompactionPolicy>,
+    journal: Option<Arc<dyn Journal>>,
 }
 
 impl Agent {
@@ -133,6 +182,105 @@ impl Agent {
             gate,
             ctx,
             limits,
+            compaction: None,
+            journal: None,
+        }
+    }
+
+    /// Compacts the conversation when it reaches the policy's threshold
+    /// (or a call asks), and ends the run with a clear error rather than
+    /// send a request that cannot fit.
+    #[must_use]
+    pub fn with_compaction(mut self, policy: CompactionPolicy) -> Self {
+        self.compaction = Some(policy);
+        self
+    }
+
+    /// Records every change to the session in `journal`, synced at every
+    /// turn boundary.
+    #[must_use]
+    pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// Appends `record` to the journal, if there is one.
+    pub fn note(&self, record: &Record) {
+        if let Some(journal) = &self.journal {
+            journal.append(record);
+        }
+    }
+
+    fn sync(&self) {
+        if let Some(journal) = &self.journal {
+            journal.sync();
+        }
+    }
+
+    /// Appends `message` to the history and the journal.
+    fn push(&self, session: &mut Session, message: Message, external: Vec<String>) {
+        if self.journal.is_some() {
+            self.note(&Record::Message {
+                message: message.clone(),
+                external,
+            });
+        }
+        session.messages.push(message);
+    }
+
+    /// Cuts the history back to `keep` messages, in the journal too.
+    fn rewind(&self, session: &mut Session, keep: usize) {
+        session.messages.truncate(keep);
+        session.reported = None;
+        self.note(&Record::Rewind { keep });
+    }
+
+    /// The end of a model request: the turn recorded, and at a boundary
+    /// (`sync`) everything made durable.
+    fn end_turn(&self, session: &Session, usage: Usage, sync: bool) {
+        self.note(&Record::Turn {
+            turn: session.turns,
+            usage,
+        });
+        if sync {
+            self.sync();
+        }
+    }
+
+    /// Journals what the turn's calls changed besides the history: the
+    /// taint, the surface, each tool's saved state.
+    fn note_changes(
+        &self,
+        session: &mut Session,
+        registry: &Registry,
+        taint: Taint,
+        surface: bool,
+    ) {
+        if self.journal.is_none() {
+            return;
+        }
+        if session.taint != taint {
+            self.note(&Record::Taint {
+                taint: session.taint,
+            });
+        }
+        if let (true, Some(now)) = (surface, &session.surface) {
+            self.note(&Record::Surface {
+                by: now.by().to_vec(),
+                tools: now.tools().map(str::to_owned).collect(),
+            });
+        }
+        for tool in registry.iter() {
+            let Some(state) = tool.saved_state() else {
+                continue;
+            };
+            if session.saved.get(tool.name()) != Some(&state) {
+                self.note(&Record::ToolState {
+                    tool: tool.name().to_owned(),
+                    state: state.clone(),
+                });
+                session.saved.insert(tool.name().to_owned(), state);
+            }
         }
     }
 
@@ -193,8 +341,12 @@ impl Agent {
         events: &dyn EventSink,
     ) -> Result<Outcome, AgentError> {
         let before = session.messages.len();
-        session.messages.push(Message::user_text(prompt));
+        self.push(session, Message::user_text(prompt), Vec::new());
+        self.sync();
         let mut nudged = false;
+        // Compaction failed every attempt during this prompt: the run goes
+        // on while it fits, without asking for more summaries.
+        let mut gave_up = false;
         for _ in 0..self.limits.max_turns {
             session.turns += 1;
             let turn = session.turns;
@@ -205,59 +357,163 @@ impl Agent {
                 .surface
                 .as_ref()
                 .map(|surface| surface.definitions(&tools.definitions));
+            let definitions = narrowed.as_deref().unwrap_or(&tools.definitions);
+            self.keep_in_window(session, &tools.registry, definitions, turn, &mut gave_up, events)
+                .await?;
             let request = Request {
                 system: &self.system,
-                tools: narrowed.as_deref().unwrap_or(&tools.definitions),
+                tools: definitions,
                 messages: &session.messages,
             };
             let mut on_stream = |piece: Streamed<'_>| events.emit(Event::streamed(piece));
             let response = self.provider.complete(request, &mut on_stream).await?;
-            session.usage.add(response.usage);
-            events.emit(Event::Usage {
-                turn,
-                usage: response.usage,
-            });
+            let usage = response.usage;
+            session.usage.add(usage);
+            events.emit(Event::Usage { turn, usage });
             let (calls, cut) = match ending::read(&response) {
                 Reading::Tools { calls, cut } => (calls, cut),
                 Reading::Answer { text, stop_reason } => {
                     if stop_reason.is_cut() {
                         events.emit(Event::OutputLimit { turn, tool: None });
                     }
-                    session.messages.push(response.message);
+                    self.push(session, response.message, Vec::new());
+                    self.reported(session, usage);
+                    self.end_turn(session, usage, true);
                     return Ok(Outcome::Answered { text, stop_reason });
                 }
                 Reading::Refusal { text, detail } => {
-                    session.messages.truncate(before);
+                    self.rewind(session, before);
+                    self.end_turn(session, usage, true);
                     return Ok(Outcome::Refused { text, detail });
                 }
                 Reading::Empty { stop_reason } => {
+                    self.end_turn(session, usage, false);
                     if stop_reason == StopReason::EndTurn && !nudged {
                         nudged = true;
                         events.emit(Event::EmptyTurn { turn });
-                        session.messages.push(Message::user_text(CONTINUE_PROMPT));
+                        self.push(session, Message::user_text(CONTINUE_PROMPT), Vec::new());
                         continue;
                     }
+                    self.sync();
                     return Ok(Outcome::Silent { stop_reason });
                 }
             };
-            session.messages.push(response.message);
+            self.push(session, response.message, Vec::new());
+            self.reported(session, usage);
+            self.end_turn(session, usage, false);
             if let Some(cut) = &cut {
                 events.emit(Event::OutputLimit {
                     turn,
                     tool: Some(cut.name.clone()),
                 });
             }
+            let (taint, surface) = (session.taint, session.surface.clone());
             let results = self
                 .dispatch(&tools.registry, session, turn, &calls, cut, events)
                 .await?;
-            session.messages.push(Message {
+            let message = Message {
                 role: Role::User,
-                content: results,
-            });
+                content: results.blocks,
+            };
+            self.push(session, message, results.external);
+            let narrowed = session.surface != surface;
+            self.note_changes(session, &tools.registry, taint, narrowed);
+            self.sync();
         }
         Ok(Outcome::TurnLimit {
             turns: self.limits.max_turns,
         })
+    }
+
+    /// Remembers what the API said the context holds now that its reply is
+    /// in the history.
+    fn reported(&self, session: &mut Session, usage: Usage) {
+        let tokens = usage.input_tokens
+            + usage.cache_read_tokens
+            + usage.cache_write_tokens
+            + usage.output_tokens;
+        session.reported = (tokens > 0).then_some((tokens, session.messages.len()));
+    }
+
+    /// At a turn boundary: compacts when the conversation reached the
+    /// threshold or a call asked (at most [`COMPACTION_ATTEMPTS`] tries),
+    /// then refuses to send a request that cannot fit in the window.
+    async fn keep_in_window(
+        &self,
+        session: &mut Session,
+        registry: &Registry,
+        definitions: &[ToolDefinition],
+        turn: u32,
+        gave_up: &mut bool,
+        events: &dyn EventSink,
+    ) -> Result<(), AgentError> {
+        let Some(policy) = &self.compaction else {
+            return Ok(());
+        };
+        let prefix = Prefix {
+            system: &self.system,
+            tools: definitions,
+            bytes: compaction::prefix_bytes(&self.system, definitions),
+            registry,
+        };
+        let asked = std::mem::take(&mut session.compact_requested);
+        let mut why = "and there is nothing older to compact yet".to_owned();
+        let tokens = session.context_tokens(prefix.bytes);
+        if (tokens >= policy.threshold || asked) && !*gave_up {
+            for attempt in 1..=COMPACTION_ATTEMPTS {
+                let tried = compaction::compact(
+                    self.provider.as_ref(),
+                    &prefix,
+                    &session.messages,
+                    policy,
+                    tokens,
+                )
+                .await;
+                match tried {
+                    Ok(done) => {
+                        session.usage.add(done.usage);
+                        events.emit(Event::Compacted {
+                            turn,
+                            tokens_before: done.tokens_before,
+                            tokens_after: done.tokens_after,
+                            messages_before: session.messages.len(),
+                            messages_after: done.messages.len(),
+                        });
+                        self.note(&Record::Compaction {
+                            messages: done.messages.clone(),
+                            tokens_before: done.tokens_before,
+                            tokens_after: done.tokens_after,
+                        });
+                        self.sync();
+                        session.messages = done.messages;
+                        session.reported = None;
+                        break;
+                    }
+                    Err(Failed::NothingToCompact) => break,
+                    Err(Failed::Attempt(error, usage)) => {
+                        session.usage.add(usage);
+                        events.emit(Event::CompactionFailed {
+                            turn,
+                            attempt,
+                            of: COMPACTION_ATTEMPTS,
+                            error: error.clone(),
+                        });
+                        why = format!("and compaction failed {attempt} times: {error}");
+                        *gave_up = attempt == COMPACTION_ATTEMPTS;
+                    }
+                }
+            }
+        }
+        let tokens = session.context_tokens(prefix.bytes);
+        if tokens + policy.reply_tokens > policy.window {
+            return Err(AgentError::ContextFull {
+                tokens,
+                window: policy.window,
+                reply: policy.reply_tokens,
+                why,
+            });
+        }
+        Ok(())
     }
 
     /// Gates every call in order, runs the approved ones concurrently within
@@ -273,7 +529,7 @@ impl Agent {
         calls: &[ToolCall],
         cut: Option<ToolCall>,
         events: &dyn EventSink,
-    ) -> Result<Vec<Block>, AgentError> {
+    ) -> Result<TurnResults, AgentError> {
         let whole = calls.len();
         let calls: Vec<&ToolCall> = calls.iter().chain(cut.as_ref()).collect();
         let mut verdicts = Vec::with_capacity(calls.len());
@@ -324,6 +580,7 @@ impl Agent {
         })
         .await;
         let mut blocks = Vec::with_capacity(calls.len());
+        let mut external = Vec::new();
         for ((call, verdict), result) in calls.into_iter().zip(&verdicts).zip(results) {
             let output = result.map_err(|source| AgentError::Tool {
                 name: call.name.clone(),
@@ -331,6 +588,7 @@ impl Agent {
             })?;
             if let (GateVerdict::Allowed { .. }, Some(tool)) = (verdict, registry.get(&call.name)) {
                 session.taint.record(tool.capabilities(), &output);
+                session.compact_requested |= output.requests_compaction;
                 if let Some(narrowing) = &output.narrows
                     && Surface::apply(&mut session.surface, narrowing, tool.name(), registry)
                     && let Some(surface) = &session.surface
@@ -352,6 +610,9 @@ impl Agent {
                 bytes: output.content.len(),
                 summary: summary(shown),
             });
+            if output.external {
+                external.push(call.id.clone());
+            }
             blocks.push(Block::ToolResult {
                 tool_use_id: call.id.clone(),
                 content: output.content,
@@ -359,37 +620,6 @@ impl Agent {
                 images: output.images,
             });
         }
-        Ok(blocks)
-    }
-}
-
-/// The most characters of a result an activity line shows.
-const SUMMARY_CHARS: usize = 100;
-
-/// The first line of a result, short, for activity logs. A JSON result's
-/// first line is a lone `{`, so JSON is collapsed onto one line instead:
-/// its lines trimmed and joined (a JSON string holds no raw line break, so
-/// only indentation goes), as far as the summary reaches.
-fn summary(content: &str) -> String {
-    let trimmed = content.trim_start();
-    let line: String = if trimmed.starts_with(['{', '[']) {
-        let mut joined = String::new();
-        for part in trimmed.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            if !joined.is_empty() && !joined.ends_with(['{', '[']) && !part.starts_with(['}', ']'])
-            {
-                joined.push(' ');
-            }
-            joined.push_str(part);
-            if joined.chars().nth(SUMMARY_CHARS).is_some() {
-                break;
-            }
-        }
-        joined
-    } else {
-        content.lines().next().unwrap_or("").to_owned()
-    };
-    match line.char_indices().nth(SUMMARY_CHARS) {
-        Some((i, _)) => format!("{}…", &line[..i]),
-        None => line,
+        Ok(TurnResults { blocks, external })
     }
 }

@@ -76,6 +76,24 @@ pub enum Event {
     /// A call (`by`, a skill) narrowed the run's tool surface; `tools` is
     /// what calls may reach from now on, for the rest of the run.
     Narrowed { by: String, tools: Vec<String> },
+    /// The middle of the conversation was replaced by the model's summary
+    /// (sizes are estimates, in tokens); the first message, the carried
+    /// state and the recent turns are kept verbatim.
+    Compacted {
+        turn: u32,
+        tokens_before: u64,
+        tokens_after: u64,
+        messages_before: usize,
+        messages_after: usize,
+    },
+    /// One compaction attempt of `of` failed; the history was left as it
+    /// was.
+    CompactionFailed {
+        turn: u32,
+        attempt: u32,
+        of: u32,
+        error: String,
+    },
     /// The model ended a turn without a word; it was asked to continue.
     EmptyTurn { turn: u32 },
     /// Tokens used by one model request.
@@ -171,6 +189,37 @@ impl Serialize for RunEnd {
 /// Receives events. Called from the loop's task; keep it quick.
 pub trait EventSink: Send + Sync {
     fn emit(&self, event: Event);
+}
+
+/// The most characters of a result an activity line shows.
+const SUMMARY_CHARS: usize = 100;
+
+/// The first line of a result, short, for activity logs. A JSON result's
+/// first line is a lone `{`, so JSON is collapsed onto one line instead:
+/// its lines trimmed and joined (a JSON string holds no raw line break, so
+/// only indentation goes), as far as the summary reaches.
+pub(crate) fn summary(content: &str) -> String {
+    let trimmed = content.trim_start();
+    let line: String = if trimmed.starts_with(['{', '[']) {
+        let mut joined = String::new();
+        for part in trimmed.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            if !joined.is_empty() && !joined.ends_with(['{', '[']) && !part.starts_with(['}', ']'])
+            {
+                joined.push(' ');
+            }
+            joined.push_str(part);
+            if joined.chars().nth(SUMMARY_CHARS).is_some() {
+                break;
+            }
+        }
+        joined
+    } else {
+        content.lines().next().unwrap_or("").to_owned()
+    };
+    match line.char_indices().nth(SUMMARY_CHARS) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line,
+    }
 }
 
 #[cfg(test)]

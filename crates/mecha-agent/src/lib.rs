@@ -1,12 +1,14 @@
 //! The agent loop: turns, the dispatch gate (validation, interlock, hook,
-//! rules, approver), taint tracking, the tool surface a skill narrows, and
-//! events for the front end.
+//! rules, approver), taint tracking, the tool surface a skill narrows,
+//! compaction with carried state, the journal of every change, and events
+//! for the front end.
 //!
 //! It holds the provider and every tool as trait objects and names no
 //! concrete one; wiring them is the CLI's job. It does not render anything
 //! or read config files.
 
 mod agent;
+mod compaction;
 mod ending;
 mod events;
 mod gate;
@@ -16,6 +18,7 @@ mod surface;
 mod validate;
 
 pub use agent::{Agent, AgentError, Limits, Outcome, Session, ToolRefresh};
+pub use compaction::{COMPACTION_ATTEMPTS, CompactionPolicy, SUMMARY_HEADER, SUMMARY_REQUEST};
 pub use ending::{CONTINUE_PROMPT, CUT_CALL};
 pub use events::{EarlyStop, Event, EventSink, GateStage, GateVerdict, RunEnd};
 pub use gate::Gate;

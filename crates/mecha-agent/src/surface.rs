@@ -23,6 +23,15 @@ pub struct Surface {
 }
 
 impl Surface {
+    /// A surface as a session recorded it, for a resumed session: what
+    /// narrowed it and the tools it kept.
+    pub fn restored(by: Vec<String>, tools: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            by,
+            tools: tools.into_iter().collect(),
+        }
+    }
+
     /// Whether a call to `tool` may go ahead.
     pub fn allows(&self, tool: &str) -> bool {
         self.tools.contains(tool)
