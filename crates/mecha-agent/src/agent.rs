@@ -344,9 +344,10 @@ impl Agent {
         self.push(session, Message::user_text(prompt), Vec::new());
         self.sync();
         let mut nudged = false;
-        // Compaction failed every attempt during this prompt: the run goes
-        // on while it fits, without asking for more summaries.
-        let mut gave_up = false;
+        // Compaction failed every attempt during this prompt (the last
+        // error): the run goes on while it fits, without asking for more
+        // summaries.
+        let mut gave_up = None;
         for _ in 0..self.limits.max_turns {
             session.turns += 1;
             let turn = session.turns;
@@ -358,8 +359,15 @@ impl Agent {
                 .as_ref()
                 .map(|surface| surface.definitions(&tools.definitions));
             let definitions = narrowed.as_deref().unwrap_or(&tools.definitions);
-            self.keep_in_window(session, &tools.registry, definitions, turn, &mut gave_up, events)
-                .await?;
+            self.keep_in_window(
+                session,
+                &tools.registry,
+                definitions,
+                turn,
+                &mut gave_up,
+                events,
+            )
+            .await?;
             let request = Request {
                 system: &self.system,
                 tools: definitions,
@@ -444,7 +452,7 @@ impl Agent {
         registry: &Registry,
         definitions: &[ToolDefinition],
         turn: u32,
-        gave_up: &mut bool,
+        gave_up: &mut Option<String>,
         events: &dyn EventSink,
     ) -> Result<(), AgentError> {
         let Some(policy) = &self.compaction else {
@@ -457,9 +465,8 @@ impl Agent {
             registry,
         };
         let asked = std::mem::take(&mut session.compact_requested);
-        let mut why = "and there is nothing older to compact yet".to_owned();
         let tokens = session.context_tokens(prefix.bytes);
-        if (tokens >= policy.threshold || asked) && !*gave_up {
+        if (tokens >= policy.threshold || asked) && gave_up.is_none() {
             for attempt in 1..=COMPACTION_ATTEMPTS {
                 let tried = compaction::compact(
                     self.provider.as_ref(),
@@ -498,8 +505,9 @@ impl Agent {
                             of: COMPACTION_ATTEMPTS,
                             error: error.clone(),
                         });
-                        why = format!("and compaction failed {attempt} times: {error}");
-                        *gave_up = attempt == COMPACTION_ATTEMPTS;
+                        if attempt == COMPACTION_ATTEMPTS {
+                            *gave_up = Some(error);
+                        }
                     }
                 }
             }
@@ -510,7 +518,12 @@ impl Agent {
                 tokens,
                 window: policy.window,
                 reply: policy.reply_tokens,
-                why,
+                why: match gave_up {
+                    Some(error) => {
+                        format!("and compaction failed {COMPACTION_ATTEMPTS} times: {error}")
+                    }
+                    None => "and there is nothing older to compact yet".to_owned(),
+                },
             });
         }
         Ok(())

@@ -161,7 +161,10 @@ pub(crate) async fn compact(
     policy: &CompactionPolicy,
     before: u64,
 ) -> Result<Compacted, Failed> {
-    let cut = choose_cut(messages, policy.threshold / 4).ok_or(Failed::NothingToCompact)?;
+    // The recent part keeps at most a quarter of what compaction aims
+    // under (of the conversation itself, when a call asked early).
+    let keep = policy.threshold.min(before) / 4;
+    let cut = choose_cut(messages, keep).ok_or(Failed::NothingToCompact)?;
     // The old carried message is left out: the fresh one is placed
     // verbatim after the summary, and a summariser should not paraphrase a
     // procedure.
@@ -178,10 +181,9 @@ pub(crate) async fn compact(
     };
     // The summary is not the answer: nothing of it streams to the user.
     let mut quiet = |_: Streamed<'_>| {};
-    let response = provider
-        .complete(request, &mut quiet)
-        .await
-        .map_err(|e| Failed::Attempt(format!("the summary request failed: {e}"), Usage::default()))?;
+    let response = provider.complete(request, &mut quiet).await.map_err(|e| {
+        Failed::Attempt(format!("the summary request failed: {e}"), Usage::default())
+    })?;
     let usage = response.usage;
     let summary = response.message.text();
     if summary.trim().is_empty() {
