@@ -228,11 +228,13 @@ impl Agent {
         session.messages.push(message);
     }
 
-    /// Cuts the history back to `keep` messages, in the journal too.
-    fn rewind(&self, session: &mut Session, keep: usize) {
+    /// Cuts the history back to `keep` messages, in the journal too (an
+    /// exchange a person interrupted, or the model refused).
+    pub fn rewind(&self, session: &mut Session, keep: usize) {
         session.messages.truncate(keep);
         session.reported = None;
         self.note(&Record::Rewind { keep });
+        self.sync();
     }
 
     /// The end of a model request: the turn recorded, and at a boundary
@@ -390,8 +392,8 @@ impl Agent {
                     return Ok(Outcome::Answered { text, stop_reason });
                 }
                 Reading::Refusal { text, detail } => {
+                    self.end_turn(session, usage, false);
                     self.rewind(session, before);
-                    self.end_turn(session, usage, true);
                     return Ok(Outcome::Refused { text, detail });
                 }
                 Reading::Empty { stop_reason } => {

@@ -9,9 +9,11 @@
 mod approve;
 mod commands;
 mod config;
+mod context_window;
 mod notice;
 mod output;
 mod render;
+mod session;
 mod skills;
 mod stdin;
 mod terminal;

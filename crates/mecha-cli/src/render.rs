@@ -35,10 +35,12 @@ pub fn sink(format: OutputFormat) -> Box<dyn EventSink> {
         OutputFormat::Json => Box::new(Summary {
             each_event: false,
             tool_calls: Mutex::default(),
+            compactions: Default::default(),
         }),
         OutputFormat::StreamJson => Box::new(Summary {
             each_event: true,
             tool_calls: Mutex::default(),
+            compactions: Default::default(),
         }),
     }
 }
@@ -96,6 +98,28 @@ impl EventSink for Text {
             Event::Retrying { what } => {
                 end_answer_line(&mut state);
                 crate::terminal::report(&what);
+            }
+            Event::Compacted {
+                tokens_before,
+                tokens_after,
+                messages_before,
+                messages_after,
+                ..
+            } => {
+                end_answer_line(&mut state);
+                activity(&format!(
+                    "mecha: compacted the conversation: ~{tokens_before} → ~{tokens_after} \
+                     tokens, {messages_before} → {messages_after} messages (the first message, \
+                     the todo list and loaded skills kept verbatim)"
+                ));
+            }
+            Event::CompactionFailed {
+                attempt, of, error, ..
+            } => {
+                end_answer_line(&mut state);
+                activity(&format!(
+                    "mecha: compaction attempt {attempt} of {of} failed: {error}"
+                ));
             }
             Event::Text { text } => {
                 if self.stdout_is_terminal {
@@ -188,6 +212,8 @@ impl Text {
 struct Summary {
     each_event: bool,
     tool_calls: Mutex<Vec<serde_json::Value>>,
+    /// Compactions so far, for the final object.
+    compactions: std::sync::atomic::AtomicU32,
 }
 
 impl EventSink for Summary {
@@ -203,6 +229,10 @@ impl EventSink for Summary {
         {
             calls.push(json!({"id": id, "name": name, "is_error": is_error, "bytes": bytes}));
         }
+        if matches!(event, Event::Compacted { .. }) {
+            self.compactions
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         let is_final = matches!(event, Event::Final { .. });
         if !is_final && !self.each_event {
             return;
@@ -217,6 +247,10 @@ impl EventSink for Summary {
                 .map(|c| c.clone())
                 .unwrap_or_default();
             line["tool_calls"] = serde_json::Value::Array(calls);
+            line["compactions"] = self
+                .compactions
+                .load(std::sync::atomic::Ordering::Relaxed)
+                .into();
         }
         output::out(&format!("{line}\n"));
     }

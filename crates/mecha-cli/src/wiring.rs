@@ -7,13 +7,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use mecha_agent::{Agent, Gate, Limits, ToolRefresh};
+use mecha_agent::{Agent, Gate, Limits, Session, ToolRefresh};
 use mecha_core::{
-    Approver, Forced, ForcedCapabilities, ModeApprover, PermissionMode, Registry, Rules, Tool,
-    ToolCtx,
+    Approver, Forced, ForcedCapabilities, Journal, ModeApprover, PermissionMode, Registry, Rules,
+    Tool, ToolCtx,
 };
 use mecha_mcp::{McpHub, NameConflict, ServerState, SpawnOptions};
-use mecha_provider::ProviderError;
+use mecha_provider::{Provider, ProviderError, Script, ScriptedProvider};
+use mecha_session::{Loaded, RecallTool, Writer};
+use mecha_tools::Compact;
 use mecha_sandbox::{HostEnv, Sandbox};
 use mecha_skills::{SkillTool, level1_block};
 
@@ -21,6 +23,7 @@ use crate::Failure;
 use crate::approve::TerminalApprover;
 use crate::commands::RunOptions;
 use crate::config::{Settings, ToolFilter};
+use crate::session;
 use crate::skills::{Selection, SkillFlags, level1_warning};
 use crate::terminal::printable;
 
@@ -84,9 +87,11 @@ impl Toolbox {
     }
 }
 
-/// Every built-in and every MCP tool (the servers start concurrently),
-/// narrowed by config and `flags`. A server that fails is reported on
-/// stderr when `report` is set, and its tools are simply absent.
+/// Every built-in (with `session_tools`, the built-ins that depend on the
+/// session: `compact`, `recall`) and every MCP tool (the servers start
+/// concurrently), narrowed by config and `flags`. A server that fails is
+/// reported on stderr when `report` is set, and its tools are simply
+/// absent.
 pub async fn build_toolbox(
     settings: &mut Settings,
     flags: &[String],
@@ -94,6 +99,7 @@ pub async fn build_toolbox(
     plan: bool,
     workspace: &Path,
     report: bool,
+    session_tools: Vec<Arc<dyn Tool>>,
 ) -> Result<Toolbox, Failure> {
     // Checked against the machine before anything runs: a sandbox that
     // cannot be honoured stops the run rather than leaving it unconfined.
@@ -101,7 +107,10 @@ pub async fn build_toolbox(
         .map_err(|e| Failure::Usage(e.to_string()))?;
     settings.builtins.shell.sandbox = sandbox.clone();
     let mut registry = Registry::new();
-    for tool in mecha_tools::builtin_tools(&settings.builtins) {
+    for tool in mecha_tools::builtin_tools(&settings.builtins)
+        .into_iter()
+        .chain(session_tools)
+    {
         registry
             .register(tool)
             .map_err(|e| Failure::Run(anyhow::Error::new(e)))?;
@@ -326,22 +335,109 @@ fn protect_mecha_files(mut ctx: ToolCtx, settings: &Settings) -> Result<ToolCtx,
     Ok(ctx)
 }
 
-/// Everything a run needs, wired. The toolbox comes back too, so the caller
-/// can shut the MCP servers down when the run ends.
+/// What a run starts from besides config: the command (for the session's
+/// header), the session it resumes, or the stored session it replays.
+pub struct Start<'a> {
+    pub command: &'static str,
+    pub resumed: Option<&'a Loaded>,
+    /// Plays these model turns instead of asking the configured provider;
+    /// nothing is stored and nothing compacts.
+    pub replay: Option<Script>,
+}
+
+/// A run, wired: the agent, its tools (to shut the MCP servers down when
+/// it ends) and the session it starts with.
+pub struct Started {
+    pub agent: Agent,
+    pub toolbox: Toolbox,
+    pub session: Session,
+    /// Where the session is kept (`None`: not saved).
+    pub journal: Option<Arc<Writer>>,
+}
+
+/// Everything a run needs, wired.
 pub async fn build_agent(
     mut settings: Settings,
     options: &RunOptions,
     workspace: &Path,
-) -> Result<(Agent, Toolbox), Failure> {
+    start: Start<'_>,
+) -> Result<Started, Failure> {
     if let Some(model) = &options.model {
         settings.provider.model = Some(model.clone());
     }
     let env = |name: &str| std::env::var(name).ok();
-    let provider = mecha_provider::build(&settings.provider, &env).map_err(|e| match e {
+    let configured = mecha_provider::build(&settings.provider, &env).map_err(|e| match e {
         ProviderError::NotConfigured(message) => Failure::Usage(message),
         other => Failure::Run(other.into()),
     })?;
-    settings.adopt_context_window(provider.context_window());
+    settings.adopt_context_window(configured.context_window());
+    let replaying = start.replay.is_some();
+    let provider: Arc<dyn Provider> = match start.replay {
+        Some(script) => Arc::new(
+            ScriptedProvider::new(script).with_context_window(configured.context_window()),
+        ),
+        None => configured,
+    };
+    let compaction = match replaying {
+        true => None,
+        false => crate::context_window::policy(&settings, provider.as_ref())?,
+    };
+    let journal = match replaying {
+        true => None,
+        false => session::writer(start.resumed, workspace, &provider.describe(), start.command)?,
+    };
+    let mut session_tools: Vec<Arc<dyn Tool>> = Vec::new();
+    if compaction.is_some() && !options.no_compact_tool {
+        session_tools.push(Arc::new(Compact));
+    }
+    // The history is worth searching when there is more of it than this
+    // prompt: a conversation, or a run that picks one up.
+    if let Some(journal) = &journal
+        && (start.command == "chat" || start.resumed.is_some())
+    {
+        session_tools.push(Arc::new(RecallTool::new(journal.path().to_path_buf())));
+    }
+    let built = wire(settings, options, workspace, provider, session_tools).await;
+    let (mut agent, toolbox) = match built {
+        Ok(built) => built,
+        Err(failure) => {
+            // A session that never started would only clutter the list.
+            if let (Some(journal), None) = (&journal, start.resumed) {
+                let _ = std::fs::remove_file(journal.path());
+            }
+            return Err(failure);
+        }
+    };
+    if let Some(policy) = compaction {
+        agent = agent.with_compaction(policy);
+    }
+    let session = match start.resumed {
+        Some(loaded) => session::restore(
+            loaded,
+            &toolbox.registry,
+            journal.as_deref().map(|j| j as &dyn Journal),
+        ),
+        None => Session::default(),
+    };
+    if let Some(journal) = &journal {
+        agent = agent.with_journal(Arc::clone(journal) as Arc<dyn Journal>);
+    }
+    Ok(Started {
+        agent,
+        toolbox,
+        session,
+        journal,
+    })
+}
+
+/// The toolbox and the agent around `provider`.
+async fn wire(
+    mut settings: Settings,
+    options: &RunOptions,
+    workspace: &Path,
+    provider: Arc<dyn Provider>,
+    session_tools: Vec<Arc<dyn Tool>>,
+) -> Result<(Agent, Toolbox), Failure> {
     // Planning sees only what cannot change anything: the other tools are
     // absent, not merely refused.
     let flags = SkillFlags {
@@ -355,6 +451,7 @@ pub async fn build_agent(
         options.plan,
         workspace,
         true,
+        session_tools,
     )
     .await?;
     // The level-1 block: only when the skill tool survived narrowing, or

@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use mecha_core::StopReason;
+use mecha_core::{Block, Message, StopReason};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -147,6 +147,33 @@ impl Script {
 }
 
 impl ScriptTurn {
+    /// The turn that would answer with `message` again (for replaying a
+    /// stored session): its thinking, its text and its calls with their ids
+    /// and arguments (a call whose arguments did not parse is played with
+    /// arguments that do not parse either: the error it got, which holds
+    /// the raw text).
+    pub fn from_message(message: &Message) -> Self {
+        let mut turn = Self::default();
+        let mut thinking = String::new();
+        let mut text = String::new();
+        for block in &message.content {
+            match block {
+                Block::Thinking { thinking: t, .. } => thinking.push_str(t),
+                Block::Text { text: t } => text.push_str(t),
+                Block::ToolUse(call) => turn.tool_calls.push(ScriptToolCall {
+                    name: call.name.clone(),
+                    id: Some(call.id.clone()),
+                    input: call.input_error.is_none().then(|| call.input.clone()),
+                    raw_arguments: call.input_error.clone(),
+                }),
+                Block::RedactedThinking { .. } | Block::ToolResult { .. } => {}
+            }
+        }
+        turn.thinking = (!thinking.is_empty()).then_some(thinking);
+        turn.text = (!text.is_empty()).then_some(text);
+        turn
+    }
+
     /// A turn that only answers.
     pub fn text(text: impl Into<String>) -> Self {
         Self {

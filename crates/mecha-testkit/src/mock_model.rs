@@ -67,6 +67,12 @@ struct State {
     sent_thinking: Vec<Value>,
     /// Gets a copy of every request as it is recorded.
     subscribers: Vec<mpsc::UnboundedSender<RecordedRequest>>,
+    /// A request whose last message starts with this is a summary request,
+    /// answered without using up a reply; and how many were answered.
+    summary_marker: Option<String>,
+    summaries: usize,
+    /// Summary requests still to fail (with a 400) before any is answered.
+    summary_failures: usize,
 }
 
 impl State {
@@ -155,6 +161,25 @@ impl MockModel {
     /// a reply.
     pub fn expect_api_key(&self, key: impl Into<String>) {
         self.shared.lock().api_key = Some(key.into());
+    }
+
+    /// From now on, a request whose last message's text starts with
+    /// `marker` (a harness asking for a compaction summary) is answered
+    /// with `SUMMARY <n>: ...` without using up a reply, wherever in the
+    /// script it comes.
+    pub fn answer_summaries(&self, marker: impl Into<String>) {
+        self.shared.lock().summary_marker = Some(marker.into());
+    }
+
+    /// The next `n` summary requests fail with a 400 (see
+    /// [`MockModel::answer_summaries`]).
+    pub fn fail_summaries(&self, n: usize) {
+        self.shared.lock().summary_failures = n;
+    }
+
+    /// Summary requests answered so far.
+    pub fn summaries(&self) -> usize {
+        self.shared.lock().summaries
     }
 
     /// Queues more replies after the ones given at start.
@@ -267,8 +292,23 @@ async fn handle(
         {
             return Ok(error_status(api, 400, &message, None));
         }
+        let asks_summary = state
+            .summary_marker
+            .as_deref()
+            .is_some_and(|marker| last_text(&recorded.body).starts_with(marker));
+        if asks_summary && state.summary_failures > 0 {
+            state.summary_failures -= 1;
+            return Ok(error_status(api, 400, "mock model: this summary fails", None));
+        }
+        let summary = asks_summary.then(|| {
+            state.summaries += 1;
+            MockReply::text(format!(
+                "SUMMARY {}: what was done so far, and what is next.",
+                state.summaries
+            ))
+        });
         let given = state.served + state.replies.len();
-        let Some(reply) = state.replies.pop_front() else {
+        let Some(reply) = summary.or_else(|| state.replies.pop_front()) else {
             let message = format!(
                 "mock model: no scripted reply left (it was given {given}); add replies to the test"
             );
@@ -288,6 +328,21 @@ async fn handle(
         (reply, cx)
     };
     Ok(respond(api, &cx, reply))
+}
+
+/// The text of a request's last message, in either API's shape.
+fn last_text(body: &Value) -> String {
+    let Some(last) = body["messages"].as_array().and_then(|m| m.last()) else {
+        return String::new();
+    };
+    match &last["content"] {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect(),
+        _ => String::new(),
+    }
 }
 
 /// What the real APIs check before anything else: the key, and for

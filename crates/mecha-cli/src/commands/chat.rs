@@ -14,19 +14,50 @@ use crate::commands::slash;
 use crate::config::Settings;
 use crate::output;
 use crate::render::{OutputFormat, sink};
-use crate::wiring::{Toolbox, build_agent};
+use crate::session::{self, Resume};
+use crate::wiring::{Start, Started, Toolbox, build_agent};
 
 #[derive(Args, Debug)]
 pub struct ChatArgs {
+    /// Go on with a stored session (its id, or a unique start of it).
+    #[arg(long, value_name = "ID", conflicts_with = "continue_latest")]
+    resume: Option<String>,
+    /// Go on with the newest session of this workspace.
+    #[arg(long = "continue")]
+    continue_latest: bool,
     #[command(flatten)]
     options: RunOptions,
 }
 
 pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, Failure> {
     let events = sink(OutputFormat::Text);
+    let resume = match (args.resume, args.continue_latest) {
+        (Some(id), _) => Resume::Id(id),
+        (None, true) => Resume::Latest,
+        (None, false) => Resume::Fresh,
+    };
+    let loaded = session::load(&resume, workspace)?;
+    let start = Start {
+        command: "chat",
+        resumed: loaded.as_ref(),
+        replay: None,
+    };
     let runtime = crate::runtime()?;
-    let (agent, toolbox) = runtime.block_on(build_agent(settings, &args.options, workspace))?;
-    let ended = converse(&runtime, &agent, &toolbox, events.as_ref());
+    let started = runtime.block_on(build_agent(settings, &args.options, workspace, start))?;
+    if let Some(loaded) = &loaded {
+        output::err_line(&crate::terminal::printable(&format!(
+            "mecha: resumed session {} ({} turns so far); its history, taint and loaded skills \
+             are back",
+            loaded.header.id, loaded.state.turns
+        )));
+    }
+    let Started {
+        agent,
+        toolbox,
+        session,
+        ..
+    } = started;
+    let ended = converse(&runtime, &agent, &toolbox, session, events.as_ref());
     toolbox.shutdown();
     runtime.shutdown_background();
     ended
@@ -52,9 +83,9 @@ fn converse(
     runtime: &tokio::runtime::Runtime,
     agent: &Agent,
     toolbox: &Toolbox,
+    mut session: Session,
     events: &dyn EventSink,
 ) -> Result<u8, Failure> {
-    let mut session = Session::default();
     output::err_line(HELP);
     loop {
         output::err("> ");
@@ -93,7 +124,7 @@ fn converse(
         if !matches!(outcome, Turn::Ended(Ok(_))) {
             // A turn cut short leaves tool calls without results, which no
             // API accepts; forget the whole exchange instead.
-            session.messages.truncate(before);
+            agent.rewind(&mut session, before);
         }
         match outcome {
             // Nobody reads the output: end quietly, main picks the code.

@@ -34,4 +34,8 @@ pub struct RunOptions {
     /// Carry no skills.
     #[arg(long)]
     pub no_skills: bool,
+    /// Withhold the `compact` tool: the conversation still compacts at its
+    /// threshold, but the model cannot ask for it.
+    #[arg(long)]
+    pub no_compact_tool: bool,
 }

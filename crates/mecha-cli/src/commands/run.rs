@@ -4,7 +4,7 @@ use std::io::Read;
 use std::path::Path;
 
 use clap::Args;
-use mecha_agent::{Agent, EarlyStop, Event, EventSink, Outcome, RunEnd, Session};
+use mecha_agent::{Agent, AgentError, EarlyStop, Event, EventSink, Outcome, RunEnd, Session};
 
 use mecha_core::StopReason;
 
@@ -14,12 +14,25 @@ use crate::config::Settings;
 use crate::notice::{refused, silent};
 use crate::output;
 use crate::render::{OutputFormat, sink};
-use crate::wiring::build_agent;
+use crate::session::{self, Replay, Resume};
+use crate::wiring::{Start, build_agent};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// The task. `-` reads it from stdin.
-    prompt: String,
+    #[arg(required_unless_present = "replay", conflicts_with = "replay")]
+    prompt: Option<String>,
+    /// Go on with a stored session (its id, or a unique start of it): its
+    /// history, taint and loaded skills, then this task.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["continue_latest", "replay"])]
+    resume: Option<String>,
+    /// Go on with the newest session of this workspace.
+    #[arg(long = "continue", conflicts_with = "replay")]
+    continue_latest: bool,
+    /// Play a stored session's model turns back against today's tools and
+    /// gate, without a model (nothing is stored, nothing compacts).
+    #[arg(long, value_name = "ID")]
+    replay: Option<String>,
     #[command(flatten)]
     options: RunOptions,
     /// text (default), json (one object at the end), or stream-json (one
@@ -48,14 +61,37 @@ pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Fa
         );
         failure
     };
-    let prompt = read_prompt(args.prompt).map_err(failed)?;
+    let resume = match (&args.resume, args.continue_latest, &args.replay) {
+        (Some(id), _, _) | (_, _, Some(id)) => Resume::Id(id.clone()),
+        (None, true, None) => Resume::Latest,
+        (None, false, None) => Resume::Fresh,
+    };
+    let loaded = session::load(&resume, workspace).map_err(failed)?;
+    let (prompts, replay) = match (&args.replay, &loaded) {
+        (Some(_), Some(loaded)) => {
+            let replay = Replay::of(loaded);
+            if replay.prompts.is_empty() {
+                return Err(failed(Failure::Usage(format!(
+                    "session {} holds no prompt to replay",
+                    loaded.header.id
+                ))));
+            }
+            (replay.prompts, Some(replay.script))
+        }
+        _ => (vec![read_prompt(args.prompt.unwrap_or_default()).map_err(failed)?], None),
+    };
+    let start = Start {
+        command: "run",
+        resumed: loaded.as_ref().filter(|_| replay.is_none()),
+        replay,
+    };
     let runtime = crate::runtime().map_err(failed)?;
     let code = runtime.block_on(async {
-        let (agent, toolbox) = build_agent(settings, &args.options, workspace)
+        let started = build_agent(settings, &args.options, workspace, start)
             .await
             .map_err(failed)?;
-        let code = drive(&agent, &prompt, events.as_ref()).await;
-        toolbox.shutdown();
+        let code = drive(&started.agent, started.session, &prompts, events.as_ref()).await;
+        started.toolbox.shutdown();
         code
     });
     // An approval question may still be waiting on stdin; do not wait for it.
@@ -86,10 +122,14 @@ fn read_prompt(arg: String) -> Result<String, Failure> {
 /// until nobody reads the output any more. Every ending but the last is
 /// reported with one final event, so the JSON formats always print their
 /// object.
-async fn drive(agent: &Agent, prompt: &str, events: &dyn EventSink) -> Result<u8, Failure> {
-    let mut session = Session::default();
+async fn drive(
+    agent: &Agent,
+    mut session: Session,
+    prompts: &[String],
+    events: &dyn EventSink,
+) -> Result<u8, Failure> {
     let outcome = tokio::select! {
-        outcome = agent.send(&mut session, prompt, events) => Some(outcome),
+        outcome = send_each(agent, &mut session, prompts, events) => Some(outcome),
         () = crate::interrupted() => None,
         // Nobody can see a report: dropping the run stops its tools, as an
         // interrupt does, and main exits with the closed pipe's code.
@@ -122,6 +162,26 @@ async fn drive(agent: &Agent, prompt: &str, events: &dyn EventSink) -> Result<u8
     let notice = matches!(result, Ok(code) if code != EXIT_INTERRUPTED);
     finish_with_notice(events, &session, text, end, notice);
     result
+}
+
+/// Sends the prompts in order (a replay has one for each a person gave),
+/// stopping at the first that does not end in an answer.
+async fn send_each(
+    agent: &Agent,
+    session: &mut Session,
+    prompts: &[String],
+    events: &dyn EventSink,
+) -> Result<Outcome, AgentError> {
+    let mut outcome = Outcome::Silent {
+        stop_reason: StopReason::EndTurn,
+    };
+    for prompt in prompts {
+        outcome = agent.send(session, prompt, events).await?;
+        if !matches!(outcome, Outcome::Answered { .. }) {
+            break;
+        }
+    }
+    Ok(outcome)
 }
 
 /// How a prompt's outcome is reported: the final event's text and ending.

@@ -97,6 +97,7 @@ pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<
         false,
         workspace,
         report,
+        Vec::new(),
     ))?;
     warn_about_send_lookalikes(&toolbox, &settings);
     let text = if args.schema {

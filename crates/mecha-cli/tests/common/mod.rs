@@ -20,6 +20,8 @@ pub struct Env {
     pub ws: PathBuf,
     /// Appended to the generated config.toml (e.g. `[[mcp]]` entries).
     pub extra_config: String,
+    /// More `[provider]` keys, right after the generated ones.
+    pub provider_config: String,
     /// Added to mecha's otherwise clean environment.
     pub extra_env: Vec<(String, String)>,
 }
@@ -35,6 +37,7 @@ pub fn env() -> Env {
         home,
         ws,
         extra_config: String::new(),
+        provider_config: String::new(),
         extra_env: Vec::new(),
     }
 }
@@ -46,21 +49,22 @@ impl Env {
         self.mecha(api, mock, key, "run", args, "").await
     }
 
-    /// Runs `mecha <command>` with `input` on stdin.
-    pub async fn mecha(
+    /// `mecha <command>` as [`Env::mecha`] runs it, to spawn and manage by
+    /// hand (stdin, stdout and stderr piped).
+    pub fn command(
         &self,
         api: Api,
         mock: &MockModel,
         key: &str,
         command: &str,
         args: &[&str],
-        input: &str,
-    ) -> Output {
+    ) -> std::process::Command {
         let config = match api {
             Api::Anthropic => "[provider]\nkind = \"anthropic\"\n".to_owned(),
             Api::OpenAi => "[provider]\nkind = \"openai\"\nmodel = \"test-model\"\n".to_owned(),
         };
-        std::fs::write(self.home.join("config.toml"), config + &self.extra_config).unwrap();
+        let config = config + &self.provider_config + "\n" + &self.extra_config;
+        std::fs::write(self.home.join("config.toml"), config).unwrap();
         let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"));
         cmd.env_clear()
             .env("PATH", std::env::var("PATH").unwrap())
@@ -81,6 +85,20 @@ impl Env {
                 .env("OPENAI_API_KEY", key)
                 .env("OPENAI_BASE_URL", mock.openai_url()),
         };
+        cmd
+    }
+
+    /// Runs `mecha <command>` with `input` on stdin.
+    pub async fn mecha(
+        &self,
+        api: Api,
+        mock: &MockModel,
+        key: &str,
+        command: &str,
+        args: &[&str],
+        input: &str,
+    ) -> Output {
+        let mut cmd = self.command(api, mock, key, command, args);
         let input = input.to_owned();
         tokio::task::spawn_blocking(move || {
             use std::io::Write;

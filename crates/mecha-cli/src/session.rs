@@ -1,0 +1,207 @@
+//! A run's session on disk: which one a run starts from (fresh, `--resume
+//! ID`, `--continue`), what a resume restores into the loop's `Session`,
+//! and the stored model turns `--replay` plays back.
+//!
+//! Resuming never disarms anything: the taint, the narrowed tool surface
+//! and the loaded skills come back as the session recorded them.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mecha_agent::{CONTINUE_PROMPT, SUMMARY_HEADER, Session, Surface};
+use mecha_core::{
+    Block, CarriedState, Journal, Message, Record, Registry, Role, close_dangling_calls,
+};
+use mecha_provider::{Script, ScriptTurn};
+use mecha_session::{Loaded, NewSession, Store, Writer};
+
+use crate::Failure;
+use crate::terminal::printable;
+
+/// Which stored session a run starts from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resume {
+    /// A new session.
+    Fresh,
+    /// `--resume ID` (or a unique prefix of it).
+    Id(String),
+    /// `--continue`: the newest session of this workspace.
+    Latest,
+}
+
+/// The sessions directory under `$MECHA_HOME`.
+pub fn store() -> Result<Store, Failure> {
+    Ok(Store::new(crate::config::mecha_home()?.join("sessions")))
+}
+
+/// The session to resume, if any, checked against this workspace before
+/// anything starts. What loading noticed (a torn last line) is said.
+pub fn load(resume: &Resume, workspace: &Path) -> Result<Option<Loaded>, Failure> {
+    let store = store()?;
+    let loaded = match resume {
+        Resume::Fresh => return Ok(None),
+        Resume::Id(id) => store.load(id).map_err(|e| Failure::Usage(e.to_string()))?,
+        Resume::Latest => store
+            .latest_in(workspace)
+            .map_err(|e| Failure::Usage(e.to_string()))?
+            .ok_or_else(|| {
+                Failure::Usage(format!(
+                    "there is no session to continue in {}; `mecha sessions list` shows every \
+                     session and its workspace",
+                    workspace.display()
+                ))
+            })?,
+    };
+    for warning in &loaded.warnings {
+        crate::output::err_line(&printable(&format!("mecha: warning: {warning}")));
+    }
+    same_workspace(&loaded, workspace)?;
+    Ok(Some(loaded))
+}
+
+/// A session resumes only in its own workspace: its paths, its history
+/// and its taint are about that directory.
+fn same_workspace(loaded: &Loaded, workspace: &Path) -> Result<(), Failure> {
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let theirs = canonical(&loaded.header.workspace);
+    if theirs == canonical(workspace) {
+        return Ok(());
+    }
+    Err(Failure::Usage(printable(&format!(
+        "session {} belongs to the workspace {}, not {}; resume it from there (mecha -C {} run \
+         --resume {} ...)",
+        loaded.header.id,
+        theirs.display(),
+        workspace.display(),
+        theirs.display(),
+        loaded.header.id
+    ))))
+}
+
+/// Where this run's records go: a new session file, or the resumed one,
+/// appended to. A store that cannot be written is a warning, not a failure:
+/// the run goes on unsaved.
+pub fn writer(
+    resumed: Option<&Loaded>,
+    workspace: &Path,
+    model: &str,
+    command: &str,
+) -> Result<Option<Arc<Writer>>, Failure> {
+    let report = || -> Box<dyn Fn(&str) + Send + Sync> {
+        Box::new(|problem: &str| {
+            crate::output::err_line(&printable(&format!(
+                "mecha: warning: the session is no longer being saved: {problem}"
+            )));
+        })
+    };
+    match resumed {
+        Some(loaded) => Writer::reopen(loaded)
+            .map(|w| Some(Arc::new(w.on_failure(report()))))
+            .map_err(|e| Failure::Usage(e.to_string())),
+        None => {
+            let new = NewSession {
+                workspace,
+                model,
+                command,
+            };
+            match store()?.create(new) {
+                Ok(w) => Ok(Some(Arc::new(w.on_failure(report())))),
+                Err(e) => {
+                    crate::output::err_line(&printable(&format!(
+                        "mecha: warning: this session is not saved: {e}"
+                    )));
+                    Ok(None)
+                }
+            }
+        }
+    }
+}
+
+/// The loop's session for a resumed one: its last (compacted) history,
+/// taint, surface, turns and usage, and each tool's saved state handed
+/// back. A call the stored history left without a result (mecha was
+/// killed mid-turn) gets one that says so, journaled.
+pub fn restore(loaded: &Loaded, registry: &Registry, journal: Option<&dyn Journal>) -> Session {
+    let state = &loaded.state;
+    let mut session = Session {
+        messages: state.messages.clone(),
+        taint: state.taint,
+        surface: state
+            .surface
+            .clone()
+            .map(|(by, tools)| Surface::restored(by, tools)),
+        usage: state.usage,
+        turns: state.turns,
+        saved: state.tool_states.clone(),
+        ..Session::default()
+    };
+    if let (Some(added), Some(journal)) = (close_dangling_calls(&mut session.messages), journal) {
+        journal.append(&Record::Message {
+            message: added.clone(),
+            external: Vec::new(),
+        });
+        journal.sync();
+    }
+    for (name, saved) in &state.tool_states {
+        let problem = match registry.get(name) {
+            Some(tool) => tool.restore_state(saved.clone()).err(),
+            None => Some(format!(
+                "`{name}` held state in this session but is not among this run's tools"
+            )),
+        };
+        if let Some(problem) = problem {
+            crate::output::err_line(&printable(&format!("mecha: warning: {problem}")));
+        }
+    }
+    session
+}
+
+/// What `--replay` plays: the prompts a person gave, in order, and every
+/// model turn of the main loop (summaries are not turns), as a script.
+pub struct Replay {
+    pub prompts: Vec<String>,
+    pub script: Script,
+}
+
+impl Replay {
+    pub fn of(loaded: &Loaded) -> Self {
+        let mut prompts = Vec::new();
+        let mut turns = Vec::new();
+        for entry in &loaded.entries {
+            let Record::Message { message, .. } = &entry.record else {
+                continue;
+            };
+            match message.role {
+                Role::Assistant => turns.push(ScriptTurn::from_message(message)),
+                Role::User => {
+                    if let Some(prompt) = prompt_of(message) {
+                        prompts.push(prompt);
+                    }
+                }
+            }
+        }
+        Self {
+            prompts,
+            script: Script { turns },
+        }
+    }
+}
+
+/// The prompt a person typed, if `message` is one: text only, and none of
+/// the harness's own messages (a nudge, a summary, carried state).
+fn prompt_of(message: &Message) -> Option<String> {
+    let all_text = message
+        .content
+        .iter()
+        .all(|b| matches!(b, Block::Text { .. }));
+    let text = message.text();
+    let harness = text == CONTINUE_PROMPT
+        || text.starts_with(SUMMARY_HEADER)
+        || CarriedState::is_carried(message);
+    (all_text && !harness && !text.is_empty()).then_some(text)
+}
+
+/// The file a session is kept in, for the recall tool.
+pub fn file_of(writer: &Writer) -> PathBuf {
+    writer.path().to_path_buf()
+}
