@@ -66,6 +66,27 @@ pub(crate) struct LineIn {
     pub record: Record,
 }
 
+/// Reads one record line. Lines laid out as mecha writes them,
+/// `{"seq":N,"type":...}`, skip serde's flatten, which buffers every record
+/// twice over (it doubled the time to load a long session); any other layout
+/// of the same fields still reads.
+pub(crate) fn read_record(line: &[u8]) -> serde_json::Result<LineIn> {
+    if let Some(rest) = line.strip_prefix(br#"{"seq":"#) {
+        let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+        let seq = std::str::from_utf8(&rest[..digits])
+            .ok()
+            .and_then(|d| d.parse::<u64>().ok());
+        if let (Some(seq), Some(b',')) = (seq, rest.get(digits)) {
+            let mut object = Vec::with_capacity(line.len());
+            object.push(b'{');
+            object.extend_from_slice(&rest[digits + 1..]);
+            let record = serde_json::from_slice(&object)?;
+            return Ok(LineIn { seq, record });
+        }
+    }
+    serde_json::from_slice(line)
+}
+
 /// The header as its line, newline included.
 pub(crate) fn header_line(header: &Header) -> serde_json::Result<Vec<u8>> {
     let mut line = serde_json::to_vec(&HeaderLine {

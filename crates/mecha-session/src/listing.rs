@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use mecha_core::Record;
 use serde::Serialize;
 
-use crate::format::LineIn;
+use crate::format::read_record;
 use crate::parse::{self, Mode};
 use crate::{Header, SessionError};
 
@@ -85,7 +85,7 @@ fn summarize(path: &Path) -> Result<(Header, u32, String), SessionError> {
         }
         // A line that does not read is the loader's to report, not the
         // listing's: a torn last line is normal.
-        match serde_json::from_slice::<LineIn>(&line).map(|l| l.record) {
+        match read_record(&line).map(|l| l.record) {
             Ok(Record::Turn { turn, .. }) => turns = turns.max(turn),
             Ok(Record::Message { message, .. }) => first_prompt = Some(one_line(&message.text())),
             _ => {}

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use crate::format::{HeaderProbe, LineIn};
+use crate::format::{HeaderProbe, read_record};
 use crate::{Entry, Header, SCHEMA_VERSION, SessionError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +69,7 @@ pub(crate) fn parse(path: &Path, bytes: &[u8], mode: Mode) -> Result<Parsed, Ses
             warnings.push(torn(path, line_no, "has no end"));
             break;
         }
-        let parsed: LineIn = match serde_json::from_slice(line) {
+        let parsed = match read_record(line) {
             Ok(parsed) => parsed,
             Err(_) if last => {
                 // A line cut short can still end in a newline that the text
@@ -93,7 +93,10 @@ pub(crate) fn parse(path: &Path, bytes: &[u8], mode: Mode) -> Result<Parsed, Ses
             if mode == Mode::Strict {
                 return Err(corrupt(line_no, problem));
             }
-            warnings.push(format!("{}, line {line_no}: skipped: {problem}", path.display()));
+            warnings.push(format!(
+                "{}, line {line_no}: skipped: {problem}",
+                path.display()
+            ));
             continue;
         }
         entries.push(Entry {
@@ -147,7 +150,9 @@ fn read_header(
         if mode == Mode::Strict {
             return Err(error);
         }
-        warnings.push(format!("{error}; what follows is read as format {SCHEMA_VERSION}"));
+        warnings.push(format!(
+            "{error}; what follows is read as format {SCHEMA_VERSION}"
+        ));
     }
     serde_json::from_slice(line).map_err(|e| corrupt(format!("the header does not read ({e})")))
 }

@@ -103,18 +103,22 @@ impl Query {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) if !s.trim().is_empty() => Some(s.to_lowercase()),
             Some(Value::String(_)) => {
-                return Err("`query` is empty: give the text to look for, or leave it out and \
+                return Err(
+                    "`query` is empty: give the text to look for, or leave it out and \
                             give `from_turn`/`to_turn`"
-                    .into());
+                        .into(),
+                );
             }
             Some(_) => return Err("`query` has to be a string: the text to look for".into()),
         };
         let from = turn_arg(input, "from_turn")?;
         let to = turn_arg(input, "to_turn")?;
         if text.is_none() && from.is_none() && to.is_none() {
-            return Err("give `query` (text to look for), `from_turn`/`to_turn` (a range of \
+            return Err(
+                "give `query` (text to look for), `from_turn`/`to_turn` (a range of \
                         turns), or both"
-                .into());
+                    .into(),
+            );
         }
         if let (Some(from), Some(to)) = (from, to)
             && from > to
@@ -168,7 +172,9 @@ fn turn_arg(input: &Value, name: &str) -> Result<Option<u32>, String> {
             .filter(|&n| n >= 1)
             .and_then(|n| u32::try_from(n).ok())
             .map(Some)
-            .ok_or_else(|| format!("`{name}` has to be a whole number of 1 or more (turns count from 1)")),
+            .ok_or_else(|| {
+                format!("`{name}` has to be a whole number of 1 or more (turns count from 1)")
+            }),
     }
 }
 

@@ -145,7 +145,10 @@ impl Store {
         if ids.iter().any(|id| id == wanted) {
             return Ok(wanted.to_owned());
         }
-        let mut matches: Vec<String> = ids.into_iter().filter(|id| id.starts_with(wanted)).collect();
+        let mut matches: Vec<String> = ids
+            .into_iter()
+            .filter(|id| id.starts_with(wanted))
+            .collect();
         match matches.len() {
             0 => Err(SessionError::Unknown(wanted.to_owned())),
             1 => Ok(matches.remove(0)),

@@ -55,7 +55,11 @@ pub fn transcript(loaded: &Loaded) -> String {
                 .into_iter()
                 .filter_map(|(on, name)| on.then_some(name))
                 .collect();
-                let legs = if legs.is_empty() { "none".to_owned() } else { legs.join(", ") };
+                let legs = if legs.is_empty() {
+                    "none".to_owned()
+                } else {
+                    legs.join(", ")
+                };
                 let _ = writeln!(out, "--- taint: {legs} ---");
             }
             Record::Surface { by, tools } => {
@@ -114,7 +118,10 @@ pub(crate) fn render_message(
     for block in &message.content {
         let (label, body) = match block {
             Block::Text { text } => (role.to_owned(), text.clone()),
-            Block::ToolUse(call) => (format!("{role} calls {}", call.name), call.input.to_string()),
+            Block::ToolUse(call) => (
+                format!("{role} calls {}", call.name),
+                call.input.to_string(),
+            ),
             Block::ToolResult {
                 tool_use_id,
                 content,

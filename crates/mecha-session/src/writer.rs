@@ -50,8 +50,14 @@ impl Writer {
         let (path, mut file, header) = create_file(dir, new)?;
         let line = header_line(&header).map_err(|e| SessionError::io("write", &path, e.into()))?;
         let written = lock(&file, &path)
-            .and_then(|()| file.write_all(&line).map_err(|e| SessionError::io("write", &path, e)))
-            .and_then(|()| file.sync_data().map_err(|e| SessionError::io("sync", &path, e)));
+            .and_then(|()| {
+                file.write_all(&line)
+                    .map_err(|e| SessionError::io("write", &path, e))
+            })
+            .and_then(|()| {
+                file.sync_data()
+                    .map_err(|e| SessionError::io("sync", &path, e))
+            });
         if let Err(e) = written {
             // A file without its header is no session; leave nothing behind.
             let _ = fs::remove_file(&path);
@@ -77,7 +83,9 @@ impl Writer {
             .open(path)
             .map_err(|e| SessionError::io("open", path, e))?;
         lock(&file, path)?;
-        let meta = file.metadata().map_err(|e| SessionError::io("read", path, e))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| SessionError::io("read", path, e))?;
         if meta.len() != loaded.file_len {
             return Err(SessionError::Stale { path: path.clone() });
         }
@@ -222,5 +230,47 @@ fn lock(file: &File, path: &Path) -> Result<(), SessionError> {
             path: path.to_owned(),
         }),
         Err(e) => Err(SessionError::io("lock", path, e.into())),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::Arc;
+
+    use mecha_core::Message;
+
+    use super::*;
+
+    #[test]
+    fn a_failing_write_is_reported_once_and_never_panics() {
+        // Every write to /dev/full fails with ENOSPC, as on a full disk.
+        let file = OpenOptions::new().append(true).open("/dev/full").unwrap();
+        let reports = Arc::new(Mutex::new(Vec::<String>::new()));
+        let seen = Arc::clone(&reports);
+        let writer = Writer::with("x".into(), "/dev/full".into(), file, 0, 0).on_failure(Box::new(
+            move |line| {
+                seen.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(line.into())
+            },
+        ));
+        let record = Record::Message {
+            message: Message::user_text("hi"),
+            external: vec![],
+        };
+        for _ in 0..3 {
+            writer.append(&record);
+            writer.sync();
+        }
+        let reports = reports.lock().unwrap_or_else(|p| p.into_inner());
+        assert_eq!(reports.len(), 1, "{reports:?}");
+        assert!(reports[0].contains("/dev/full"), "{}", reports[0]);
+        assert!(
+            reports[0].contains("a resume starts from there"),
+            "{}",
+            reports[0]
+        );
+        assert_eq!(writer.inner().seq, 0, "a failed record takes no number");
     }
 }

@@ -59,13 +59,31 @@ fn every_record_reads_back_as_written() {
     assert_eq!(h.schema, SCHEMA_VERSION);
     assert_eq!(h.id, writer.id());
     assert_eq!(h.workspace, t.ws);
-    assert_eq!((h.model.as_str(), h.command.as_str()), ("test-model", "run"));
+    assert_eq!(
+        (h.model.as_str(), h.command.as_str()),
+        ("test-model", "run")
+    );
     assert_eq!(h.mecha, env!("CARGO_PKG_VERSION"));
     // RFC 3339 in UTC, as the id's time says.
     let id_time = &h.id[..15];
-    let started: String = h.started.chars().filter(char::is_ascii_digit).take(14).collect();
-    assert_eq!(id_time.replace('-', ""), started, "{} vs {}", h.id, h.started);
-    assert!(h.started.ends_with('Z') && h.started.len() == 24, "{}", h.started);
+    let started: String = h
+        .started
+        .chars()
+        .filter(char::is_ascii_digit)
+        .take(14)
+        .collect();
+    assert_eq!(
+        id_time.replace('-', ""),
+        started,
+        "{} vs {}",
+        h.id,
+        h.started
+    );
+    assert!(
+        h.started.ends_with('Z') && h.started.len() == 24,
+        "{}",
+        h.started
+    );
     assert_eq!(writer.path(), t.store.dir().join(format!("{}.jsonl", h.id)));
 
     // The layout the format promises: a header line, then `seq` and the
@@ -111,7 +129,10 @@ fn ids_are_unique_and_sort_by_time() {
     for id in &ids {
         let (time, random) = id.split_at(16);
         assert!(time.len() == 16 && time.as_bytes()[8] == b'-', "{id}");
-        assert!(random.len() == 6 && random.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
+        assert!(
+            random.len() == 6 && random.chars().all(|c| c.is_ascii_hexdigit()),
+            "{id}"
+        );
     }
     assert!(ids.windows(2).all(|w| w[0][..15] <= w[1][..15]));
 }
@@ -226,15 +247,25 @@ fn a_corrupt_line_in_the_middle_is_an_error_naming_file_and_line() {
     let text = e.to_string();
     assert!(matches!(e, SessionError::Corrupt { line: 3, .. }), "{text}");
     assert!(text.contains(&path.display().to_string()), "{text}");
-    assert!(text.contains("line 3") && text.contains("mecha sessions show"), "{text}");
+    assert!(
+        text.contains("line 3") && text.contains("mecha sessions show"),
+        "{text}"
+    );
 
     // Showing still reads the rest, and says what it skipped; such a load
     // is never resumed.
     let salvaged = t.store.load_salvaging(&id).unwrap();
     let texts: Vec<String> = salvaged.state.messages.iter().map(Message::text).collect();
     assert_eq!(texts, ["one", "three"]);
-    assert!(salvaged.warnings[0].contains("line 3"), "{:?}", salvaged.warnings);
-    assert!(matches!(Writer::reopen(&salvaged), Err(SessionError::Stale { .. })));
+    assert!(
+        salvaged.warnings[0].contains("line 3"),
+        "{:?}",
+        salvaged.warnings
+    );
+    assert!(matches!(
+        Writer::reopen(&salvaged),
+        Err(SessionError::Stale { .. })
+    ));
 }
 
 #[test]
@@ -249,7 +280,11 @@ fn a_sequence_that_does_not_increase_is_an_error() {
     rewrite_line(&path, 4, &third.to_string());
     let e = t.store.load(&id).unwrap_err();
     assert!(matches!(e, SessionError::Corrupt { line: 4, .. }), "{e}");
-    assert!(e.to_string().contains("sequence number 2 does not follow 2"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("sequence number 2 does not follow 2"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -266,7 +301,10 @@ fn an_unknown_schema_version_is_refused_by_name() {
     let e = t.store.load(&id).unwrap_err();
     let text = e.to_string();
     assert!(matches!(e, SessionError::Schema { found: 7, .. }), "{text}");
-    assert!(text.contains("format 7") && text.contains("mecha 9.0.0"), "{text}");
+    assert!(
+        text.contains("format 7") && text.contains("mecha 9.0.0"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -286,24 +324,52 @@ fn bare(t: &common::Tmp, id: &str, ws: &Path, started: &str) {
     fs::create_dir_all(t.store.dir()).unwrap();
     let header = json!({"type": "header", "schema": 1, "mecha": "0.1.0", "id": id,
         "workspace": ws, "model": "m", "started": started, "command": "run"});
-    fs::write(t.store.dir().join(format!("{id}.jsonl")), format!("{header}\n")).unwrap();
+    fs::write(
+        t.store.dir().join(format!("{id}.jsonl")),
+        format!("{header}\n"),
+    )
+    .unwrap();
 }
 
 #[test]
 fn sessions_are_found_by_id_or_unique_prefix() {
     let t = tmp();
-    bare(&t, "20260101-000000-aaaaaa", &t.ws, "2026-01-01T00:00:00.000Z");
-    bare(&t, "20260101-000000-aaaabb", &t.ws, "2026-01-01T00:00:00.000Z");
-    assert_eq!(t.store.load("20260101-000000-aaaaaa").unwrap().header.id, "20260101-000000-aaaaaa");
-    assert_eq!(t.store.load("20260101-000000-aaaab").unwrap().header.id, "20260101-000000-aaaabb");
+    bare(
+        &t,
+        "20260101-000000-aaaaaa",
+        &t.ws,
+        "2026-01-01T00:00:00.000Z",
+    );
+    bare(
+        &t,
+        "20260101-000000-aaaabb",
+        &t.ws,
+        "2026-01-01T00:00:00.000Z",
+    );
+    assert_eq!(
+        t.store.load("20260101-000000-aaaaaa").unwrap().header.id,
+        "20260101-000000-aaaaaa"
+    );
+    assert_eq!(
+        t.store.load("20260101-000000-aaaab").unwrap().header.id,
+        "20260101-000000-aaaabb"
+    );
 
     let e = t.store.load("20260101-000000-aaaa").unwrap_err();
     assert!(matches!(e, SessionError::Ambiguous { .. }), "{e}");
     let text = e.to_string();
-    assert!(text.contains("20260101-000000-aaaaaa") && text.contains("20260101-000000-aaaabb"), "{text}");
+    assert!(
+        text.contains("20260101-000000-aaaaaa") && text.contains("20260101-000000-aaaabb"),
+        "{text}"
+    );
     assert!(text.contains("mecha sessions list"), "{text}");
 
-    for unknown in ["zzz", "", "../sessions/20260101-000000-aaaaaa", "/etc/passwd"] {
+    for unknown in [
+        "zzz",
+        "",
+        "../sessions/20260101-000000-aaaaaa",
+        "/etc/passwd",
+    ] {
         let e = t.store.load(unknown).unwrap_err();
         assert!(matches!(e, SessionError::Unknown(_)), "{unknown}: {e}");
         assert!(e.to_string().contains("mecha sessions list"), "{e}");
@@ -315,10 +381,25 @@ fn latest_in_picks_the_newest_session_of_this_workspace() {
     let t = tmp();
     let other = t.dir.path().join("other");
     fs::create_dir_all(&other).unwrap();
-    bare(&t, "20260101-000000-000001", &t.ws, "2026-01-01T00:00:00.100Z");
+    bare(
+        &t,
+        "20260101-000000-000001",
+        &t.ws,
+        "2026-01-01T00:00:00.100Z",
+    );
     // Same second, later millisecond, an id that sorts first.
-    bare(&t, "20260101-000000-000000", &t.ws, "2026-01-01T00:00:00.900Z");
-    bare(&t, "20260102-000000-000000", &other, "2026-01-02T00:00:00.000Z");
+    bare(
+        &t,
+        "20260101-000000-000000",
+        &t.ws,
+        "2026-01-01T00:00:00.900Z",
+    );
+    bare(
+        &t,
+        "20260102-000000-000000",
+        &other,
+        "2026-01-02T00:00:00.000Z",
+    );
     let latest = |ws: &Path| t.store.latest_in(ws).unwrap().map(|l| l.header.id);
     assert_eq!(latest(&t.ws).as_deref(), Some("20260101-000000-000000"));
     assert_eq!(latest(&other).as_deref(), Some("20260102-000000-000000"));
@@ -398,7 +479,15 @@ fn replay_applies_rewinds_compactions_and_the_last_of_each_state() {
 
     // A rewind alone: the refused answer is gone, the rest kept.
     let writer = t.create();
-    write_all(&writer, &[user("a"), assistant("b"), Record::Rewind { keep: 1 }, user("c")]);
+    write_all(
+        &writer,
+        &[
+            user("a"),
+            assistant("b"),
+            Record::Rewind { keep: 1 },
+            user("c"),
+        ],
+    );
     let state = t.store.load(writer.id()).unwrap().state;
     let texts: Vec<String> = state.messages.iter().map(Message::text).collect();
     assert_eq!(texts, ["a", "c"]);
@@ -408,7 +497,10 @@ fn replay_applies_rewinds_compactions_and_the_last_of_each_state() {
 fn a_dangling_call_is_left_for_the_resumer() {
     let t = tmp();
     let writer = t.create();
-    write_all(&writer, &[user("go"), call("t1", "shell", json!({"command": "ls"}))]);
+    write_all(
+        &writer,
+        &[user("go"), call("t1", "shell", json!({"command": "ls"}))],
+    );
     let state = t.store.load(writer.id()).unwrap().state;
     assert_eq!(state.messages.len(), 2);
 }
@@ -425,7 +517,11 @@ fn the_listing_shows_every_session_newest_first_broken_ones_included() {
         &[
             user("new task"),
             // A tool input holding what looks like a turn record is not one.
-            call("t1", "fs_write", json!({"content": "{\"type\":\"turn\",\"turn\":99}"})),
+            call(
+                "t1",
+                "fs_write",
+                json!({"content": "{\"type\":\"turn\",\"turn\":99}"}),
+            ),
             turn(1),
             user("second prompt"),
             turn(2),
@@ -437,12 +533,21 @@ fn the_listing_shows_every_session_newest_first_broken_ones_included() {
     let all = t.store.list().unwrap();
     let ids: Vec<&str> = all.iter().map(|l| l.id.as_str()).collect();
     assert_eq!(ids, [new.id(), old.id(), "broken"]);
-    assert_eq!((all[0].turns, all[0].first_prompt.as_str()), (2, "new task"));
-    assert_eq!((all[1].turns, all[1].first_prompt.as_str()), (1, "old task"));
+    assert_eq!(
+        (all[0].turns, all[0].first_prompt.as_str()),
+        (2, "new task")
+    );
+    assert_eq!(
+        (all[1].turns, all[1].first_prompt.as_str()),
+        (1, "old task")
+    );
     assert_eq!(all[0].workspace, t.ws);
     assert!(all[0].problem.is_none());
     let problem = all[2].problem.as_deref().unwrap();
-    assert!(problem.contains("broken.jsonl") && problem.contains("line 1"), "{problem}");
+    assert!(
+        problem.contains("broken.jsonl") && problem.contains("line 1"),
+        "{problem}"
+    );
 }
 
 #[test]
@@ -473,7 +578,11 @@ fn loading_ten_thousand_messages_is_fast() {
             "fs_read",
             json!({"path": format!("src/file{i}.rs")}),
         ));
-        writer.append(&result(&format!("t{i}"), &"fn main() {}\n".repeat(20), false));
+        writer.append(&result(
+            &format!("t{i}"),
+            &"fn main() {}\n".repeat(20),
+            false,
+        ));
         writer.append(&turn(i + 1));
     }
     writer.sync();
