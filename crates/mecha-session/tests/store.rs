@@ -461,7 +461,8 @@ fn replay_applies_rewinds_compactions_and_the_last_of_each_state() {
                 tokens_after: 2,
             },
             assistant("after"),
-            turn(3),
+            // Turns number the model's requests; the count is the highest.
+            turn(5),
         ],
     );
     let state = t.store.load(writer.id()).unwrap().state;
@@ -473,7 +474,7 @@ fn replay_applies_rewinds_compactions_and_the_last_of_each_state() {
         Some((vec!["a".into(), "b".into()], vec!["x".into(), "y".into()]))
     );
     assert_eq!(state.tool_states["todo"], json!(2));
-    assert_eq!(state.turns, 3);
+    assert_eq!(state.turns, 5);
     assert_eq!(state.usage.input_tokens, 30);
     assert!(state.external.contains("t1"));
 
