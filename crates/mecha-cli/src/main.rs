@@ -57,6 +57,9 @@ enum Command {
     /// The configured MCP servers: list them, or check one.
     #[command(subcommand)]
     Mcp(commands::mcp::McpCommand),
+    /// The stored sessions: list them, or show one's transcript.
+    #[command(subcommand)]
+    Sessions(commands::sessions::SessionsCommand),
 }
 
 /// A failure, and which exit code it earns.
@@ -124,6 +127,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Tools(args) => commands::tools::run(args, settings, &workspace),
         Command::Skills(args) => commands::skills::run(args, settings),
         Command::Mcp(command) => commands::mcp::run(command, settings, &workspace),
+        Command::Sessions(command) => commands::sessions::run(command),
     }
 }
 

@@ -3,6 +3,7 @@
 pub mod chat;
 pub mod mcp;
 pub mod run;
+pub mod sessions;
 pub mod skills;
 mod slash;
 pub mod tools;

@@ -1,0 +1,63 @@
+//! The session as it stands after its records, replayed in order.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use mecha_core::{Message, Record, Taint, Usage};
+use serde_json::Value;
+
+use crate::Entry;
+
+/// What a resumed session starts from: the history after its last
+/// compaction and rewinds, the session's taint, its narrowing and the tools'
+/// saved state. A dangling tool call at the end is left as it is: closing it
+/// is the resumer's to do and to journal.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Restored {
+    pub messages: Vec<Message>,
+    /// The tool results (by `tool_use_id`) whose content came from outside.
+    pub external: BTreeSet<String>,
+    pub taint: Taint,
+    /// The last narrowing of the tool surface: what narrowed it, and the
+    /// tools it keeps.
+    pub surface: Option<(Vec<String>, Vec<String>)>,
+    /// Each tool's last saved state.
+    pub tool_states: BTreeMap<String, Value>,
+    /// The highest turn recorded.
+    pub turns: u32,
+    /// What every recorded turn cost, added up.
+    pub usage: Usage,
+}
+
+impl Restored {
+    /// Replays `entries`, in order.
+    pub fn replay(entries: &[Entry]) -> Self {
+        let mut state = Self::default();
+        for entry in entries {
+            state.apply(&entry.record);
+        }
+        state
+    }
+
+    fn apply(&mut self, record: &Record) {
+        match record {
+            Record::Message { message, external } => {
+                self.messages.push(message.clone());
+                self.external.extend(external.iter().cloned());
+            }
+            Record::Rewind { keep } => self.messages.truncate(*keep),
+            Record::Compaction { messages, .. } => self.messages = messages.clone(),
+            // The union, not merely the last: taint only grows, so the two
+            // agree on any file mecha wrote, and an edited one still cannot
+            // disarm the interlock by recording less.
+            Record::Taint { taint } => self.taint = self.taint.union(*taint),
+            Record::Surface { by, tools } => self.surface = Some((by.clone(), tools.clone())),
+            Record::ToolState { tool, state } => {
+                self.tool_states.insert(tool.clone(), state.clone());
+            }
+            Record::Turn { turn, usage } => {
+                self.turns = self.turns.max(*turn);
+                self.usage.add(*usage);
+            }
+        }
+    }
+}
