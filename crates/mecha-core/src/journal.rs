@@ -144,7 +144,9 @@ mod tests {
         assert!(close_dangling_calls(&mut messages).is_none());
         messages.push(Message {
             role: Role::Assistant,
-            content: vec![Block::Text { text: "done".into() }],
+            content: vec![Block::Text {
+                text: "done".into(),
+            }],
         });
         assert!(close_dangling_calls(&mut messages).is_none());
         assert_eq!(messages.len(), 2);

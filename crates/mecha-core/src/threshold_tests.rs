@@ -157,7 +157,10 @@ fn an_explicit_threshold_that_does_not_fit_names_the_largest_that_does() {
         assert!(text.contains(needle), "{needle:?} in {text}");
     }
     // Without the margin: an explicit value may use all of the room.
-    assert_eq!(checked_compact_at(24_000, 32_000, 4_000, 12_000), Ok(24_000));
+    assert_eq!(
+        checked_compact_at(24_000, 32_000, 4_000, 12_000),
+        Ok(24_000)
+    );
     let none_fits = checked_compact_at(10, 32_000, 30_000, 12_000)
         .unwrap_err()
         .to_string();

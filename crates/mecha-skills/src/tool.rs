@@ -266,7 +266,10 @@ mod tests {
             .restore_state(json!(["gamma", "beta", "alpha"]))
             .unwrap_err();
         assert!(err.starts_with("skill `beta` was loaded earlier"), "{err}");
-        assert!(err.contains("withheld by [skills] config or --skill"), "{err}");
+        assert!(
+            err.contains("withheld by [skills] config or --skill"),
+            "{err}"
+        );
         assert!(err.contains("failed to load"), "{err}");
         assert_eq!(resumed.saved_state(), Some(json!(["gamma", "alpha"])));
         let carried = resumed.carried_state().unwrap();

@@ -255,10 +255,19 @@ mod tests {
         let long = "x".repeat(MAX_RENDERED_BYTES);
         for (bad, says) in [
             (json!([{"content": "a", "status": "pending"}]), "malformed"),
-            (json!({"items": [{"content": "a", "status": "half"}]}), "unknown variant `half`"),
-            (json!({"items": [{"content": "a"}]}), "missing field `status`"),
+            (
+                json!({"items": [{"content": "a", "status": "half"}]}),
+                "unknown variant `half`",
+            ),
+            (
+                json!({"items": [{"content": "a"}]}),
+                "missing field `status`",
+            ),
             (json!({"items": [], "extra": 1}), "unknown field `extra`"),
-            (json!({"items": [{"content": long, "status": "pending"}]}), "bytes, over the 2000"),
+            (
+                json!({"items": [{"content": long, "status": "pending"}]}),
+                "bytes, over the 2000",
+            ),
         ] {
             let err = todo.restore_state(bad).unwrap_err();
             assert!(err.contains(says), "{says:?} in {err}");
