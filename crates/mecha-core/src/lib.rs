@@ -4,7 +4,7 @@
 //! the path jail, the spill directory and the output budget), the sorted
 //! [`Registry`], the provider-neutral conversation types, running one
 //! turn's calls as a batch, the [`CarriedState`] tools hand across a
-//! compaction, the [`Record`]s a session's [`Journal`] keeps, and the tree of processes mecha starts (each in
+//! compaction and the threshold it happens at, the [`Record`]s a session's [`Journal`] keeps, and the tree of processes mecha starts (each in
 //! a registered process group, orphans reaped, a panic still cleaning up).
 //!
 //! It deliberately knows nothing of models, networks or MCP, and nothing of
@@ -32,6 +32,7 @@ mod rules;
 mod shell_words;
 mod spill;
 mod taint;
+mod threshold;
 mod tool;
 
 pub use approval::{
@@ -64,4 +65,8 @@ pub use rules::{RuleAction, RuleConfig, RuleError, Rules, Spellings, StandingAns
 pub use shell_words::{SimpleCommand, split_commands};
 pub use spill::{DEFAULT_SPILL_MAX_BYTES, SpillDir, SpillingSink};
 pub use taint::{InterlockVerdict, Taint, interlock};
+pub use threshold::{
+    ThresholdError, budget_tokens, checked_compact_at, compaction_threshold, reply_reserve,
+    safety_margin,
+};
 pub use tool::{ArgKind, Tool, is_tool_name_char, parse_url, sanitize_tool_name};

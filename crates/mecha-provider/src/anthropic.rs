@@ -136,6 +136,12 @@ impl Provider for AnthropicProvider {
         Some(self.context_window)
     }
 
+    /// Always known: the API requires `max_tokens`, so mecha sends the
+    /// configured one or the model's own limit.
+    fn max_output_tokens(&self) -> Option<u64> {
+        Some(u64::from(self.max_tokens))
+    }
+
     async fn complete(
         &self,
         request: Request<'_>,

@@ -39,6 +39,10 @@ pub struct ProviderSettings {
     /// The variable holding the API key, instead of the conventional one.
     pub api_key_env: Option<String>,
     pub context_window: Option<u64>,
+    /// The conversation's size, in tokens, at which the loop compacts it.
+    /// Unset: derived from the context window, leaving room for one turn's
+    /// tool output and the reply (`mecha_core::compaction_threshold`).
+    pub compact_at_tokens: Option<u64>,
     /// Unset: the model's output limit where mecha knows it (Anthropic).
     pub max_tokens: Option<u32>,
     /// The field an OpenAI-compatible request carries `max_tokens` in:

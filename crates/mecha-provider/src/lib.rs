@@ -114,6 +114,14 @@ pub trait Provider: Send + Sync {
     /// The model's context window in tokens, if known.
     fn context_window(&self) -> Option<u64>;
 
+    /// The `max_tokens` every request carries, configured or defaulted, if
+    /// there is one: the reply's share of the window when the compaction
+    /// threshold is derived. `None`: the request carries none, and the
+    /// server decides.
+    fn max_output_tokens(&self) -> Option<u64> {
+        None
+    }
+
     /// Whether the model can be sent images in tool results. A provider
     /// that cannot (or is configured not to) gets a placeholder instead,
     /// which says so; none is assumed to.

@@ -129,6 +129,12 @@ impl Provider for OpenAiProvider {
         self.context_window
     }
 
+    /// Only what `[provider] max_tokens` configured: without it the request
+    /// carries no limit, and mecha cannot know the server's.
+    fn max_output_tokens(&self) -> Option<u64> {
+        self.max_tokens.map(|(_, n)| u64::from(n))
+    }
+
     async fn complete(
         &self,
         request: Request<'_>,

@@ -2,6 +2,9 @@
 //! with it). Loading is a tool call rather than a `cat` so it passes the
 //! pre-tool gate and lands in the trace, and so it works where shell is
 //! sandboxed or withheld.
+//!
+//! The names loaded so far are its state: carried across a compaction as
+//! the bodies themselves, saved with a session and restored on resume.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -98,6 +101,43 @@ impl Tool for SkillTool {
         Capabilities::NONE
     }
 
+    fn saved_state(&self) -> Option<Value> {
+        let loaded = self.loaded();
+        (!loaded.is_empty()).then(|| json!(*loaded))
+    }
+
+    /// Marks the saved names loaded again, in their order, so their bodies
+    /// cross the next compaction. A name this run does not carry is named
+    /// in the `Err`; the others are restored all the same.
+    fn restore_state(&self, state: Value) -> Result<(), String> {
+        let names: Vec<String> = serde_json::from_value(state).map_err(|e| {
+            format!("the saved list of loaded skills is malformed ({e}); no skill was restored")
+        })?;
+        let (carried, missing): (Vec<_>, Vec<_>) =
+            names.iter().partition(|n| self.skills.contains_key(*n));
+        for name in carried {
+            self.record(name);
+        }
+        match missing.as_slice() {
+            [] => Ok(()),
+            [name] => Err(format!(
+                "skill `{name}` was loaded earlier in this session but this run does not carry \
+                 it (withheld by [skills] config or --skill, or it failed to load): its \
+                 procedure is not restored"
+            )),
+            names => Err(format!(
+                "skills {} were loaded earlier in this session but this run does not carry \
+                 them (withheld by [skills] config or --skill, or they failed to load): their \
+                 procedures are not restored",
+                names
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
     fn carried_state(&self) -> Option<String> {
         let loaded = self.loaded();
         if loaded.is_empty() {
@@ -172,4 +212,83 @@ fn body(skill: &Skill, ctx: &ToolCtx) -> ToolOutput {
         tools,
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn skill(name: &str) -> Skill {
+        Skill {
+            dir_name: name.to_owned(),
+            name: name.to_owned(),
+            description: format!("the {name} procedure"),
+            triggers: Vec::new(),
+            tools: None,
+            body: format!("Do {name} carefully."),
+            dir: PathBuf::from("/nonexistent").join(name),
+        }
+    }
+
+    fn tool(names: &[&str]) -> SkillTool {
+        SkillTool::new(names.iter().map(|n| skill(n)).collect())
+    }
+
+    #[test]
+    fn the_loaded_names_are_saved_in_load_order_and_restored() {
+        let first = tool(&["alpha", "beta", "gamma"]);
+        assert_eq!(first.saved_state(), None, "nothing loaded, nothing saved");
+        for name in ["gamma", "alpha", "gamma"] {
+            first.record(name);
+        }
+        let saved = first.saved_state().unwrap();
+        assert_eq!(saved, json!(["gamma", "alpha"]));
+        let resumed = tool(&["alpha", "beta", "gamma"]);
+        resumed.restore_state(saved).unwrap();
+        assert_eq!(resumed.saved_state(), Some(json!(["gamma", "alpha"])));
+        let carried = resumed.carried_state().unwrap();
+        let (gamma, alpha) = (
+            carried.find("Do gamma carefully.").unwrap(),
+            carried.find("Do alpha carefully.").unwrap(),
+        );
+        assert!(gamma < alpha, "in load order: {carried}");
+        assert!(!carried.contains("Do beta"), "{carried}");
+    }
+
+    #[test]
+    fn a_skill_no_longer_carried_is_named_and_the_others_restored() {
+        let resumed = tool(&["alpha", "gamma"]);
+        let err = resumed
+            .restore_state(json!(["gamma", "beta", "alpha"]))
+            .unwrap_err();
+        assert!(err.starts_with("skill `beta` was loaded earlier"), "{err}");
+        assert!(
+            err.contains("withheld by [skills] config or --skill"),
+            "{err}"
+        );
+        assert!(err.contains("failed to load"), "{err}");
+        assert_eq!(resumed.saved_state(), Some(json!(["gamma", "alpha"])));
+        let carried = resumed.carried_state().unwrap();
+        assert!(carried.contains("Do gamma carefully."), "{carried}");
+        assert!(carried.contains("Do alpha carefully."), "{carried}");
+
+        let none = tool(&[]);
+        let err = none.restore_state(json!(["beta", "delta"])).unwrap_err();
+        assert!(err.contains("skills `beta`, `delta` were loaded"), "{err}");
+        assert_eq!(none.saved_state(), None);
+    }
+
+    #[test]
+    fn a_malformed_saved_list_restores_nothing() {
+        let resumed = tool(&["alpha"]);
+        for bad in [json!("alpha"), json!([1]), json!({"alpha": true})] {
+            let err = resumed.restore_state(bad).unwrap_err();
+            assert!(err.contains("malformed"), "{err}");
+        }
+        assert_eq!(resumed.saved_state(), None);
+    }
 }

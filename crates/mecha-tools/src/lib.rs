@@ -1,6 +1,7 @@
 //! mecha's built-in tools, one module each: `fs_read`, `fs_list`,
 //! `fs_write`, `fs_edit`, `shell`, `http_fetch` and `todo`, plus the egress
-//! guard that keeps `http_fetch` off loopback and private networks.
+//! guard that keeps `http_fetch` off loopback and private networks, and
+//! `compact`, which the CLI registers only when compaction is possible.
 //!
 //! It does not decide whether a call may run (that is the loop's gate) nor
 //! which tools a run gets (that is config, in the CLI). Every path a tool
@@ -9,6 +10,7 @@
 mod args;
 mod atomic;
 mod blocking;
+mod compact;
 pub mod egress;
 mod fs_edit;
 mod fs_list;
@@ -23,6 +25,7 @@ use std::sync::Arc;
 
 use mecha_core::Tool;
 
+pub use compact::{COMPACT_RESULT, Compact};
 pub use fs_edit::{FsEdit, apply_edit};
 pub use fs_list::FsList;
 pub use fs_read::FsRead;

@@ -1,6 +1,7 @@
 //! Configuration: `$MECHA_HOME/config.toml`, narrowed by the workspace's
 //! `mecha.toml`, narrowed again by flags. Each layer can only take away.
 
+mod compaction;
 mod distrust;
 mod model;
 mod sandbox;
@@ -118,6 +119,9 @@ pub struct Settings {
     /// The project's `output_budget_bytes`: a ceiling on whatever the user's
     /// layer resolves to, the window's derivation included.
     project_budget: Option<usize>,
+    /// The project's `[provider] compact_at_tokens`: a ceiling on the
+    /// user's threshold, explicit or derived.
+    project_compact_at: Option<u64>,
     pub builtins: BuiltinConfig,
     /// `[sandbox]`, after the project's narrowing; started (and checked
     /// against the machine) when the tools are built.
@@ -197,6 +201,7 @@ impl Settings {
             budget_is_fallback: configured_budget.is_none(),
             spill_max_bytes: tools.spill_max_bytes.unwrap_or(DEFAULT_SPILL_MAX_BYTES),
             project_budget: None,
+            project_compact_at: None,
             builtins: BuiltinConfig { shell, fetch },
             forced: BTreeMap::new(),
             distrust_workspace: agent.distrust_workspace.unwrap_or(false),
@@ -230,16 +235,7 @@ impl Settings {
                     .to_owned(),
             });
         }
-        if project.provider.is_some() {
-            return Err(ConfigError::Invalid {
-                path: path.to_path_buf(),
-                message: "a project's mecha.toml cannot set [provider]: it may only narrow what \
-                          ~/.mecha/config.toml allows, and choosing the model endpoint would let \
-                          a cloned repository decide where your conversation goes. Move it to \
-                          $MECHA_HOME/config.toml"
-                    .to_owned(),
-            });
-        }
+        self.project_compact_at = compaction::project_compact_at(path, project.provider)?;
         if let Some(rule) = project.rule.iter().find(|r| r.action == RuleAction::Allow) {
             return Err(ConfigError::Invalid {
                 path: path.to_path_buf(),

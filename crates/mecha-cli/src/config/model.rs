@@ -241,7 +241,8 @@ pub struct ProjectConfig {
     #[serde(default)]
     pub skills: SkillsSection,
     /// Caught by name to refuse with a reason: a project must not start
-    /// programs, nor choose where the conversation goes.
+    /// programs, nor choose where the conversation goes. Of `[provider]`
+    /// only `compact_at_tokens` is taken (it can only compact sooner).
     pub provider: Option<toml::Value>,
     pub mcp: Option<toml::Value>,
     pub mcp_files: Option<toml::Value>,

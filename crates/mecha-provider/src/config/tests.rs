@@ -360,3 +360,61 @@ fn images_are_on_unless_turned_off_and_a_script_cannot_take_them() {
     let error = accepts(&scripted(r#", "images": true"#), &[]).unwrap_err();
     assert!(error.contains("images = true cannot apply"), "{error}");
 }
+
+#[test]
+fn max_output_tokens_is_the_max_tokens_the_request_carries() {
+    let max = |json: &str, env: &[(&str, &str)]| {
+        build(&settings(json), &env_of(env))
+            .map(|p| p.max_output_tokens())
+            .map_err(|e| e.to_string())
+    };
+    let key = [("ANTHROPIC_API_KEY", "k")];
+    // Anthropic: the configured value, else the model's own limit, else the
+    // default for a model mecha does not know.
+    assert_eq!(
+        max(r#"{"kind": "anthropic", "max_tokens": 4096}"#, &key),
+        Ok(Some(4096))
+    );
+    assert_eq!(
+        max(r#"{"kind": "anthropic", "model": "claude-opus-4-1"}"#, &key),
+        Ok(Some(32_000))
+    );
+    assert_eq!(
+        max(r#"{"kind": "anthropic", "model": "claude-test"}"#, &key),
+        Ok(Some(u64::from(crate::anthropic::DEFAULT_MAX_TOKENS)))
+    );
+    // OpenAI-compatible: only what is configured; none is sent otherwise.
+    let local = r#"{"kind": "openai", "model": "m", "base_url": "http://127.0.0.1:1/v1""#;
+    assert_eq!(max(&format!("{local}}}"), &[]), Ok(None));
+    assert_eq!(
+        max(&format!(r#"{local}, "max_tokens": 2048}}"#), &[]),
+        Ok(Some(2048))
+    );
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("turns.json");
+    std::fs::write(&path, r#"{"turns": [{"text": "hi"}]}"#).unwrap_or_else(|e| panic!("{e}"));
+    let scripted = format!(
+        r#"{{"kind": "scripted", "script": {:?}}}"#,
+        path.display().to_string()
+    );
+    assert_eq!(max(&scripted, &[]), Ok(None));
+}
+
+#[test]
+fn compact_at_tokens_parses_beside_the_context_window() {
+    let parse = |text: &str| toml::from_str::<ProviderSettings>(text).map_err(|e| e.to_string());
+    let s = parse("context_window = 32000\ncompact_at_tokens = 20000")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (s.context_window, s.compact_at_tokens),
+        (Some(32_000), Some(20_000))
+    );
+    assert_eq!(parse("").map(|s| s.compact_at_tokens), Ok(None));
+    // Unknown keys are still refused, a near miss included.
+    let error = parse("compact_at_token = 20000").unwrap_err();
+    assert!(
+        error.contains("unknown field `compact_at_token`"),
+        "{error}"
+    );
+    assert!(parse("compact_at_tokens = -1").is_err());
+}
