@@ -7,13 +7,13 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use mecha_core::{
-    Block, Call, EXTERNAL_HEADER, Journal, Message, Record, Registry, Role, Slot, StopReason,
-    Taint, ToolCall, ToolCtx, ToolDefinition, ToolOutput, Usage, run_turn,
+    Block, Call, EXTERNAL_HEADER, Journal, Message, Registry, Role, Slot, StopReason, Taint,
+    ToolCall, ToolCtx, ToolDefinition, ToolOutput, Usage, run_turn,
 };
 use mecha_provider::{Provider, ProviderError, Request, Streamed};
 use serde_json::Value;
 
-use crate::compaction::{self, COMPACTION_ATTEMPTS, CompactionPolicy, Failed, Prefix};
+use crate::compaction::{self, CompactionPolicy};
 
 use crate::ending::{self, CONTINUE_PROMPT, CUT_CALL, Reading};
 use crate::events::{Event, EventSink, GateStage, GateVerdict, summary};
@@ -56,7 +56,7 @@ impl Session {
     /// The context's size in tokens, as best known: the estimate of every
     /// byte, or what the API reported plus the estimate of what came since,
     /// whichever is larger.
-    fn context_tokens(&self, prefix: usize) -> u64 {
+    pub(crate) fn context_tokens(&self, prefix: usize) -> u64 {
         let estimated = compaction::estimate(prefix, &self.messages);
         match self.reported {
             Some((tokens, upto)) if upto <= self.messages.len() => {
@@ -154,12 +154,12 @@ pub struct Agent {
     provider: Arc<dyn Provider>,
     tools: Mutex<Arc<ToolSet>>,
     refresh: Option<Arc<dyn ToolRefresh>>,
-    system: String,
+    pub(crate) system: String,
     gate: Gate,
     ctx: ToolCtx,
     limits: Limits,
-    compaction: Option<CompactionPolicy>,
-    journal: Option<Arc<dyn Journal>>,
+    pub(crate) compaction: Option<CompactionPolicy>,
+    pub(crate) journal: Option<Arc<dyn Journal>>,
 }
 
 impl Agent {
@@ -204,93 +204,21 @@ impl Agent {
         self
     }
 
-    /// Appends `record` to the journal, if there is one.
-    pub fn note(&self, record: &Record) {
-        if let Some(journal) = &self.journal {
-            journal.append(record);
-        }
-    }
-
-    fn sync(&self) {
-        if let Some(journal) = &self.journal {
-            journal.sync();
-        }
-    }
-
-    /// Appends `message` to the history and the journal.
-    fn push(&self, session: &mut Session, message: Message, external: Vec<String>) {
-        if self.journal.is_some() {
-            self.note(&Record::Message {
-                message: message.clone(),
-                external,
-            });
-        }
-        session.messages.push(message);
-    }
-
-    /// Cuts the history back to `keep` messages, in the journal too (an
-    /// exchange a person interrupted, or the model refused).
-    pub fn rewind(&self, session: &mut Session, keep: usize) {
-        session.messages.truncate(keep);
-        session.reported = None;
-        self.note(&Record::Rewind { keep });
-        self.sync();
-    }
-
-    /// The end of a model request: the turn recorded, and at a boundary
-    /// (`sync`) everything made durable.
-    fn end_turn(&self, session: &Session, usage: Usage, sync: bool) {
-        self.note(&Record::Turn {
-            turn: session.turns,
-            usage,
-        });
-        if sync {
-            self.sync();
-        }
-    }
-
-    /// Journals what the turn's calls changed besides the history: the
-    /// taint, the surface, each tool's saved state.
-    fn note_changes(
-        &self,
-        session: &mut Session,
-        registry: &Registry,
-        taint: Taint,
-        surface: bool,
-    ) {
-        if self.journal.is_none() {
-            return;
-        }
-        if session.taint != taint {
-            self.note(&Record::Taint {
-                taint: session.taint,
-            });
-        }
-        if let (true, Some(now)) = (surface, &session.surface) {
-            self.note(&Record::Surface {
-                by: now.by().to_vec(),
-                tools: now.tools().map(str::to_owned).collect(),
-            });
-        }
-        for tool in registry.iter() {
-            let Some(state) = tool.saved_state() else {
-                continue;
-            };
-            if session.saved.get(tool.name()) != Some(&state) {
-                self.note(&Record::ToolState {
-                    tool: tool.name().to_owned(),
-                    state: state.clone(),
-                });
-                session.saved.insert(tool.name().to_owned(), state);
-            }
-        }
-    }
-
     /// Picks up tool-list changes from `refresh` at every turn boundary.
     #[must_use]
     pub fn with_refresh(mut self, refresh: Arc<dyn ToolRefresh>) -> Self {
         self.refresh = Some(refresh);
         self
+    }
+
+    /// Remembers what the API said the context holds now that its reply is
+    /// in the history.
+    pub(crate) fn reported(&self, session: &mut Session, usage: Usage) {
+        let tokens = usage.input_tokens
+            + usage.cache_read_tokens
+            + usage.cache_write_tokens
+            + usage.output_tokens;
+        session.reported = (tokens > 0).then_some((tokens, session.messages.len()));
     }
 
     /// The tools as they stand, after any change announced since the last
@@ -321,6 +249,10 @@ impl Agent {
             .names()
             .map(str::to_owned)
             .collect()
+    }
+
+    pub(crate) fn provider(&self) -> &Arc<dyn Provider> {
+        &self.provider
     }
 
     fn snapshot(&self) -> Arc<ToolSet> {
@@ -433,102 +365,6 @@ impl Agent {
         Ok(Outcome::TurnLimit {
             turns: self.limits.max_turns,
         })
-    }
-
-    /// Remembers what the API said the context holds now that its reply is
-    /// in the history.
-    fn reported(&self, session: &mut Session, usage: Usage) {
-        let tokens = usage.input_tokens
-            + usage.cache_read_tokens
-            + usage.cache_write_tokens
-            + usage.output_tokens;
-        session.reported = (tokens > 0).then_some((tokens, session.messages.len()));
-    }
-
-    /// At a turn boundary: compacts when the conversation reached the
-    /// threshold or a call asked (at most [`COMPACTION_ATTEMPTS`] tries),
-    /// then refuses to send a request that cannot fit in the window.
-    async fn keep_in_window(
-        &self,
-        session: &mut Session,
-        registry: &Registry,
-        definitions: &[ToolDefinition],
-        turn: u32,
-        gave_up: &mut Option<String>,
-        events: &dyn EventSink,
-    ) -> Result<(), AgentError> {
-        let Some(policy) = &self.compaction else {
-            return Ok(());
-        };
-        let prefix = Prefix {
-            system: &self.system,
-            tools: definitions,
-            bytes: compaction::prefix_bytes(&self.system, definitions),
-            registry,
-        };
-        let asked = std::mem::take(&mut session.compact_requested);
-        let tokens = session.context_tokens(prefix.bytes);
-        if (tokens >= policy.threshold || asked) && gave_up.is_none() {
-            for attempt in 1..=COMPACTION_ATTEMPTS {
-                let tried = compaction::compact(
-                    self.provider.as_ref(),
-                    &prefix,
-                    &session.messages,
-                    policy,
-                    tokens,
-                )
-                .await;
-                match tried {
-                    Ok(done) => {
-                        session.usage.add(done.usage);
-                        events.emit(Event::Compacted {
-                            turn,
-                            tokens_before: done.tokens_before,
-                            tokens_after: done.tokens_after,
-                            messages_before: session.messages.len(),
-                            messages_after: done.messages.len(),
-                        });
-                        self.note(&Record::Compaction {
-                            messages: done.messages.clone(),
-                            tokens_before: done.tokens_before,
-                            tokens_after: done.tokens_after,
-                        });
-                        self.sync();
-                        session.messages = done.messages;
-                        session.reported = None;
-                        break;
-                    }
-                    Err(Failed::NothingToCompact) => break,
-                    Err(Failed::Attempt(error, usage)) => {
-                        session.usage.add(usage);
-                        events.emit(Event::CompactionFailed {
-                            turn,
-                            attempt,
-                            of: COMPACTION_ATTEMPTS,
-                            error: error.clone(),
-                        });
-                        if attempt == COMPACTION_ATTEMPTS {
-                            *gave_up = Some(error);
-                        }
-                    }
-                }
-            }
-        }
-        let tokens = session.context_tokens(prefix.bytes);
-        if tokens + policy.reply_tokens > policy.window {
-            return Err(AgentError::ContextFull {
-                tokens,
-                window: policy.window,
-                reply: policy.reply_tokens,
-                why: match gave_up {
-                    Some(error) => {
-                        format!("and compaction failed {COMPACTION_ATTEMPTS} times: {error}")
-                    }
-                    None => "and there is nothing older to compact yet".to_owned(),
-                },
-            });
-        }
-        Ok(())
     }
 
     /// Gates every call in order, runs the approved ones concurrently within

@@ -13,9 +13,11 @@ mod ending;
 mod events;
 mod gate;
 mod hook;
+mod journaling;
 mod progress;
 mod surface;
 mod validate;
+mod window;
 
 pub use agent::{Agent, AgentError, Limits, Outcome, Session, ToolRefresh};
 pub use compaction::{COMPACTION_ATTEMPTS, CompactionPolicy, SUMMARY_HEADER, SUMMARY_REQUEST};

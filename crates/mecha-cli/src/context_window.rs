@@ -1,9 +1,9 @@
-//! When a run compacts: the threshold from `[provider] compact_at_tokens`,
-//! or derived from the context window so that the threshold, one turn's
-//! tool output and the reply always fit in it.
+//! When a run compacts: the threshold config gives (`config/compaction.rs`)
+//! turned into the loop's policy, with the window and the reply's share it
+//! must fit beside.
 
 use mecha_agent::CompactionPolicy;
-use mecha_core::{checked_compact_at, compaction_threshold, reply_reserve};
+use mecha_core::reply_reserve;
 use mecha_provider::Provider;
 
 use crate::Failure;
@@ -11,35 +11,40 @@ use crate::config::Settings;
 
 /// The run's compaction policy; `None` when there is no threshold (the
 /// window is unknown and none was set, or a derived one would leave no
-/// room, which is warned about). An explicit `compact_at_tokens` that
-/// cannot fit is an error that names the largest value that does.
-pub fn policy(settings: &Settings, provider: &dyn Provider) -> Result<Option<CompactionPolicy>, Failure> {
-    let configured = settings.provider.compact_at_tokens;
-    let Some(window) = provider.context_window() else {
-        // Nothing to check the threshold against: compact there, and let
-        // the server say when a request is too big.
-        return Ok(configured.map(|threshold| CompactionPolicy {
-            threshold,
-            window: u64::MAX,
-            reply_tokens: 0,
-        }));
+/// room, which is warned about). A `compact_at_tokens` that cannot fit is
+/// an error that names the largest value that does.
+pub fn policy(
+    settings: &Settings,
+    provider: &dyn Provider,
+) -> Result<Option<CompactionPolicy>, Failure> {
+    let window = provider.context_window();
+    let max_output = provider.max_output_tokens();
+    let threshold = match settings.compaction_threshold(window, max_output) {
+        Ok(threshold) => threshold,
+        Err(e) if settings.provider.compact_at_tokens.is_some() => {
+            return Err(Failure::Usage(format!("[provider] compact_at_tokens: {e}")));
+        }
+        Err(e) => {
+            crate::output::err_line(&format!(
+                "mecha: warning: this run will not compact its conversation: {e}"
+            ));
+            return Ok(None);
+        }
     };
-    let reply_tokens = reply_reserve(provider.max_output_tokens(), window);
-    let threshold = match configured {
-        Some(at) => checked_compact_at(at, window, reply_tokens, settings.turn_budget)
-            .map_err(|e| Failure::Usage(format!("[provider] compact_at_tokens: {e}")))?,
-        None => match compaction_threshold(window, reply_tokens, settings.turn_budget) {
-            Ok(threshold) => threshold,
-            Err(e) => {
-                crate::output::err_line(&format!(
-                    "mecha: warning: this run will not compact its conversation: {e}"
-                ));
-                return Ok(None);
-            }
-        },
+    let Some(threshold) = threshold else {
+        return Ok(None);
+    };
+    if let Some(warning) = &threshold.warning {
+        crate::output::err_line(&format!("mecha: warning: {warning}"));
+    }
+    // Without a window there is nothing to check a request against: the
+    // server says when one is too big.
+    let (window, reply_tokens) = match window {
+        Some(window) => (window, reply_reserve(max_output, window)),
+        None => (u64::MAX, 0),
     };
     Ok(Some(CompactionPolicy {
-        threshold,
+        threshold: threshold.tokens,
         window,
         reply_tokens,
     }))

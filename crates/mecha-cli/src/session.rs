@@ -5,7 +5,7 @@
 //! Resuming never disarms anything: the taint, the narrowed tool surface
 //! and the loaded skills come back as the session recorded them.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use mecha_agent::{CONTINUE_PROMPT, SUMMARY_HEADER, Session, Surface};
@@ -67,15 +67,18 @@ fn same_workspace(loaded: &Loaded, workspace: &Path) -> Result<(), Failure> {
     if theirs == canonical(workspace) {
         return Ok(());
     }
-    Err(Failure::Usage(printable(&format!(
-        "session {} belongs to the workspace {}, not {}; resume it from there (mecha -C {} run \
+    Err(Failure::Usage(
+        printable(&format!(
+            "session {} belongs to the workspace {}, not {}; resume it from there (mecha -C {} run \
          --resume {} ...)",
-        loaded.header.id,
-        theirs.display(),
-        workspace.display(),
-        theirs.display(),
-        loaded.header.id
-    ))))
+            loaded.header.id,
+            theirs.display(),
+            workspace.display(),
+            theirs.display(),
+            loaded.header.id
+        ))
+        .into_owned(),
+    ))
 }
 
 /// Where this run's records go: a new session file, or the resumed one,
@@ -199,9 +202,4 @@ fn prompt_of(message: &Message) -> Option<String> {
         || text.starts_with(SUMMARY_HEADER)
         || CarriedState::is_carried(message);
     (all_text && !harness && !text.is_empty()).then_some(text)
-}
-
-/// The file a session is kept in, for the recall tool.
-pub fn file_of(writer: &Writer) -> PathBuf {
-    writer.path().to_path_buf()
 }

@@ -86,19 +86,31 @@ async fn a_long_task_compacts_often_and_keeps_its_plan_and_procedure() {
     let mock = MockModel::start(long_script(14)).await;
     mock.answer_summaries(SUMMARY_MARKER);
     let out = e
-        .run(Api::OpenAi, &mock, "k", &["--yes", "read big.txt many times"])
+        .run(
+            Api::OpenAi,
+            &mock,
+            "k",
+            &["--yes", "read big.txt many times"],
+        )
         .await;
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     assert_eq!(stdout(&out), "all read\n");
     let lines = err.matches("mecha: compacted the conversation").count();
-    assert!(mock.summaries() >= 3, "{} summaries: {err}", mock.summaries());
+    assert!(
+        mock.summaries() >= 3,
+        "{} summaries: {err}",
+        mock.summaries()
+    );
     assert_eq!(lines, mock.summaries(), "a line on stderr for each: {err}");
 
     let requests = loop_requests(&mock);
     let first = &requests[0];
     for request in &requests {
-        assert_eq!(request["tools"], first["tools"], "the tool list never changed");
+        assert_eq!(
+            request["tools"], first["tools"],
+            "the tool list never changed"
+        );
         assert_eq!(texts(request)[0], texts(first)[0], "nor the system prompt");
     }
     let last = texts(requests.last().unwrap());
@@ -116,13 +128,22 @@ async fn a_long_task_compacts_often_and_keeps_its_plan_and_procedure() {
     let all: String = last.iter().map(|(_, t)| t.as_str()).collect();
     assert_eq!(all.matches(PROCEDURE).count(), 1, "the skill body once");
     // Every tool result still follows the call that made it.
-    let messages = requests.last().unwrap()["messages"].as_array().unwrap().clone();
+    let messages = requests.last().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
     for (i, m) in messages.iter().enumerate() {
         if m["role"] == "tool" {
             let id = m["tool_call_id"].as_str().unwrap();
-            let made = messages[..i].iter().rev().find(|p| p["role"] == "assistant");
+            let made = messages[..i]
+                .iter()
+                .rev()
+                .find(|p| p["role"] == "assistant");
             let calls = made.unwrap()["tool_calls"].as_array().unwrap();
-            assert!(calls.iter().any(|c| c["id"] == id), "result {id} lost its call");
+            assert!(
+                calls.iter().any(|c| c["id"] == id),
+                "result {id} lost its call"
+            );
         }
     }
 }
@@ -155,7 +176,12 @@ async fn stream_json_has_a_compaction_event_and_json_counts_them() {
     let mock = MockModel::start(long_script(8)).await;
     mock.answer_summaries(SUMMARY_MARKER);
     let out = e
-        .run(Api::OpenAi, &mock, "k", &["--yes", "--output-format", "json", "read"])
+        .run(
+            Api::OpenAi,
+            &mock,
+            "k",
+            &["--yes", "--output-format", "json", "read"],
+        )
         .await;
     let summary: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(summary["compactions"], mock.summaries());
@@ -205,13 +231,21 @@ async fn a_resumed_session_starts_compacted_and_recall_finds_what_was_compacted_
     .await;
     mock.answer_summaries(SUMMARY_MARKER);
     let out = e
-        .run(Api::OpenAi, &mock, "k", &["--yes", "--continue", "where was it?"])
+        .run(
+            Api::OpenAi,
+            &mock,
+            "k",
+            &["--yes", "--continue", "where was it?"],
+        )
         .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let requests = loop_requests(&mock);
     let first = texts(&requests[0]);
     assert_eq!(first[1].1, "find it");
-    assert!(first[2].1.starts_with(SUMMARY_HEADER), "resumed compacted: {first:?}");
+    assert!(
+        first[2].1.starts_with(SUMMARY_HEADER),
+        "resumed compacted: {first:?}"
+    );
     assert_eq!(first.last().unwrap().1, "where was it?");
     let before: String = first.iter().map(|(_, t)| t.as_str()).collect();
     assert!(!before.contains("NEEDLE-4711"), "it was compacted away");

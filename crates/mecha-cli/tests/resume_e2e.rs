@@ -62,9 +62,14 @@ async fn every_run_is_stored_privately_and_listed() {
     assert_eq!(files.len(), 1);
     assert_eq!(mode(&files[0]), 0o600);
     let text = std::fs::read_to_string(&files[0]).unwrap();
-    assert!(text.contains("say hello") && text.contains("hello"), "{text}");
+    assert!(
+        text.contains("say hello") && text.contains("hello"),
+        "{text}"
+    );
 
-    let out = e.mecha(Api::OpenAi, &mock, "k", "sessions", &["list"], "").await;
+    let out = e
+        .mecha(Api::OpenAi, &mock, "k", "sessions", &["list"], "")
+        .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let id = files[0].file_stem().unwrap().to_str().unwrap();
     assert!(stdout(&out).contains(id), "{}", stdout(&out));
@@ -94,7 +99,10 @@ async fn a_run_killed_mid_turn_resumes_with_every_completed_turn_once() {
         if on_disk.contains("sleep 20") {
             break;
         }
-        assert!(Instant::now() < deadline, "the shell call never reached the file");
+        assert!(
+            Instant::now() < deadline,
+            "the shell call never reached the file"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -103,7 +111,12 @@ async fn a_run_killed_mid_turn_resumes_with_every_completed_turn_once() {
 
     let mock = MockModel::start(vec![MockReply::text("carried on")]).await;
     let out = e
-        .run(Api::OpenAi, &mock, "k", &["--yes", "--continue", "next task"])
+        .run(
+            Api::OpenAi,
+            &mock,
+            "k",
+            &["--yes", "--continue", "next task"],
+        )
         .await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out), "carried on\n");
@@ -159,8 +172,15 @@ async fn a_session_is_not_resumed_in_another_workspace() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
     let theirs = std::fs::canonicalize(&a.ws).unwrap();
-    assert!(err.contains(&format!("belongs to the workspace {}", theirs.display())), "{err}");
-    assert_eq!(mock.requests().len(), 1, "nothing was sent for the refused resume");
+    assert!(
+        err.contains(&format!("belongs to the workspace {}", theirs.display())),
+        "{err}"
+    );
+    assert_eq!(
+        mock.requests().len(),
+        1,
+        "nothing was sent for the refused resume"
+    );
 }
 
 #[tokio::test]
@@ -193,14 +213,20 @@ async fn a_resumed_armed_session_still_refuses_the_send() {
         .await;
     assert!(out.status.success(), "{}", stderr(&out));
     let (result, is_error) = results_in(&mock, 1).pop().unwrap();
-    assert!(is_error && result.contains("refused by mecha's interlock"), "{result}");
+    assert!(
+        is_error && result.contains("refused by mecha's interlock"),
+        "{result}"
+    );
     assert!(!e.ws.join("sent.txt").exists());
 
     // A fresh session is not armed: the same call runs.
     let mock = MockModel::start(send()).await;
     let out = e.run(Api::OpenAi, &mock, "k", &["--yes", "send it"]).await;
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(e.ws.join("sent.txt").exists(), "the guard is the restored taint");
+    assert!(
+        e.ws.join("sent.txt").exists(),
+        "the guard is the restored taint"
+    );
 }
 
 #[tokio::test]

@@ -211,7 +211,10 @@ async fn plan_mode_sends_only_read_only_tools() {
         .await;
     let tools = mock.requests()[0].body["tools"].as_array().unwrap().clone();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["fs_list", "fs_read", "http_fetch", "todo"]);
+    assert_eq!(
+        names,
+        ["compact", "fs_list", "fs_read", "http_fetch", "todo"]
+    );
 }
 
 #[tokio::test]

@@ -298,7 +298,12 @@ async fn handle(
             .is_some_and(|marker| last_text(&recorded.body).starts_with(marker));
         if asks_summary && state.summary_failures > 0 {
             state.summary_failures -= 1;
-            return Ok(error_status(api, 400, "mock model: this summary fails", None));
+            return Ok(error_status(
+                api,
+                400,
+                "mock model: this summary fails",
+                None,
+            ));
         }
         let summary = asks_summary.then(|| {
             state.summaries += 1;
@@ -337,10 +342,7 @@ fn last_text(body: &Value) -> String {
     };
     match &last["content"] {
         Value::String(text) => text.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect(),
+        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect(),
         _ => String::new(),
     }
 }

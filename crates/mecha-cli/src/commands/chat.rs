@@ -55,7 +55,6 @@ pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, F
         agent,
         toolbox,
         session,
-        ..
     } = started;
     let ended = converse(&runtime, &agent, &toolbox, session, events.as_ref());
     toolbox.shutdown();

@@ -78,7 +78,10 @@ pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Fa
             }
             (replay.prompts, Some(replay.script))
         }
-        _ => (vec![read_prompt(args.prompt.unwrap_or_default()).map_err(failed)?], None),
+        _ => (
+            vec![read_prompt(args.prompt.unwrap_or_default()).map_err(failed)?],
+            None,
+        ),
     };
     let start = Start {
         command: "run",

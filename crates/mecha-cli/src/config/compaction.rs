@@ -80,13 +80,6 @@ impl Settings {
     /// The user's `compact_at_tokens` is checked against the window (no
     /// window: taken as it is); without one the threshold derives from the
     /// window. A project's value then only lowers it.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "the loop's compaction wiring (the lead's part of issue 12) calls it; remove this then"
-        )
-    )]
     pub fn compaction_threshold(
         &self,
         window: Option<u64>,

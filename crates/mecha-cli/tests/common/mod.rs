@@ -63,7 +63,7 @@ impl Env {
             Api::Anthropic => "[provider]\nkind = \"anthropic\"\n".to_owned(),
             Api::OpenAi => "[provider]\nkind = \"openai\"\nmodel = \"test-model\"\n".to_owned(),
         };
-        let config = config + &self.provider_config + "\n" + &self.extra_config;
+        let config = config + &self.provider_config + &self.extra_config;
         std::fs::write(self.home.join("config.toml"), config).unwrap();
         let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"));
         cmd.env_clear()

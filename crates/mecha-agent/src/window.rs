@@ -1,0 +1,98 @@
+//! Keeping the conversation inside the model's window: compaction at the
+//! threshold (or when a call asks), and a clear error instead of a request
+//! that cannot fit.
+
+use mecha_core::{Registry, ToolDefinition};
+
+use crate::agent::{Agent, AgentError, Session};
+use crate::compaction::{self, COMPACTION_ATTEMPTS, Failed, Prefix};
+use crate::events::{Event, EventSink};
+use mecha_core::Record;
+
+impl Agent {
+    /// At a turn boundary: compacts when the conversation reached the
+    /// threshold or a call asked (at most [`COMPACTION_ATTEMPTS`] tries),
+    /// then refuses to send a request that cannot fit in the window.
+    pub(crate) async fn keep_in_window(
+        &self,
+        session: &mut Session,
+        registry: &Registry,
+        definitions: &[ToolDefinition],
+        turn: u32,
+        gave_up: &mut Option<String>,
+        events: &dyn EventSink,
+    ) -> Result<(), AgentError> {
+        let Some(policy) = &self.compaction else {
+            return Ok(());
+        };
+        let prefix = Prefix {
+            system: &self.system,
+            tools: definitions,
+            bytes: compaction::prefix_bytes(&self.system, definitions),
+            registry,
+        };
+        let asked = std::mem::take(&mut session.compact_requested);
+        let tokens = session.context_tokens(prefix.bytes);
+        if (tokens >= policy.threshold || asked) && gave_up.is_none() {
+            for attempt in 1..=COMPACTION_ATTEMPTS {
+                let tried = compaction::compact(
+                    self.provider().as_ref(),
+                    &prefix,
+                    &session.messages,
+                    policy,
+                    tokens,
+                )
+                .await;
+                match tried {
+                    Ok(done) => {
+                        session.usage.add(done.usage);
+                        events.emit(Event::Compacted {
+                            turn,
+                            tokens_before: done.tokens_before,
+                            tokens_after: done.tokens_after,
+                            messages_before: session.messages.len(),
+                            messages_after: done.messages.len(),
+                        });
+                        self.note(&Record::Compaction {
+                            messages: done.messages.clone(),
+                            tokens_before: done.tokens_before,
+                            tokens_after: done.tokens_after,
+                        });
+                        self.sync();
+                        session.messages = done.messages;
+                        session.reported = None;
+                        break;
+                    }
+                    Err(Failed::NothingToCompact) => break,
+                    Err(Failed::Attempt(error, usage)) => {
+                        session.usage.add(usage);
+                        events.emit(Event::CompactionFailed {
+                            turn,
+                            attempt,
+                            of: COMPACTION_ATTEMPTS,
+                            error: error.clone(),
+                        });
+                        if attempt == COMPACTION_ATTEMPTS {
+                            *gave_up = Some(error);
+                        }
+                    }
+                }
+            }
+        }
+        let tokens = session.context_tokens(prefix.bytes);
+        if tokens + policy.reply_tokens > policy.window {
+            return Err(AgentError::ContextFull {
+                tokens,
+                window: policy.window,
+                reply: policy.reply_tokens,
+                why: match gave_up {
+                    Some(error) => {
+                        format!("and compaction failed {COMPACTION_ATTEMPTS} times: {error}")
+                    }
+                    None => "and there is nothing older to compact yet".to_owned(),
+                },
+            });
+        }
+        Ok(())
+    }
+}
