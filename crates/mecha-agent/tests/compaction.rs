@@ -28,6 +28,8 @@ struct Summarizer {
     queue: Arc<Queue>,
     summaries: AtomicUsize,
     failures: AtomicUsize,
+    /// Each summary this long (a summary that grows the context).
+    padding: usize,
     /// Every summary request's messages.
     asked: Mutex<Vec<Vec<Message>>>,
 }
@@ -38,7 +40,15 @@ impl Summarizer {
             queue,
             summaries: AtomicUsize::new(0),
             failures: AtomicUsize::new(failures),
+            padding: 0,
             asked: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn verbose(queue: Arc<Queue>) -> Arc<Self> {
+        Arc::new(Self {
+            padding: 40_000,
+            ..Arc::into_inner(Self::new(queue, 0)).unwrap()
         })
     }
 }
@@ -72,8 +82,9 @@ impl Provider for Summarizer {
             return Err(ProviderError::Transport("the stream was cut".into()));
         }
         let n = self.summaries.fetch_add(1, Ordering::SeqCst) + 1;
+        let padding = "and so on ".repeat(self.padding / 10);
         Ok(reply(
-            vec![text(&format!("SUMMARY {n}: the work so far."))],
+            vec![text(&format!("SUMMARY {n}: the work so far. {padding}"))],
             mecha_core::StopReason::EndTurn,
         ))
     }
@@ -443,4 +454,93 @@ async fn the_compact_tool_asks_for_a_compaction_before_the_next_request() {
     let last = seen.last().unwrap();
     assert!(last[1].text().starts_with(SUMMARY_HEADER));
     assert_eq!(carried_copies(last), (1, 1, 1));
+}
+
+#[tokio::test]
+async fn a_summary_that_frees_too_little_is_a_failure_and_the_history_stays() {
+    let log = Log::default();
+    let dir = tempfile::tempdir().unwrap();
+    let queue = Queue::new(long_task(6));
+    let provider = Summarizer::verbose(Arc::clone(&queue));
+    let roomy_window = CompactionPolicy {
+        window: 200_000,
+        ..POLICY
+    };
+    let agent = agent(
+        provider.clone(),
+        registry(&log),
+        allow_all_gate(),
+        dir.path(),
+    )
+    .with_compaction(roomy_window);
+    let events = Recorder::default();
+    agent.send(&mut session(), "go", &events).await.unwrap();
+
+    let events = events.0.lock().unwrap();
+    let errors: Vec<&String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::CompactionFailed { error, .. } => Some(error),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    assert!(errors[0].contains("freed too little"), "{}", errors[0]);
+    assert!(!events.iter().any(|e| matches!(e, Event::Compacted { .. })));
+    // Nothing was replaced: every request still holds the whole history.
+    let seen = queue.seen.lock().unwrap();
+    assert!(
+        seen.iter()
+            .all(|r| !r.iter().any(|m| m.text().starts_with(SUMMARY_HEADER)))
+    );
+    assert_eq!(
+        seen.last().unwrap().len(),
+        1 + 2 * 7,
+        "the prompt and seven turns"
+    );
+}
+
+#[tokio::test]
+async fn the_carried_todo_list_is_the_current_one_and_compaction_does_not_repeat_every_turn() {
+    let log = Log::default();
+    let dir = tempfile::tempdir().unwrap();
+    let mut turns = long_task(5);
+    turns.push(vec![call(
+        "finish",
+        "todo",
+        json!({"items": [{"content": "read everything", "status": "done"}]}),
+    )]);
+    turns.extend(long_task(6).into_iter().skip(1));
+    let queue = Queue::new(turns);
+    let provider = Summarizer::new(Arc::clone(&queue), 0);
+    let agent = agent(
+        provider.clone(),
+        registry(&log),
+        allow_all_gate(),
+        dir.path(),
+    )
+    .with_compaction(POLICY);
+    let events = Recorder::default();
+    agent.send(&mut session(), "go", &events).await.unwrap();
+
+    let seen = queue.seen.lock().unwrap();
+    let last = seen.last().unwrap();
+    let carried: String = last
+        .iter()
+        .filter(|m| m.text().starts_with(CARRIED_HEADER))
+        .map(Message::text)
+        .collect();
+    assert!(carried.contains("[x] read everything"), "{carried}");
+    assert!(
+        !carried.contains("[>] read everything"),
+        "a finished plan revived: {carried}"
+    );
+    // Each compaction frees room for several turns: never one per request.
+    let compactions = provider.summaries.load(Ordering::SeqCst);
+    assert!(compactions >= 2, "{compactions}");
+    assert!(
+        compactions * 2 <= seen.len(),
+        "{compactions} compactions in {} requests",
+        seen.len()
+    );
 }

@@ -141,8 +141,8 @@ async fn continue_picks_the_newest_session_of_this_workspace() {
         let mock = MockModel::start(vec![MockReply::text("ok")]).await;
         let out = e.run(Api::OpenAi, &mock, "k", &[prompt]).await;
         assert!(out.status.success(), "{}", stderr(&out));
-        // Session ids carry the second they began.
-        tokio::time::sleep(Duration::from_millis(1100)).await;
+        // Sessions are ordered by the millisecond they began.
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let mock = MockModel::start(vec![MockReply::text("ok")]).await;
     let out = a
