@@ -603,7 +603,12 @@ fn loading_ten_thousand_messages_is_fast() {
 #[test]
 fn records_with_their_fields_in_another_order_still_read() {
     let t = tmp();
-    bare(&t, "20260101-000000-abcdef", &t.ws, "2026-01-01T00:00:00.000Z");
+    bare(
+        &t,
+        "20260101-000000-abcdef",
+        &t.ws,
+        "2026-01-01T00:00:00.000Z",
+    );
     let path = t.store.dir().join("20260101-000000-abcdef.jsonl");
     let mut file = fs::OpenOptions::new().append(true).open(&path).unwrap();
     let message = json!({"message": {"role": "user", "content": [{"type": "text", "text": "hi"}]},
@@ -612,7 +617,10 @@ fn records_with_their_fields_in_another_order_still_read() {
         "cache_write_tokens": 0}, "turn": 4, "type": "turn", "seq": 2});
     writeln!(file, "{message}\n{turn}").unwrap();
     let loaded = t.store.load("20260101-000000-abcdef").unwrap();
-    assert_eq!(loaded.entries.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(
+        loaded.entries.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        [1, 2]
+    );
     assert_eq!(loaded.state.turns, 4);
     let listed = &t.store.list().unwrap()[0];
     assert_eq!((listed.turns, listed.first_prompt.as_str()), (4, "hi"));
