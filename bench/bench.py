@@ -31,6 +31,10 @@ environment and stdin from /dev/null. Nothing leaves the machine.
   confinement  wall time per round of N `shell` calls `true`, with
                `[sandbox] kind = "bwrap"` minus without: what confining one
                shell call adds (skipped, and said, without bwrap).
+  sessions     over a session of 10,000 messages: the wall time of
+               `mecha sessions show ID > /dev/null`, and spawn of
+               `mecha run --resume ID "next"` -> the mock has its first
+               request (bench_sessions.py).
 
 Units are decimal: 1 KB = 1000 bytes, 1 MB = 1000 KB. Targets are checked
 against the median (start-up also shows p90). A missed target is reported,
@@ -52,8 +56,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_common import BenchError, call_turn, text_turn
+from bench_common import BenchError, call_turn, percentile, text_turn
 from bench_sandbox import measure_confined
+from bench_sessions import measure_sessions
 from bench_skills import measure_skills
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,6 +72,7 @@ TARGETS = {
     "sleep4_s": 1.1,
     "confined_added_ms": 5.0,
     "startup_1000_skills_ms": 50.0,
+    "resume_10k_ms": 200.0,
 }
 
 
@@ -254,13 +260,6 @@ class Harness:
 # ---------------------------------------------------------------- metrics
 
 
-def percentile(values: list[float], p: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * p // 100))  # ceil
-    return ordered[int(rank) - 1]
-
-
 def measure_startup(h: Harness, api: str, runs: int, warmup: int = 3) -> dict:
     """Spawn -> first request, over `runs` runs (after `warmup` unscored)."""
     total = runs + warmup
@@ -418,6 +417,7 @@ def main() -> int:
         sleep4 = measure_sleep4(h, "anthropic", args.repeat)
         confined = measure_confined(h, max(10, args.rounds // 5), args.repeat)
         skills = measure_skills(h, measure_startup, [10, 100, 1000], max(5, args.runs // 3))
+        sessions = measure_sessions(h, max(5, args.runs // 3))
         schema = tools_schema_bytes(h)
     finally:
         h.close()
@@ -449,6 +449,9 @@ def main() -> int:
     rows.append(("start-up with 1,000 skills (median)", f"{thousand['median_ms']:.1f} ms",
                  f"{TARGETS['startup_1000_skills_ms']:.0f} ms",
                  verdict(thousand["median_ms"], TARGETS["startup_1000_skills_ms"])))
+    resume = sessions["resume"]
+    rows.append(("resume a 10,000-message session (median)", f"{resume['median_ms']:.1f} ms",
+                 f"{TARGETS['resume_10k_ms']:.0f} ms", verdict(resume["median_ms"], TARGETS["resume_10k_ms"])))
     widths = [max(len(r[i]) for r in rows + [("metric", "mecha", "target", "")]) for i in range(4)]
     line = "  ".join("{:<%d}" % w for w in widths)
     print(line.format("metric", "mecha", "target", "result"))
@@ -475,6 +478,10 @@ def main() -> int:
     for row in skills:
         print(f"  {row['skills']} skills: start-up median {row['median_ms']:.1f} ms, p90 {row['p90_ms']:.1f} ms; "
               f"level-1 block {row['block_bytes']} B")
+    show = sessions["show"]
+    print(f"  sessions ({sessions['messages']} messages, {sessions['file_bytes'] / 1e6:.1f} MB, "
+          f"{show['runs']} runs): `sessions show` median {show['median_ms']:.1f} ms, p90 {show['p90_ms']:.1f} ms; "
+          f"`run --resume` to the first request median {resume['median_ms']:.1f} ms, p90 {resume['p90_ms']:.1f} ms")
     if confined:
         print(f"  shell `true` per round: {confined['plain_ms']:.2f} ms unconfined, "
               f"{confined['confined_ms']:.2f} ms under bwrap (medians of {args.repeat})")
@@ -494,6 +501,9 @@ def main() -> int:
     blocks = " / ".join(f"{r['block_bytes'] / 1000:.1f}" for r in skills)
     print(f"| start-up with 10 / 100 / 1,000 skills | {sizes} ms | ≤ 50 ms (1,000) |")
     print(f"| level-1 block with 10 / 100 / 1,000 skills | {blocks} KB | |")
+    print(f"| resume a 10,000-message session, to the first request (median / p90) | "
+          f"{resume['median_ms']:.1f} / {resume['p90_ms']:.1f} ms | ≤ 200 ms |")
+    print(f"| `mecha sessions show` of it (median / p90) | {show['median_ms']:.1f} / {show['p90_ms']:.1f} ms | |")
     if confined:
         print(f"| time bwrap adds to one shell call | {confined['added_ms']:.2f} ms | ≤ 5 ms |")
     return 0

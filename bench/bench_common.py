@@ -1,5 +1,5 @@
 """What bench.py and its measurement modules share: the error that stops
-a measurement, and the shapes of the mock's scripted turns."""
+a measurement, the shapes of the mock's scripted turns, and percentiles."""
 
 from __future__ import annotations
 
@@ -14,3 +14,10 @@ def text_turn(text: str) -> dict:
 
 def call_turn(*calls: tuple[str, dict]) -> dict:
     return {"tool_calls": [{"name": n, "input": i} for n, i in calls]}
+
+
+def percentile(values: list[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * p // 100))  # ceil
+    return ordered[int(rank) - 1]

@@ -5,8 +5,9 @@
 #   bash bench/run.sh [--runs 30] [--rounds 100] [--repeat 3]
 # Measures start-up to the first model request, peak memory, the first
 # request's size (Anthropic and OpenAI), harness CPU per tool round, four
-# `sleep 1` calls in one turn, start-up with 10/100/1,000 skills and what
-# bwrap adds to a shell call, and
+# `sleep 1` calls in one turn, start-up with 10/100/1,000 skills, what
+# bwrap adds to a shell call, and showing and resuming a 10,000-message
+# session, and
 # prints them against the targets, plus a
 # table to paste into the README. A missed target is not an error; the exit
 # status is non-zero only when something could not be measured.

@@ -157,3 +157,22 @@ async fn an_unknown_session_is_a_usage_error_naming_the_list() {
     );
     assert!(stdout(&out).is_empty());
 }
+
+#[tokio::test]
+async fn show_reads_past_a_line_something_else_broke_and_says_so() {
+    let e = env();
+    let id = session(&e, "before the damage", 2);
+    let path = e.home.join("sessions").join(format!("{id}.jsonl"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[2] = "\x1b[2J not a record";
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let out = sessions(&e, &["show", &id]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let shown = stdout(&out);
+    assert!(shown.contains("user: before the damage"), "{shown}");
+    assert!(shown.contains("--- turn 2 "), "{shown}");
+    let err = stderr(&out);
+    assert!(err.contains("line 3: skipped"), "{err}");
+    assert!(!out.stderr.contains(&0x1b), "{err}");
+}
