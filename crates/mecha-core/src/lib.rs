@@ -4,7 +4,7 @@
 //! the path jail, the spill directory and the output budget), the sorted
 //! [`Registry`], the provider-neutral conversation types, running one
 //! turn's calls as a batch, the [`CarriedState`] tools hand across a
-//! compaction and the threshold it happens at, the [`Record`]s a session's [`Journal`] keeps, and the tree of processes mecha starts (each in
+//! compaction, the [`Record`]s a session's [`Journal`] keeps, and the tree of processes mecha starts (each in
 //! a registered process group, orphans reaped, a panic still cleaning up).
 //!
 //! It deliberately knows nothing of models, networks or MCP, and nothing of

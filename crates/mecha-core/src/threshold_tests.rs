@@ -175,3 +175,19 @@ fn a_zero_threshold_is_refused() {
     assert!(text.contains("compact_at_tokens = 0"), "{text}");
     assert!(text.contains("no larger than 24000"), "{text}");
 }
+
+#[test]
+fn a_small_local_models_window_still_compacts_and_a_tiny_one_is_refused() {
+    // The budget config derives is never below MIN_TURN_BUDGET (4147 bytes,
+    // ~1383 tokens), which is what bites at small windows.
+    let budget = |window| budget_for_context_window(window).max(crate::MIN_TURN_BUDGET);
+    let at = |window| compaction_threshold(window, reply_reserve(None, window), budget(window));
+    // 8192 - 1383 - 1024 - 164.
+    assert_eq!(at(8_192), Ok(5_621));
+    // 4096 - 1383 - 512 - 82.
+    assert_eq!(at(4_096), Ok(2_119));
+    assert!(matches!(
+        at(2_048),
+        Err(ThresholdError::TooSmall { threshold: 368, .. })
+    ));
+}
