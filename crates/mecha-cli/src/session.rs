@@ -13,9 +13,10 @@ use mecha_core::{
     Block, CarriedState, Journal, Message, Record, Registry, Role, close_dangling_calls,
 };
 use mecha_provider::{Script, ScriptTurn};
-use mecha_session::{Loaded, NewSession, Store, Writer};
+use mecha_session::{Loaded, NewSession, Writer};
 
 use crate::Failure;
+use crate::commands::sessions::{failure, store};
 use crate::terminal::printable;
 
 /// Which stored session a run starts from.
@@ -29,21 +30,16 @@ pub enum Resume {
     Latest,
 }
 
-/// The sessions directory under `$MECHA_HOME`.
-pub fn store() -> Result<Store, Failure> {
-    Ok(Store::new(crate::config::mecha_home()?.join("sessions")))
-}
-
 /// The session to resume, if any, checked against this workspace before
 /// anything starts. What loading noticed (a torn last line) is said.
 pub fn load(resume: &Resume, workspace: &Path) -> Result<Option<Loaded>, Failure> {
     let store = store()?;
     let loaded = match resume {
         Resume::Fresh => return Ok(None),
-        Resume::Id(id) => store.load(id).map_err(|e| Failure::Usage(e.to_string()))?,
+        Resume::Id(id) => store.load(id).map_err(failure)?,
         Resume::Latest => store
             .latest_in(workspace)
-            .map_err(|e| Failure::Usage(e.to_string()))?
+            .map_err(failure)?
             .ok_or_else(|| {
                 Failure::Usage(format!(
                     "there is no session to continue in {}; `mecha sessions list` shows every \
@@ -100,7 +96,7 @@ pub fn writer(
     match resumed {
         Some(loaded) => Writer::reopen(loaded)
             .map(|w| Some(Arc::new(w.on_failure(report()))))
-            .map_err(|e| Failure::Usage(e.to_string())),
+            .map_err(failure),
         None => {
             let new = NewSession {
                 workspace,
