@@ -130,16 +130,61 @@ fn is_cut_point(message: &Message) -> bool {
 /// first message and index 1 would leave no middle, so the cut is at 2 or
 /// later; `None` when there is no middle yet.
 fn choose_cut(messages: &[Message], keep: u64) -> Option<usize> {
-    let points: Vec<usize> = (2..messages.len())
-        .filter(|&i| is_cut_point(&messages[i]) && !CarriedState::is_carried(&messages[i]))
-        .collect();
-    let latest = *points.last()?;
-    Some(
-        points
-            .into_iter()
-            .find(|&i| estimate(0, &messages[i..]) <= keep)
-            .unwrap_or(latest),
-    )
+    let is_point = |i: usize| is_cut_point(&messages[i]) && !CarriedState::is_carried(&messages[i]);
+    let latest = (2..messages.len()).rev().find(|&i| is_point(i))?;
+    // Walking back from the end, the tail grows by one message a step: the
+    // earliest point that still fits is the last one seen before it stops
+    // fitting (linear, for a history of any length).
+    let mut tail_bytes = 0_u64;
+    let mut cut = latest;
+    for i in (2..messages.len()).rev() {
+        tail_bytes += message_bytes(&messages[i]) as u64;
+        if tail_bytes.div_ceil(BYTES_PER_TOKEN) > keep {
+            break;
+        }
+        if is_point(i) {
+            cut = i;
+        }
+    }
+    Some(cut)
+}
+
+/// What stands in the summary request for the oldest part of a middle too
+/// big to send at once.
+pub const OMITTED: &str = "[mecha: the oldest part of the conversation is left out of this \
+request, which could not hold it all; the recall tool, where present, can still search it]";
+
+/// The summary request's history, no bigger than `cap` tokens: as it is
+/// when it fits (always, for a conversation that grew turn by turn under
+/// its threshold), else the first message, a note, and the most recent part
+/// that fits, begun at a reply or a prompt so no result loses its call (a
+/// session resumed under a smaller window, say).
+fn fitted(mut middle: Vec<Message>, prefix_bytes: usize, cap: u64) -> Vec<Message> {
+    let cap_bytes = cap
+        .saturating_sub(estimate(0, &[Message::user_text(SUMMARY_REQUEST)]))
+        .saturating_mul(BYTES_PER_TOKEN);
+    let sizes: Vec<u64> = middle.iter().map(|m| message_bytes(m) as u64).collect();
+    let total = prefix_bytes as u64 + sizes.iter().sum::<u64>();
+    if total <= cap_bytes || middle.len() < 3 {
+        return middle;
+    }
+    let note = Message::user_text(OMITTED);
+    let mut kept = prefix_bytes as u64 + sizes[0] + message_bytes(&note) as u64;
+    let mut start = middle.len();
+    for i in (1..middle.len()).rev() {
+        kept += sizes[i];
+        if kept > cap_bytes {
+            break;
+        }
+        if is_cut_point(&middle[i]) {
+            start = i;
+        }
+    }
+    let recent = middle.split_off(start);
+    middle.truncate(1);
+    middle.push(note);
+    middle.extend(recent);
+    middle
 }
 
 /// What a compaction keeps as it is: the cached prefix (the system prompt
@@ -168,11 +213,12 @@ pub(crate) async fn compact(
     // The old carried message is left out: the fresh one is placed
     // verbatim after the summary, and a summariser should not paraphrase a
     // procedure.
-    let mut asked: Vec<Message> = messages[..cut]
+    let middle: Vec<Message> = messages[..cut]
         .iter()
         .filter(|m| !CarriedState::is_carried(m))
         .cloned()
         .collect();
+    let mut asked = fitted(middle, prefix.bytes, policy.threshold);
     asked.push(Message::user_text(SUMMARY_REQUEST));
     let request = Request {
         system: prefix.system,
@@ -288,6 +334,20 @@ mod tests {
         assert!(is_cut_point(&messages[5]));
         assert!(!is_cut_point(&messages[2]), "a tool result");
         assert_eq!(choose_cut(&messages, 0), Some(5));
+    }
+
+    #[test]
+    fn a_middle_too_big_to_send_keeps_its_first_message_and_latest_part() {
+        let messages = history(40, 3_000);
+        assert_eq!(fitted(messages.clone(), 0, u64::MAX), messages, "it fits");
+        let sent = fitted(messages.clone(), 0, 10_000);
+        assert_eq!(sent[0], messages[0]);
+        assert_eq!(sent[1].text(), OMITTED);
+        assert_eq!(sent[2].role, Role::Assistant, "no result without its call");
+        assert_eq!(sent.last(), messages.last());
+        let size = estimate(0, &sent) + estimate(0, &[Message::user_text(SUMMARY_REQUEST)]);
+        assert!(size <= 10_000, "{size}");
+        assert!(sent.len() > 10, "as much as fits: {}", sent.len());
     }
 
     #[test]
