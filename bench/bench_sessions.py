@@ -1,6 +1,7 @@
 """Sessions: `mecha sessions show ID > /dev/null` and `mecha run --resume ID
 "next"` (spawn -> the mock has the resumed run's first request) over a
-session of 10,000 messages. The session file is written here, in the exact
+session of 10,000 messages that compacted on its way (as one that long
+must have). The session file is written here, in the exact
 format mecha writes (a header line, then one `{"seq":N,"type":...}` record
 per line), and copied afresh before each resume so every run resumes the
 same 10,000 messages. Used by bench.py."""
@@ -55,7 +56,17 @@ def write_session(home: Path, ws: Path, messages: int) -> Path:
         seq += 1
         out.append(line({"seq": seq, "type": "turn", "turn": i + 1, "usage": USAGE}))
     seq += 1
-    out.append(message(seq, "assistant", [{"type": "text", "text": "The project reads files."}]))
+    answer = {"role": "assistant", "content": [{"type": "text", "text": "The project reads files."}]}
+    out.append(line({"seq": seq, "type": "message", "message": answer}))
+    # A session that long has compacted on its way (its history would not
+    # fit any window otherwise): the latest state is the first message, a
+    # summary and the recent turns, while every message stays on file.
+    first = {"role": "user", "content": [{"type": "text", "text": "Read every file and summarise the project."}]}
+    summary_text = "[summary of the earlier conversation]\n\nEvery file was read."
+    recent = [json.loads(l)["message"] for l in out[-31:] if '"type":"message"' in l]
+    seq += 1
+    out.append(line({"seq": seq, "type": "compaction", "messages": [first, {"role": "user", "content": [
+        {"type": "text", "text": summary_text}]}] + recent, "tokens_before": 150000, "tokens_after": 4000}))
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write("".join(out))

@@ -253,3 +253,44 @@ async fn a_resumed_session_starts_compacted_and_recall_finds_what_was_compacted_
     let result = &recalled.iter().rev().find(|(r, _)| r == "tool").unwrap().1;
     assert!(result.contains("NEEDLE-4711"), "{result}");
 }
+
+#[tokio::test]
+async fn the_compact_tool_is_offered_with_a_threshold_and_withheld_on_request() {
+    let names = |body: &Value| -> Vec<String> {
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let mut e = long_env();
+    for (provider, args, offered) in [
+        (e.provider_config.clone(), vec!["go"], true),
+        (e.provider_config.clone(), vec!["--no-compact-tool", "go"], false),
+        (String::new(), vec!["go"], false),
+    ] {
+        e.provider_config = provider;
+        let mock = MockModel::start(vec![MockReply::text("ok")]).await;
+        let out = e.run(Api::OpenAi, &mock, "k", &args).await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let tools = names(&mock.requests()[0].body);
+        assert_eq!(tools.contains(&"compact".to_owned()), offered, "{args:?}: {tools:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_model_compacts_when_it_asks() {
+    let e = long_env();
+    let mut replies = long_script(2);
+    let answer = replies.pop().unwrap();
+    replies.push(tool_turn(&[("compact", json!({}))]));
+    replies.push(answer);
+    let mock = MockModel::start(replies).await;
+    mock.answer_summaries(SUMMARY_MARKER);
+    let out = e.run(Api::OpenAi, &mock, "k", &["--yes", "read twice"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(mock.summaries(), 1, "{}", stderr(&out));
+    let last = texts(loop_requests(&mock).last().unwrap());
+    assert!(last[2].1.starts_with(SUMMARY_HEADER), "{last:?}");
+}
