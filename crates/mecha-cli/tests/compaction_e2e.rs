@@ -267,7 +267,11 @@ async fn the_compact_tool_is_offered_with_a_threshold_and_withheld_on_request() 
     let mut e = long_env();
     for (provider, args, offered) in [
         (e.provider_config.clone(), vec!["go"], true),
-        (e.provider_config.clone(), vec!["--no-compact-tool", "go"], false),
+        (
+            e.provider_config.clone(),
+            vec!["--no-compact-tool", "go"],
+            false,
+        ),
         (String::new(), vec!["go"], false),
     ] {
         e.provider_config = provider;
@@ -275,7 +279,11 @@ async fn the_compact_tool_is_offered_with_a_threshold_and_withheld_on_request() 
         let out = e.run(Api::OpenAi, &mock, "k", &args).await;
         assert!(out.status.success(), "{}", stderr(&out));
         let tools = names(&mock.requests()[0].body);
-        assert_eq!(tools.contains(&"compact".to_owned()), offered, "{args:?}: {tools:?}");
+        assert_eq!(
+            tools.contains(&"compact".to_owned()),
+            offered,
+            "{args:?}: {tools:?}"
+        );
     }
 }
 
@@ -288,7 +296,9 @@ async fn the_model_compacts_when_it_asks() {
     replies.push(answer);
     let mock = MockModel::start(replies).await;
     mock.answer_summaries(SUMMARY_MARKER);
-    let out = e.run(Api::OpenAi, &mock, "k", &["--yes", "read twice"]).await;
+    let out = e
+        .run(Api::OpenAi, &mock, "k", &["--yes", "read twice"])
+        .await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(mock.summaries(), 1, "{}", stderr(&out));
     let last = texts(loop_requests(&mock).last().unwrap());
