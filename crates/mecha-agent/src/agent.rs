@@ -426,7 +426,9 @@ impl Agent {
             })
             .collect();
         let budget = self.limits.turn_budget;
-        let results = progress::reporting(&self.ctx, &calls, events, |ctx| async move {
+        // A subagent's child starts from the taint its call was judged by.
+        let turn_ctx = self.ctx.clone().with_taint(session.taint);
+        let results = progress::reporting(&turn_ctx, &calls, events, |ctx| async move {
             run_turn(registry, &ctx, turn, budget, slots).await
         })
         .await;

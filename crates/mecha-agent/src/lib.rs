@@ -1,7 +1,7 @@
 //! The agent loop: turns, the dispatch gate (validation, interlock, hook,
 //! rules, approver), taint tracking, the tool surface a skill narrows,
-//! compaction with carried state, the journal of every change, and events
-//! for the front end.
+//! compaction with carried state, the journal of every change, subagents
+//! (a child agent as a tool), and events for the front end.
 //!
 //! It holds the provider and every tool as trait objects and names no
 //! concrete one; wiring them is the CLI's job. It does not render anything
@@ -15,6 +15,7 @@ mod gate;
 mod hook;
 mod journaling;
 mod progress;
+mod subagent;
 mod surface;
 mod validate;
 mod window;
@@ -25,4 +26,7 @@ pub use ending::{CONTINUE_PROMPT, CUT_CALL};
 pub use events::{EarlyStop, Event, EventSink, GateStage, GateVerdict, RunEnd};
 pub use gate::Gate;
 pub use hook::Hook;
+pub use subagent::{
+    AnswerShape, ChildJournals, DEFAULT_SUBAGENT_TURNS, Lineage, Profile, Runtime, SubagentTool,
+};
 pub use surface::Surface;

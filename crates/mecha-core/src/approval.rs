@@ -38,6 +38,24 @@ pub trait Approver: Send + Sync {
     ) -> Option<Decision> {
         None
     }
+
+    /// [`approve`](Self::approve), asked on behalf of the subagent `who`
+    /// (`None`: the run's own agent), for an approver that shows a person
+    /// who wants the call.
+    async fn approve_for(&self, _who: Option<&str>, tool: &dyn Tool, input: &Value) -> Decision {
+        self.approve(tool, input).await
+    }
+
+    /// [`ask_fresh`](Self::ask_fresh) on behalf of the subagent `who`.
+    async fn ask_fresh_for(
+        &self,
+        _who: Option<&str>,
+        tool: &dyn Tool,
+        input: &Value,
+        why: FreshReason,
+    ) -> Option<Decision> {
+        self.ask_fresh(tool, input, why).await
+    }
 }
 
 /// Why a call needs a fresh human decision.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::image;
 use crate::jail::{self, Jail, JailError, ResolvedPath};
 use crate::spill::{self, CallSpills, DEFAULT_SPILL_MAX_BYTES, SpillDir, SpillingSink};
-use crate::{ProgressSink, ToolOutput};
+use crate::{ProgressSink, Taint, ToolOutput};
 
 /// The context a tool runs in: the workspace jail, the spill directory, the
 /// bytes this call's result may take, and which call it is.
@@ -33,6 +33,9 @@ pub struct ToolCtx {
     /// Whether the model takes images: when not, a result's images are
     /// saved and replaced by a placeholder that says so.
     accepts_images: bool,
+    /// What the conversation had taken in when this turn's calls were
+    /// judged: a subagent's child starts from it.
+    taint: Taint,
 }
 
 impl ToolCtx {
@@ -50,6 +53,7 @@ impl ToolCtx {
             call_id: String::new(),
             turn: 1,
             accepts_images: true,
+            taint: Taint::default(),
         })
     }
 
@@ -108,6 +112,16 @@ impl ToolCtx {
             call_budget_bytes: call_budget,
             ..self.clone()
         }
+    }
+
+    /// The same context, as part of a conversation with this taint.
+    pub fn with_taint(self, taint: Taint) -> Self {
+        Self { taint, ..self }
+    }
+
+    /// The conversation's taint when this call was judged.
+    pub fn taint(&self) -> Taint {
+        self.taint
     }
 
     /// The same context, with progress reports going to `sink`. Kept by

@@ -67,7 +67,7 @@ pub struct RuleError {
     pub message: String,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Rule {
     tool: GlobMatcher,
     command: Option<Vec<String>>,
@@ -76,7 +76,7 @@ struct Rule {
 }
 
 /// The compiled rules of a run.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Rules {
     rules: Vec<Rule>,
 }
