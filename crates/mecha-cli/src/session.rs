@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use mecha_agent::{CONTINUE_PROMPT, SUMMARY_HEADER, Session, Surface};
+use mecha_agent::{CONTINUE_PROMPT, ChildJournals, SUMMARY_HEADER, Session, Surface};
 use mecha_core::{
     Block, CarriedState, Journal, Message, Record, Registry, Role, close_dangling_calls,
 };
@@ -102,6 +102,7 @@ pub fn writer(
                 workspace,
                 model,
                 command,
+                parent: None,
             };
             match store()?.create(new) {
                 Ok(w) => Ok(Some(Arc::new(w.on_failure(report())))),
@@ -198,4 +199,41 @@ fn prompt_of(message: &Message) -> Option<String> {
         || text.starts_with(SUMMARY_HEADER)
         || CarriedState::is_carried(message);
     (all_text && !harness && !text.is_empty()).then_some(text)
+}
+
+/// Where a run's subagents keep their conversations: a session each, in
+/// the same store, whose header names the parent's.
+pub struct ChildSessions {
+    pub workspace: std::path::PathBuf,
+    pub parent: String,
+}
+
+impl ChildJournals for ChildSessions {
+    fn open(&self, subagent: &str, model: &str) -> Option<Arc<dyn Journal>> {
+        let new = NewSession {
+            workspace: &self.workspace,
+            model,
+            command: "subagent",
+            parent: Some(&self.parent),
+        };
+        let created = store().and_then(|s| s.create(new).map_err(failure));
+        match created {
+            Ok(writer) => {
+                let who = subagent.to_owned();
+                let writer = writer.on_failure(Box::new(move |problem: &str| {
+                    crate::output::err_line(&printable(&format!(
+                        "mecha: warning: subagent `{who}`'s conversation is no longer being \
+                         saved: {problem}"
+                    )));
+                }));
+                Some(Arc::new(writer) as Arc<dyn Journal>)
+            }
+            Err(e) => {
+                crate::output::err_line(&printable(&format!(
+                    "mecha: warning: subagent `{subagent}`'s conversation is not saved: {e}"
+                )));
+                None
+            }
+        }
+    }
 }

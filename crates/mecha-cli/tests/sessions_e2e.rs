@@ -19,6 +19,7 @@ fn session(e: &Env, prompt: &str, turns: u32) -> String {
             workspace: &e.ws,
             model: "test-model",
             command: "run",
+            parent: None,
         })
         .unwrap();
     writer.append(&Record::Message {

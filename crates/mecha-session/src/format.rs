@@ -21,8 +21,12 @@ pub struct Header {
     pub model: String,
     /// When the session started, RFC 3339 in UTC.
     pub started: String,
-    /// `run` or `chat`.
+    /// `run`, `chat` or `subagent`.
     pub command: String,
+    /// For a subagent's conversation: the session of the run that
+    /// delegated to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 /// One record as the file holds it, with its place in the sequence.

@@ -26,6 +26,9 @@ pub struct Listing {
     /// Why the file cannot be read, when it cannot: it is listed all the
     /// same, never left out.
     pub problem: Option<String>,
+    /// For a subagent's conversation: the session that delegated to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 /// The most of the first prompt a listing keeps.
@@ -55,6 +58,7 @@ pub(crate) fn listing(path: &Path, id: String) -> Listing {
             turns,
             first_prompt,
             problem: None,
+            parent: header.parent,
         },
         Err(e) => Listing {
             id,
@@ -63,6 +67,7 @@ pub(crate) fn listing(path: &Path, id: String) -> Listing {
             turns: 0,
             first_prompt: String::new(),
             problem: Some(e.to_string()),
+            parent: None,
         },
     }
 }

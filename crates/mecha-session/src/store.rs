@@ -15,8 +15,10 @@ use crate::{Entry, Header, Restored, SessionError, Writer};
 pub struct NewSession<'a> {
     pub workspace: &'a Path,
     pub model: &'a str,
-    /// `run` or `chat`.
+    /// `run`, `chat` or `subagent`.
     pub command: &'a str,
+    /// The session that delegated to this one (a subagent's).
+    pub parent: Option<&'a str>,
 }
 
 /// The sessions directory, `$MECHA_HOME/sessions`. Its files hold private
@@ -86,7 +88,9 @@ impl Store {
             let Ok(header) = listing::read_header(&self.file(&id)) else {
                 continue;
             };
-            if canonical(&header.workspace) != wanted {
+            // A subagent's conversation is part of its parent's session,
+            // not one to go on with.
+            if header.parent.is_some() || canonical(&header.workspace) != wanted {
                 continue;
             }
             let key = (header.started, id);

@@ -211,6 +211,7 @@ fn create_file(dir: &Path, new: NewSession<'_>) -> Result<(PathBuf, File, Header
                     model: new.model.to_owned(),
                     started: now.rfc3339(),
                     command: new.command.to_owned(),
+                    parent: new.parent.map(str::to_owned),
                 };
                 return Ok((path, file, header));
             }

@@ -73,6 +73,10 @@ struct State {
     summaries: usize,
     /// Summary requests still to fail (with a 400) before any is answered.
     summary_failures: usize,
+    /// Replies for requests that offer exactly these tools (sorted names),
+    /// before the main queue: a subagent's requests, told apart from its
+    /// parent's by its tool list.
+    routes: Vec<(Vec<String>, VecDeque<MockReply>)>,
 }
 
 impl State {
@@ -175,6 +179,15 @@ impl MockModel {
     /// [`MockModel::answer_summaries`]).
     pub fn fail_summaries(&self, n: usize) {
         self.shared.lock().summary_failures = n;
+    }
+
+    /// A request that offers exactly `tools` (in any order) takes its reply
+    /// from `replies`, in order, instead of the main queue; once they are
+    /// used up it falls back to the main queue.
+    pub fn route(&self, tools: &[&str], replies: Vec<MockReply>) {
+        let mut names: Vec<String> = tools.iter().map(|t| (*t).to_owned()).collect();
+        names.sort();
+        self.shared.lock().routes.push((names, replies.into()));
     }
 
     /// Summary requests answered so far.
@@ -312,8 +325,14 @@ async fn handle(
                 state.summaries
             ))
         });
+        let offered = offered_tools(&recorded.body);
+        let routed = state
+            .routes
+            .iter_mut()
+            .find(|(tools, _)| *tools == offered)
+            .and_then(|(_, replies)| replies.pop_front());
         let given = state.served + state.replies.len();
-        let Some(reply) = summary.or_else(|| state.replies.pop_front()) else {
+        let Some(reply) = summary.or(routed).or_else(|| state.replies.pop_front()) else {
             let message = format!(
                 "mock model: no scripted reply left (it was given {given}); add replies to the test"
             );
@@ -333,6 +352,22 @@ async fn handle(
         (reply, cx)
     };
     Ok(respond(api, &cx, reply))
+}
+
+/// The names of the tools a request offers, sorted, in either API's shape.
+fn offered_tools(body: &Value) -> Vec<String> {
+    let mut names: Vec<String> = body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["name"].as_str().or(t["function"]["name"].as_str()))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
 }
 
 /// The text of a request's last message, in either API's shape.

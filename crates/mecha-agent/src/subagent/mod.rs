@@ -65,7 +65,8 @@ pub struct Lineage {
 /// Opens the journal of a child's conversation, stored beside its
 /// parent's and linked to it.
 pub trait ChildJournals: Send + Sync {
-    fn open(&self, subagent: &str) -> Option<Arc<dyn Journal>>;
+    /// `model` is the child's provider, as `Provider::describe` says.
+    fn open(&self, subagent: &str, model: &str) -> Option<Arc<dyn Journal>>;
 }
 
 /// How a subagent reaches a model: its provider (the parent's, or the
@@ -263,7 +264,7 @@ impl Tool for SubagentTool {
         if let Some(journal) = lineage
             .journals
             .as_ref()
-            .and_then(|j| j.open(&self.profile.name))
+            .and_then(|j| j.open(&self.profile.name, &runtime.provider.describe()))
         {
             agent = agent.with_journal(journal);
         }
@@ -296,13 +297,24 @@ impl Tool for SubagentTool {
             Some(Err(e)) => self.partial(&format!("failed ({e})"), &session, ctx),
             None => self.partial(
                 &format!(
-                    "ran out of its {} s (timeout_s)",
-                    self.profile.timeout.map_or(0, |t| t.as_secs())
+                    "ran out of its {} (timeout_s)",
+                    spoken(self.profile.timeout.unwrap_or_default())
                 ),
                 &session,
                 ctx,
             ),
         })
+    }
+}
+
+/// A duration as a person says it: `200 ms`, `30 s`.
+fn spoken(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
     }
 }
 

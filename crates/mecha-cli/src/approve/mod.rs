@@ -51,9 +51,16 @@ impl TerminalApprover {
         }
     }
 
-    /// Asks about one call. `fresh`: why a decision on this call alone is
-    /// demanded, and then no standing answer is offered.
-    async fn ask(&self, tool: &dyn Tool, input: &Value, fresh: Option<FreshReason>) -> Decision {
+    /// Asks about one call, made by the subagent `who` (`None`: the run's
+    /// own agent). `fresh`: why a decision on this call alone is demanded,
+    /// and then no standing answer is offered.
+    async fn ask(
+        &self,
+        who: Option<&str>,
+        tool: &dyn Tool,
+        input: &Value,
+        fresh: Option<FreshReason>,
+    ) -> Decision {
         let (choices, standing) = match fresh {
             Some(why) => (format!("{}. allow? [y]es / [n]o: ", why.why()), None),
             None => match StandingAnswer::for_call(tool.name(), input) {
@@ -73,8 +80,12 @@ impl TerminalApprover {
         let body = preview::preview(tool.name(), input, &self.ctx);
         let lines: Vec<&str> = body.split_inclusive('\n').collect();
         let mut shown = PAGE_LINES.min(lines.len());
+        let asker = match who {
+            Some(subagent) => format!("mecha's subagent `{subagent}`"),
+            None => "mecha".to_owned(),
+        };
         say(&format!(
-            "\nmecha wants to run `{}`:\n{}",
+            "\n{asker} wants to run `{}`:\n{}",
             tool.name(),
             lines[..shown].concat()
         ));
@@ -126,13 +137,7 @@ impl TerminalApprover {
 #[async_trait]
 impl Approver for TerminalApprover {
     async fn approve(&self, tool: &dyn Tool, input: &Value) -> Decision {
-        if self.mode != PermissionMode::Ask || tool.read_only() {
-            return ModeApprover(self.mode).approve(tool, input).await;
-        }
-        if self.stands(tool, input) {
-            return Decision::Allow;
-        }
-        self.ask(tool, input, None).await
+        self.approve_for(None, tool, input).await
     }
 
     async fn ask_fresh(
@@ -141,7 +146,27 @@ impl Approver for TerminalApprover {
         input: &Value,
         why: FreshReason,
     ) -> Option<Decision> {
-        Some(self.ask(tool, input, Some(why)).await)
+        self.ask_fresh_for(None, tool, input, why).await
+    }
+
+    async fn approve_for(&self, who: Option<&str>, tool: &dyn Tool, input: &Value) -> Decision {
+        if self.mode != PermissionMode::Ask || tool.read_only() {
+            return ModeApprover(self.mode).approve(tool, input).await;
+        }
+        if self.stands(tool, input) {
+            return Decision::Allow;
+        }
+        self.ask(who, tool, input, None).await
+    }
+
+    async fn ask_fresh_for(
+        &self,
+        who: Option<&str>,
+        tool: &dyn Tool,
+        input: &Value,
+        why: FreshReason,
+    ) -> Option<Decision> {
+        Some(self.ask(who, tool, input, Some(why)).await)
     }
 }
 

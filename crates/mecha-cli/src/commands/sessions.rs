@@ -106,7 +106,14 @@ fn line(l: &Listing, width: usize) -> String {
     let fixed = format!("{id}  {}  {:>3} {turns}  ", started(&l.started), l.turns);
     let rest = width.saturating_sub(fixed.chars().count());
     let workspace = printable(&l.workspace.to_string_lossy()).into_owned();
-    let prompt = printable(&l.first_prompt).into_owned();
+    let prompt = match &l.parent {
+        Some(parent) => format!(
+            "[subagent of {}] {}",
+            printable(parent),
+            printable(&l.first_prompt)
+        ),
+        None => printable(&l.first_prompt).into_owned(),
+    };
     // Too narrow for both: the prompt says more about a session.
     if rest < 24 {
         return fit(&format!("{fixed}{prompt}"), width);

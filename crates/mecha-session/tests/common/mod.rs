@@ -32,6 +32,7 @@ impl Tmp {
                 workspace: ws,
                 model: "test-model",
                 command: "run",
+                parent: None,
             })
             .unwrap()
     }
