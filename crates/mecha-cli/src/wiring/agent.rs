@@ -1,23 +1,24 @@
 //! The agent of a run: its provider (or a replay's script), the session it
 //! starts from and is journaled to, compaction, the gate and the context.
 
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use mecha_agent::{Agent, Gate, Limits, Session};
+use mecha_agent::{Agent, ChildJournals, Gate, Limits, Lineage, Runtime, Session};
 use mecha_core::{Approver, Journal, ModeApprover, PermissionMode, Tool, ToolCtx};
 use mecha_provider::{Provider, ProviderError, Script, ScriptedProvider};
 use mecha_session::{Loaded, RecallTool};
 use mecha_skills::level1_block;
 use mecha_tools::Compact;
 
-use super::{McpRefresh, Toolbox, build_toolbox};
+use super::{McpRefresh, Toolbox, build_toolbox, register_subagents};
 use crate::Failure;
 use crate::approve::TerminalApprover;
 use crate::commands::RunOptions;
 use crate::config::Settings;
-use crate::session;
+use crate::session::{self, ChildSessions};
 use crate::skills::{SkillFlags, level1_warning};
 
 /// The system prompt: fixed for a workspace and a set of skills, so the
@@ -124,7 +125,16 @@ pub async fn build_agent(
     {
         session_tools.push(Arc::new(RecallTool::new(journal.path().to_path_buf())));
     }
-    let built = wire(settings, options, workspace, provider, session_tools).await;
+    let parent_session = journal.as_ref().map(|j| j.id().to_owned());
+    let built = wire(
+        settings,
+        options,
+        workspace,
+        provider,
+        session_tools,
+        parent_session,
+    )
+    .await;
     let (mut agent, toolbox) = match built {
         Ok(built) => built,
         Err(failure) => {
@@ -163,6 +173,7 @@ async fn wire(
     workspace: &Path,
     provider: Arc<dyn Provider>,
     session_tools: Vec<Arc<dyn Tool>>,
+    parent_session: Option<String>,
 ) -> Result<(Agent, Toolbox), Failure> {
     // Planning sees only what cannot change anything: the other tools are
     // absent, not merely refused.
@@ -206,6 +217,24 @@ async fn wire(
     } else {
         Arc::new(ModeApprover(mode))
     };
+    let lineage = Arc::new(Lineage {
+        mode,
+        approver: Arc::clone(&approver),
+        rules: toolbox.rules.clone(),
+        hook: None,
+        block_sends_after_private: settings.block_sends_after_private,
+        turn_budget: settings.turn_budget,
+        journals: parent_session.map(|parent| {
+            Arc::new(ChildSessions {
+                workspace: workspace.to_path_buf(),
+                parent,
+            }) as Arc<dyn ChildJournals>
+        }),
+    });
+    let runtimes = runtimes(&settings, &provider, &lineage)?;
+    register_subagents(&mut toolbox, &settings.subagents, &|profile| {
+        runtimes.get(profile.name()).cloned()
+    })?;
     let gate = Gate::new(
         mode,
         approver,
@@ -240,4 +269,36 @@ async fn wire(
         }));
     }
     Ok((agent, toolbox))
+}
+
+/// How each `[[subagent]]` reaches a model: the run's provider, or one of
+/// its own for a profile that names a `model` (checked now, like the
+/// run's, so a bad one stops the run before anything starts).
+fn runtimes(
+    settings: &Settings,
+    provider: &Arc<dyn Provider>,
+    lineage: &Arc<Lineage>,
+) -> Result<BTreeMap<String, Runtime>, Failure> {
+    let env = |name: &str| std::env::var(name).ok();
+    let mut runtimes = BTreeMap::new();
+    for profile in &settings.subagents {
+        let provider = match &profile.model {
+            None => Arc::clone(provider),
+            Some(model) => {
+                let mut own = settings.provider.clone();
+                own.model = Some(model.clone());
+                mecha_provider::build(&own, &env).map_err(|e| {
+                    Failure::Usage(format!("[[subagent]] `{}`: {e}", profile.name()))
+                })?
+            }
+        };
+        runtimes.insert(
+            profile.name().to_owned(),
+            Runtime {
+                provider,
+                lineage: Arc::clone(lineage),
+            },
+        );
+    }
+    Ok(runtimes)
 }
