@@ -22,7 +22,7 @@ const MAX_NAME_CHARS: usize = 64;
 /// Tools that belong to the parent's conversation itself (its compaction,
 /// its history): a child has a conversation of its own, so naming one is
 /// a mistake, refused rather than quietly dropped.
-const CONVERSATION_TOOLS: [&str; 2] = ["compact", "recall"];
+pub(super) const CONVERSATION_TOOLS: [&str; 2] = ["compact", "recall"];
 
 /// One profile, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,7 +55,10 @@ pub(super) fn check(
     let mut checked = Vec::with_capacity(sections.len());
     for (index, section) in sections.into_iter().enumerate() {
         let config = one(path, index, section).map_err(invalid)?;
-        if checked.iter().any(|c: &SubagentConfig| c.name() == config.name()) {
+        if checked
+            .iter()
+            .any(|c: &SubagentConfig| c.name() == config.name())
+        {
             return Err(invalid(format!(
                 "two [[subagent]] profiles are named `{}`: each becomes a tool, so rename one",
                 config.name()
@@ -96,7 +99,10 @@ fn one(path: &Path, index: usize, section: SubagentSection) -> Result<SubagentCo
              remove `{name}` from its tools"
         ));
     }
-    if let Some(tool) = tools.iter().find(|t| CONVERSATION_TOOLS.contains(&t.as_str())) {
+    if let Some(tool) = tools
+        .iter()
+        .find(|t| CONVERSATION_TOOLS.contains(&t.as_str()))
+    {
         return Err(format!(
             "[[subagent]] `{name}` lists `{tool}`, which belongs to the parent's conversation: \
              a child has its own; remove `{tool}` from its tools"
@@ -150,8 +156,7 @@ fn one(path: &Path, index: usize, section: SubagentSection) -> Result<SubagentCo
 
 fn check_name(name: &str) -> Result<(), String> {
     let length = name.chars().count();
-    if (1..=MAX_NAME_CHARS).contains(&length) && name.chars().all(mecha_core::is_tool_name_char)
-    {
+    if (1..=MAX_NAME_CHARS).contains(&length) && name.chars().all(mecha_core::is_tool_name_char) {
         return Ok(());
     }
     Err(format!(

@@ -118,7 +118,11 @@ fn fresh_instance(toolbox: &Toolbox, name: &str) -> Option<Arc<dyn Tool>> {
     let todo = Todo::default();
     let fresh: Arc<dyn Tool> = if name == todo.name() {
         Arc::new(todo)
-    } else if toolbox.skill_tool.as_ref().is_some_and(|s| s.name() == name) {
+    } else if toolbox
+        .skill_tool
+        .as_ref()
+        .is_some_and(|s| s.name() == name)
+    {
         Arc::new(SkillTool::new(toolbox.skills.carried.clone()))
     } else {
         return None;
