@@ -257,14 +257,25 @@ fn each_invalid_profile_stops_mecha_with_its_fix() {
             "a project's mecha.toml cannot add [[subagent]] profiles",
         ),
     ];
+    // Every case is tried, so a failure lists each refusal that is missing.
+    let mut wrong = Vec::new();
     for (config, project, expected) in cases {
         let e = with_config(&config);
         if let Some(project) = project {
             std::fs::write(e.ws.join("mecha.toml"), project).unwrap();
         }
-        let out = mecha(&e, &["tools"]).code(2);
-        let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
-        assert!(stderr.contains(expected), "{config}\n{stderr}");
-        assert!(out.get_output().stdout.is_empty(), "{config}");
+        let out = mecha(&e, &["tools"]);
+        let output = out.get_output();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if output.status.code() != Some(2)
+            || !stderr.contains(expected)
+            || !output.stdout.is_empty()
+        {
+            wrong.push(format!(
+                "{config}\n-> {:?}: {stderr}\nwanted {expected:?}",
+                output.status.code()
+            ));
+        }
     }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
 }
