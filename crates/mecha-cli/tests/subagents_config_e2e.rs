@@ -279,3 +279,22 @@ fn each_invalid_profile_stops_mecha_with_its_fix() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
 }
+
+/// Config that names tools by name reaches a profile too: `force` widens
+/// its capabilities (a destructive one is no longer read-only), and a
+/// `[[rule]]` for it is no typo.
+#[test]
+fn force_and_rules_name_a_profile_like_any_tool() {
+    let e = with_config(&format!(
+        "[tools.research]\nforce = {{ destructive = true }}\n\n[[rule]]\ntool = \"research\"\naction = \"prompt\"\n{RESEARCH}"
+    ));
+    let out = mecha(&e, &["tools", "--json"]).success();
+    let stderr = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(!stderr.contains("research"), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let tools = v["tools"].as_array().unwrap();
+    let research = named(tools, "research").unwrap();
+    assert_eq!(research["capabilities"], caps(true, true, "chosen", true));
+    assert_eq!(research["read_only"], false);
+    assert_eq!(research["forced"]["destructive"], true, "{research:#}");
+}

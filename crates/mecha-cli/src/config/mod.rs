@@ -248,16 +248,7 @@ impl Settings {
                     .to_owned(),
             });
         }
-        if project.subagent.is_some() {
-            return Err(ConfigError::Invalid {
-                path: path.to_path_buf(),
-                message: "a project's mecha.toml cannot add [[subagent]] profiles: a cloned \
-                          repository must not define agents. Put them in \
-                          $MECHA_HOME/config.toml; a project may only switch one off, like any \
-                          tool, with [tools] disabled = [\"NAME\"]"
-                    .to_owned(),
-            });
-        }
+        subagents::refuse_in_project(path, project.subagent.as_ref())?;
         self.project_compact_at = compaction::project_compact_at(path, project.provider)?;
         if let Some(rule) = project.rule.iter().find(|r| r.action == RuleAction::Allow) {
             return Err(ConfigError::Invalid {
