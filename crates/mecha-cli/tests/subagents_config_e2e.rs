@@ -213,7 +213,7 @@ fn each_invalid_profile_stops_mecha_with_its_fix() {
         (
             "[[subagent]]\nname = \"shell\"\ndescription = \"d\"\ntools = []\n".to_owned(),
             None,
-            "`shell` has the name of a tool the run already has: the profile becomes a tool of that name, so rename it",
+            "`shell` has the name of a tool the run already has, or may get from an MCP server: the profile becomes a tool of that name, so rename it",
         ),
         (
             profile("tools = [\"research\"]"),

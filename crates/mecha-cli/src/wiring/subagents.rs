@@ -30,10 +30,13 @@ pub(super) fn check_profiles(settings: &Settings, registry: &Registry) -> Result
     for profile in profiles {
         let file = profile.source.display();
         let name = profile.name();
-        if registry.contains(name) {
+        // A server's namespace too: one that did not start this run, or
+        // adds the tool later, would take the name from under the profile.
+        if registry.contains(name) || of_a_server(settings, name) {
             return Err(Failure::Usage(format!(
-                "{file}: [[subagent]] `{name}` has the name of a tool the run already has: the \
-                 profile becomes a tool of that name, so rename it"
+                "{file}: [[subagent]] `{name}` has the name of a tool the run already has, or \
+                 may get from an MCP server: the profile becomes a tool of that name, so rename \
+                 it"
             )));
         }
         for tool in &profile.tools {

@@ -145,6 +145,16 @@ fn a_profile_may_not_take_a_tools_name_nor_list_a_tool_that_is_none() {
         "{message}"
     );
     assert!(message.contains("rename it"), "{message}");
+    // Nor a name in an MCP server's namespace, which the server (failed
+    // here) could announce later.
+    let server = "[[mcp]]\nname = \"srv\"\ncommand = \"/nonexistent/srv\"\n\n[[subagent]]\nname = \"srv__find\"\ndescription = \"d\"\ntools = []\n";
+    let Err(Failure::Usage(message)) = toolbox(server, &[], false) else {
+        panic!("a profile in a server's namespace was taken");
+    };
+    assert!(
+        message.contains("`srv__find` has the name of a tool"),
+        "{message}"
+    );
     // Disabled this run, the tool is still no typo.
     let narrowed = "[tools]\ndisabled = [\"shell\"]\n[[subagent]]\nname = \"r\"\ndescription = \"d\"\ntools = [\"shell\"]\n";
     assert_eq!(
