@@ -11,8 +11,8 @@ use crate::config::Settings;
 use crate::skills::SkillFlags;
 use crate::wiring::{Toolbox, build_toolbox};
 
-/// The toolbox of a run with `config` as the user's file, its subagents
-/// registered without a model.
+/// The toolbox of a run with `config` as the user's file and one skill,
+/// `notes`, in the store; its subagents registered without a model.
 fn toolbox(config: &str, flags: &[&str], plan: bool) -> Result<Toolbox, Failure> {
     toolbox_with(config, flags, plan, &|_| None).map(|(t, _)| t)
 }
@@ -29,6 +29,13 @@ fn toolbox_with(
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&ws).unwrap();
     std::fs::write(home.join("config.toml"), config).unwrap();
+    let skill = home.join("skills/notes");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: notes\ndescription: Take notes. Use when asked to.\n---\nWrite them down.\n",
+    )
+    .unwrap();
     let mut settings = Settings::load(&home, &ws)?;
     let flags: Vec<String> = flags.iter().map(|f| (*f).to_owned()).collect();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -175,16 +182,19 @@ fn a_profile_may_not_take_a_tools_name_nor_list_a_tool_that_is_none() {
     );
 }
 
-/// The child's plan is its own: it writes a list in a fresh `todo`, and
-/// the parent's stays empty.
+/// The child's state is its own: it writes a list in a fresh `todo` and
+/// loads a skill into a fresh `skill`, and the parent's stay empty.
 #[test]
-fn a_child_plans_in_a_todo_of_its_own() {
+fn a_child_plans_and_loads_skills_in_tools_of_its_own() {
     let child_turns = vec![
         ScriptTurn {
-            tool_calls: vec![ScriptToolCall::new(
-                "todo",
-                json!({"items": [{"content": "the child's step", "status": "pending"}]}),
-            )],
+            tool_calls: vec![
+                ScriptToolCall::new(
+                    "todo",
+                    json!({"items": [{"content": "the child's step", "status": "pending"}]}),
+                ),
+                ScriptToolCall::new("skill", json!({"name": "notes"})),
+            ],
             ..ScriptTurn::default()
         },
         ScriptTurn {
@@ -208,7 +218,7 @@ fn a_child_plans_in_a_todo_of_its_own() {
             lineage: Arc::clone(&lineage),
         })
     };
-    let config = "[[subagent]]\nname = \"planner\"\ndescription = \"d\"\ntools = [\"todo\"]\n";
+    let config = "[[subagent]]\nname = \"planner\"\ndescription = \"d\"\ntools = [\"todo\", \"skill\"]\n";
     let (toolbox, tmp) = toolbox_with(config, &[], false, &runtime).unwrap();
     let ctx = ToolCtx::new(&tmp.path().join("ws"), 16_384).unwrap();
     let planner = toolbox.registry.get("planner").unwrap();
@@ -225,5 +235,11 @@ fn a_child_plans_in_a_todo_of_its_own() {
         parent_todo.echo(),
         None,
         "the child's plan reached the parent's todo"
+    );
+    let parent_skill = toolbox.registry.get("skill").unwrap();
+    assert_eq!(
+        parent_skill.saved_state(),
+        None,
+        "the child's skill reached the parent's"
     );
 }
