@@ -218,7 +218,8 @@ fn a_child_plans_and_loads_skills_in_tools_of_its_own() {
             lineage: Arc::clone(&lineage),
         })
     };
-    let config = "[[subagent]]\nname = \"planner\"\ndescription = \"d\"\ntools = [\"todo\", \"skill\"]\n";
+    let config =
+        "[[subagent]]\nname = \"planner\"\ndescription = \"d\"\ntools = [\"todo\", \"skill\"]\n";
     let (toolbox, tmp) = toolbox_with(config, &[], false, &runtime).unwrap();
     let ctx = ToolCtx::new(&tmp.path().join("ws"), 16_384).unwrap();
     let planner = toolbox.registry.get("planner").unwrap();
