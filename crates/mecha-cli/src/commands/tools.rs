@@ -13,7 +13,7 @@ use crate::Failure;
 use crate::config::Settings;
 use crate::skills::SkillFlags;
 use crate::terminal::printable;
-use crate::wiring::{Toolbox, build_toolbox};
+use crate::wiring::{Toolbox, build_toolbox, register_subagents};
 
 #[derive(Args, Debug)]
 pub struct ToolsArgs {
@@ -90,7 +90,7 @@ pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<
     // The listing shows failed servers itself; the machine-readable forms
     // report them on stderr.
     let report = args.schema || args.json;
-    let toolbox = runtime.block_on(build_toolbox(
+    let mut toolbox = runtime.block_on(build_toolbox(
         &mut settings,
         &args.tools,
         &SkillFlags::default(),
@@ -99,6 +99,11 @@ pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<
         report,
         Vec::new(),
     ))?;
+    // Listed, never called: nothing connects them to a model here.
+    if let Err(failure) = register_subagents(&mut toolbox, &settings.subagents, &|_| None) {
+        toolbox.shutdown();
+        return Err(failure);
+    }
     warn_about_send_lookalikes(&toolbox, &settings);
     let text = if args.schema {
         schema(&toolbox.registry)
@@ -173,15 +178,25 @@ fn capabilities_json(toolbox: &Toolbox) -> serde_json::Result<String> {
         .iter()
         .map(|t| {
             let origin = toolbox.hub.as_ref().and_then(|hub| hub.origin(t.name()));
+            let child = toolbox.children.get(t.name());
+            let source = match (&origin, child) {
+                (Some(o), _) => format!("mcp:{}", o.server),
+                (None, Some(_)) => "subagent".to_owned(),
+                (None, None) => "builtin".to_owned(),
+            };
             let mut entry = json!({
                 "name": t.name(),
-                "source": origin.as_ref().map_or("builtin".to_owned(), |o| format!("mcp:{}", o.server)),
+                "source": source,
                 "read_only": t.read_only(),
                 "capabilities": t.capabilities(),
                 "refused_when_armed": t.capabilities().refused_when_armed(),
             });
             if let Some(origin) = origin {
                 entry["raw_name"] = json!(origin.raw_name);
+            }
+            // What the child gets, from which its capabilities derive.
+            if let Some(child) = child {
+                entry["tools"] = json!(child);
             }
             // What config forced, so the widened capabilities explain themselves.
             if let Some(forced) = toolbox.forcing.of(t.name()) {
@@ -229,8 +244,9 @@ fn capabilities_json(toolbox: &Toolbox) -> serde_json::Result<String> {
 fn human(toolbox: &Toolbox, settings: &Settings) -> serde_json::Result<String> {
     let mut out = sandbox_line(toolbox.sandbox.as_ref(), settings);
     let hub = toolbox.hub.as_deref();
-    let is_builtin =
-        |t: &&std::sync::Arc<dyn Tool>| hub.is_none_or(|h| h.origin(t.name()).is_none());
+    let is_builtin = |t: &&std::sync::Arc<dyn Tool>| {
+        hub.is_none_or(|h| h.origin(t.name()).is_none()) && !toolbox.children.contains_key(t.name())
+    };
     let builtins: Vec<_> = toolbox.registry.iter().filter(is_builtin).collect();
     let width = toolbox.registry.names().map(str::len).max().unwrap_or(0);
     out.push_str(&format!("built-in ({}):\n", builtins.len()));
@@ -240,6 +256,7 @@ fn human(toolbox: &Toolbox, settings: &Settings) -> serde_json::Result<String> {
     if let Some(hub) = hub {
         out.push_str(&servers(hub, &toolbox.registry, settings, width));
     }
+    out.push_str(&subagents(toolbox, width));
     if toolbox
         .registry
         .iter()
@@ -287,6 +304,26 @@ fn servers(hub: &McpHub, registry: &Registry, settings: &Settings, width: usize)
                 ));
             }
         }
+    }
+    out
+}
+
+/// Each subagent the run keeps, with the tools its child gets.
+fn subagents(toolbox: &Toolbox, width: usize) -> String {
+    if toolbox.children.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("subagents ({}):\n", toolbox.children.len());
+    for (name, tools) in &toolbox.children {
+        let Some(tool) = toolbox.registry.get(name) else {
+            continue;
+        };
+        out.push_str(&line(tool.as_ref(), width));
+        let given = match tools.is_empty() {
+            true => "no tools".to_owned(),
+            false => tools.join(", "),
+        };
+        out.push_str(&format!("  {:width$}    tools: {given}\n", ""));
     }
     out
 }

@@ -6,6 +6,7 @@ mod distrust;
 mod model;
 mod sandbox;
 mod skills;
+mod subagents;
 mod toml_file;
 mod unheeded;
 
@@ -25,6 +26,7 @@ use mecha_tools::{BuiltinConfig, FetchConfig, ShellConfig};
 
 use model::{GlobalConfig, ProjectConfig};
 pub use skills::SkillSettings;
+pub use subagents::SubagentConfig;
 use toml_file::read_optional;
 use unheeded::Narrowing;
 
@@ -77,6 +79,14 @@ pub struct ToolFilter {
 impl ToolFilter {
     pub fn keeps(&self, tool: &dyn Tool) -> bool {
         self.keeps_name(tool.name()) && (!self.read_only_only || tool.read_only())
+    }
+
+    /// [`ToolFilter::keeps`] for a subagent, which a planning run also
+    /// drops when its profile lists a tool that changes things, even one
+    /// narrowed away: a writer cut down to its readers is not what the
+    /// profile describes.
+    pub fn keeps_subagent(&self, tool: &dyn Tool, read_only_as_configured: bool) -> bool {
+        self.keeps(tool) && (!self.read_only_only || read_only_as_configured)
     }
 
     /// Whether a tool of this name survives every layer.
@@ -132,6 +142,8 @@ pub struct Settings {
     pub distrust_workspace: bool,
     /// `[skills]` of both layers.
     pub skills: SkillSettings,
+    /// `[[subagent]]` of the user's file, checked, in dependency order.
+    pub subagents: Vec<SubagentConfig>,
 }
 
 impl Settings {
@@ -210,6 +222,7 @@ impl Settings {
             provider: global.provider,
             sandbox: global.sandbox,
             skills: SkillSettings::from_user(&global.skills, here, &path),
+            subagents: subagents::check(&path, global.subagent)?,
         };
         settings.add_forced(&global.tools);
         for file in &global.mcp_files {
@@ -235,6 +248,7 @@ impl Settings {
                     .to_owned(),
             });
         }
+        subagents::refuse_in_project(path, project.subagent.as_ref())?;
         self.project_compact_at = compaction::project_compact_at(path, project.provider)?;
         if let Some(rule) = project.rule.iter().find(|r| r.action == RuleAction::Allow) {
             return Err(ConfigError::Invalid {
@@ -480,5 +494,7 @@ fn non_empty_set(names: &[String]) -> Option<BTreeSet<String>> {
 
 #[cfg(test)]
 mod force_tests;
+#[cfg(test)]
+mod subagent_tests;
 #[cfg(test)]
 mod tests;

@@ -38,6 +38,29 @@ pub struct GlobalConfig {
     /// `[skills]`: which skills of the store a run carries.
     #[serde(default)]
     pub skills: SkillsSection,
+    /// `[[subagent]]`: child agents, each one more tool.
+    #[serde(default)]
+    pub subagent: Vec<SubagentSection>,
+}
+
+/// One `[[subagent]]` as written; `subagents.rs` checks it. The keys every
+/// profile needs are optional here so that their absence can be refused
+/// naming the profile, which serde's "missing field" cannot.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubagentSection {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub tools: Option<Vec<String>>,
+    pub instructions: Option<String>,
+    pub model: Option<String>,
+    pub max_turns: Option<u32>,
+    pub timeout_s: Option<u64>,
+    #[serde(default)]
+    pub trusted_output: bool,
+    /// `"number"`, `"boolean"` or a list of strings; read as a value so a
+    /// wrong one is refused naming the profile.
+    pub answer_shape: Option<toml::Value>,
 }
 
 /// `[agent]`: how a run behaves.
@@ -241,11 +264,14 @@ pub struct ProjectConfig {
     #[serde(default)]
     pub skills: SkillsSection,
     /// Caught by name to refuse with a reason: a project must not start
-    /// programs, nor choose where the conversation goes. Of `[provider]`
-    /// only `compact_at_tokens` is taken (it can only compact sooner).
+    /// programs, nor define agents, nor choose where the conversation goes.
+    /// Of `[provider]` only `compact_at_tokens` is taken (it can only
+    /// compact sooner).
     pub provider: Option<toml::Value>,
     pub mcp: Option<toml::Value>,
     pub mcp_files: Option<toml::Value>,
+    /// A cloned repository must not define agents.
+    pub subagent: Option<toml::Value>,
 }
 
 /// A project's `[sandbox]`: it may switch confinement on and the network

@@ -3,8 +3,10 @@
 //! around it in `agent.rs`.
 
 mod agent;
+mod subagents;
 
 pub use agent::{Start, Started, build_agent};
+pub use subagents::register_subagents;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -39,6 +41,11 @@ pub struct Toolbox {
     pub skill_tool: Option<Arc<SkillTool>>,
     /// What config forces on tools, for tools announced later.
     pub forcing: Forcing,
+    /// Every tool before narrowing (forced), which decides what a
+    /// subagent's profile is as configured.
+    pub unnarrowed: Registry,
+    /// Each registered subagent's tools, as its child got them.
+    pub children: BTreeMap<String, Vec<String>>,
 }
 
 /// Capabilities config forces onto tools by name (`[tools.NAME] force`,
@@ -147,8 +154,10 @@ pub async fn build_toolbox(
         Some(Arc::new(hub))
     };
     check_names(settings, flags, &registry)?;
+    subagents::check_profiles(settings, &registry)?;
     let forcing = Forcing(settings.forcing());
     let mut registry = forcing.registry(&registry)?;
+    let unnarrowed = registry.clone();
     let rules = Rules::compile(&settings.rules).map_err(|e| Failure::Usage(e.to_string()))?;
     warn_unmatched_rules(settings, &rules, &registry);
     if !flags.is_empty() {
@@ -165,6 +174,8 @@ pub async fn build_toolbox(
         forcing,
         skills,
         skill_tool,
+        unnarrowed,
+        children: BTreeMap::new(),
     })
 }
 
@@ -172,7 +183,7 @@ pub async fn build_toolbox(
 /// a disabled tool is no typo) is most likely misspelt, and a misspelt
 /// forbid protects nothing. Warned about, like `[tools]` names.
 fn warn_unmatched_rules(settings: &Settings, rules: &Rules, registry: &Registry) {
-    let names: Vec<&str> = registry.names().collect();
+    let names: Vec<&str> = registry.names().chain(profile_names(settings)).collect();
     for pattern in rules.unmatched_tools(&names) {
         if of_a_server(settings, pattern) {
             eprintln!(
@@ -188,6 +199,12 @@ fn warn_unmatched_rules(settings: &Settings, rules: &Rules, registry: &Registry)
     }
 }
 
+/// The `[[subagent]]` profiles, which become tools only once the others
+/// are narrowed, and count as tools for every check of names before.
+fn profile_names(settings: &Settings) -> impl Iterator<Item = &str> {
+    settings.subagents.iter().map(|p| p.name())
+}
+
 /// Whether `name` is in the namespace of a configured MCP server.
 fn of_a_server(settings: &Settings, name: &str) -> bool {
     settings
@@ -200,7 +217,7 @@ fn of_a_server(settings: &Settings, name: &str) -> bool {
 /// server that did not start); names in config that match nothing are
 /// worth a warning, so a typo does not pass for a deliberate narrowing.
 fn check_names(settings: &Settings, flags: &[String], registry: &Registry) -> Result<(), Failure> {
-    let exists = |name: &str| registry.contains(name);
+    let exists = |name: &str| registry.contains(name) || profile_names(settings).any(|p| p == name);
     let of_a_server = |name: &str| of_a_server(settings, name);
     let typos: Vec<&str> = flags
         .iter()
@@ -208,7 +225,7 @@ fn check_names(settings: &Settings, flags: &[String], registry: &Registry) -> Re
         .filter(|n| !exists(n) && !of_a_server(n))
         .collect();
     if !typos.is_empty() {
-        let known: Vec<&str> = registry.names().collect();
+        let known: Vec<&str> = registry.names().chain(profile_names(settings)).collect();
         return Err(Failure::Usage(format!(
             "--tool names no such tool: {}; the tools are: {}",
             typos.join(", "),
