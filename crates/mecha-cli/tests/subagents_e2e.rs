@@ -52,19 +52,30 @@ async fn a_run_delegates_and_gets_back_the_answer_alone() {
     ])
     .await;
     let out = e
-        .run(Api::Anthropic, &mock, "k", &["--yes", "when is the meeting?"])
+        .run(
+            Api::Anthropic,
+            &mock,
+            "k",
+            &["--yes", "when is the meeting?"],
+        )
         .await;
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     assert_eq!(stdout(&out), "It is on Tuesday.\n");
-    assert!(err.contains("research: → fs_read"), "the child's call is shown: {err}");
+    assert!(
+        err.contains("research: → fs_read"),
+        "the child's call is shown: {err}"
+    );
 
     let bodies = bodies(&mock);
     assert_eq!(bodies.len(), 4, "parent, child, child, parent");
     assert!(offers(&bodies[0], "research") && !offers(&bodies[1], "research"));
     let child_system = bodies[1]["system"].to_string();
     assert!(child_system.contains("subagent"), "{child_system}");
-    assert_eq!(bodies[1]["messages"][0]["content"], "When is the meeting?");
+    assert_eq!(
+        bodies[1]["messages"][0]["content"][0]["text"],
+        "When is the meeting?"
+    );
     let last = bodies[3]["messages"].to_string();
     assert!(last.contains("Tuesday, says notes.txt."), "{last}");
     assert!(
@@ -74,7 +85,14 @@ async fn a_run_delegates_and_gets_back_the_answer_alone() {
 
     // The child's conversation is kept beside the parent's, linked to it.
     let out = e
-        .mecha(Api::Anthropic, &mock, "k", "sessions", &["list", "--json"], "")
+        .mecha(
+            Api::Anthropic,
+            &mock,
+            "k",
+            "sessions",
+            &["list", "--json"],
+            "",
+        )
         .await;
     let listed: Vec<Value> = stdout(&out)
         .lines()
@@ -104,7 +122,10 @@ async fn the_childs_allowlist_holds_through_the_binary() {
         )
         .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(!e.ws.join("planted.txt").exists(), "fs_write is not the child's");
+    assert!(
+        !e.ws.join("planted.txt").exists(),
+        "fs_write is not the child's"
+    );
     let events: Vec<Value> = stdout(&out)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
