@@ -103,6 +103,15 @@ async fn a_run_delegates_and_gets_back_the_answer_alone() {
     let parent = listed.iter().find(|l| l["parent"].is_null()).unwrap();
     assert_eq!(child["parent"], parent["id"]);
     assert_eq!(child["first_prompt"], "When is the meeting?");
+
+    // `--continue` goes on with the run, not with its subagent's part.
+    let mock = MockModel::start(vec![MockReply::text("still Tuesday")]).await;
+    let out = e
+        .run(Api::Anthropic, &mock, "k", &["--continue", "sure?"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let first = mock.requests()[0].body["messages"][0].to_string();
+    assert!(first.contains("when is the meeting?"), "{first}");
 }
 
 #[tokio::test]
