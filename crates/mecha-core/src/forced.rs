@@ -61,15 +61,25 @@ impl ForcedCapabilities {
         }
     }
 
-    /// What two layers force together (the user's config and a project's).
+    /// Capabilities as config would spell forcing them.
+    fn spelt(caps: Capabilities) -> Self {
+        Self {
+            private_data: caps.private_data,
+            untrusted_input: caps.untrusted_input,
+            egress: match caps.egress {
+                Egress::None => ForcedEgress::None,
+                Egress::Blind => ForcedEgress::Blind,
+                Egress::Chosen => ForcedEgress::Chosen,
+            },
+            destructive: caps.destructive,
+        }
+    }
+
+    /// What two layers force together (the user's config and a project's):
+    /// [`Capabilities::union`], the one way capabilities combine.
     #[must_use]
     pub fn union(self, other: Self) -> Self {
-        Self {
-            private_data: self.private_data || other.private_data,
-            untrusted_input: self.untrusted_input || other.untrusted_input,
-            egress: self.egress.max(other.egress),
-            destructive: self.destructive || other.destructive,
-        }
+        Self::spelt(self.capabilities().union(other.capabilities()))
     }
 
     /// Whether it forces anything at all.

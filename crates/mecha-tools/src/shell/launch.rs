@@ -29,8 +29,11 @@ pub(super) struct Launched {
 }
 
 /// Why a command did not start.
+#[derive(Debug, thiserror::Error)]
 pub(super) enum LaunchError {
+    #[error("{0}")]
     Io(io::Error),
+    #[error("{0}")]
     Sandbox(mecha_sandbox::SandboxError),
 }
 
@@ -103,13 +106,4 @@ fn confined_env(sandbox: &Sandbox) -> BTreeMap<OsString, OsString> {
     env.insert("TMPDIR".into(), "/tmp".into());
     env.insert("GIT_TERMINAL_PROMPT".into(), "0".into());
     env
-}
-
-impl std::fmt::Display for LaunchError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Io(e) => write!(f, "{e}"),
-            Self::Sandbox(e) => write!(f, "{e}"),
-        }
-    }
 }
