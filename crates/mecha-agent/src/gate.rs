@@ -16,7 +16,7 @@ use mecha_core::{
 };
 
 use crate::events::{GateStage, GateVerdict};
-use crate::hook::Hook;
+use crate::hook::{Hook, HookVerdict};
 use crate::surface::Surface;
 use crate::validate::SchemaCheck;
 
@@ -91,11 +91,16 @@ impl Gate {
             InterlockVerdict::NeedsFreshDecision(refusal) => Some(refusal),
             InterlockVerdict::Clear => None,
         };
-        if let Some(hook) = &self.hook
-            && let Some(reason) = hook.pre_tool(tool, &call.input).await
-        {
-            return blocked(Hook, format!("refused by a hook: {reason}"));
-        }
+        let hook_asks = match &self.hook {
+            Some(hook) => match hook.pre_tool(tool, &call.input, &call.id).await {
+                HookVerdict::Pass => None,
+                HookVerdict::Block(reason) => {
+                    return blocked(Hook, format!("refused by a hook: {reason}"));
+                }
+                HookVerdict::Ask(reason) => Some(reason),
+            },
+            None => None,
+        };
         // A path the tool would refuse is refused now, in the jail's words:
         // nobody should be asked to approve a write outside the workspace
         // or into mecha's home. What the paths resolve to is also what
@@ -127,6 +132,23 @@ impl Gate {
                 match self.approver.ask_fresh(tool, &call.input, why).await {
                     Some(decision) => verdict(Interlock, decision),
                     None => blocked(Interlock, refusal),
+                }
+            }
+            // A hook's `ask` is a prompt rule of its own: only a person,
+            // asked afresh, lets the call run.
+            (_, None) if hook_asks.is_some() => {
+                let why = FreshReason::Hook;
+                match self.approver.ask_fresh(tool, &call.input, why).await {
+                    Some(decision) => verdict(Hook, decision),
+                    None => blocked(
+                        Hook,
+                        format!(
+                            "a hook requires a fresh human decision for this `{}` call ({}), and \
+                             this run has nobody to ask",
+                            tool.name(),
+                            hook_asks.unwrap_or_default()
+                        ),
+                    ),
                 }
             }
             (Some(RuleAction::Prompt), None) => {

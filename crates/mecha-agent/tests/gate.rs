@@ -7,7 +7,7 @@ mod support;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use mecha_agent::{Gate, GateStage, GateVerdict, Hook};
+use mecha_agent::{Gate, GateStage, GateVerdict, Hook, HookVerdict};
 use mecha_core::{
     Approver, Capabilities, Decision, ModeApprover, PermissionMode, Registry, RuleAction,
     RuleConfig, Rules, Taint, Tool, ToolCall, ToolOutput,
@@ -162,9 +162,9 @@ struct Refuse(Mutex<u32>);
 
 #[async_trait]
 impl Hook for Refuse {
-    async fn pre_tool(&self, _tool: &dyn Tool, _input: &Value) -> Option<String> {
+    async fn pre_tool(&self, _tool: &dyn Tool, _input: &Value, _call_id: &str) -> HookVerdict {
         *self.0.lock().unwrap() += 1;
-        Some("policy says no".into())
+        HookVerdict::Block("policy says no".into())
     }
 }
 
@@ -431,4 +431,122 @@ async fn four_sleeps_in_one_turn_take_about_a_second() {
         "took {took:?}: the calls did not overlap"
     );
     assert_eq!(results_sent(&queue).len(), 4);
+}
+
+/// A hook that always answers the same.
+struct Answers(HookVerdict);
+
+#[async_trait]
+impl Hook for Answers {
+    async fn pre_tool(&self, _tool: &dyn Tool, _input: &Value, _call_id: &str) -> HookVerdict {
+        self.0.clone()
+    }
+}
+
+#[tokio::test]
+async fn a_hooks_ask_needs_a_fresh_decision_and_its_allow_is_no_approval() {
+    let log = Log::default();
+    let reg = registry(&log);
+    let judge = |gate: Gate| {
+        let reg = reg.clone();
+        async move {
+            gate.judge(
+                &reg,
+                &unused_ctx(),
+                Taint::default(),
+                None,
+                &tool_call("writer", json!({})),
+            )
+            .await
+        }
+    };
+    let ask = || Some(Arc::new(Answers(HookVerdict::Ask("a deploy".into()))) as Arc<dyn Hook>);
+    // --yes and an allow rule: nobody to ask, so refused.
+    let yes: Arc<dyn Approver> = Arc::new(ModeApprover(PermissionMode::Allow));
+    let gate = Gate::new(
+        PermissionMode::Allow,
+        yes,
+        rules(Some(RuleAction::Allow)),
+        ask(),
+        false,
+    );
+    let v = judge(gate).await;
+    let GateVerdict::Blocked {
+        stage: GateStage::Hook,
+        reason,
+    } = &v
+    else {
+        panic!("{v:?}");
+    };
+    assert!(
+        reason.contains("fresh human decision") && reason.contains("a deploy"),
+        "{reason}"
+    );
+    // At a terminal: asked once, afresh, and the answer decides.
+    let person = Arc::new(Scripted {
+        mode: PermissionMode::Ask,
+        answer: Decision::Deny("no".into()),
+        fresh: Some(Decision::Allow),
+        asked: Mutex::new(Vec::new()),
+    });
+    let gate = Gate::new(
+        PermissionMode::Ask,
+        person.clone(),
+        rules(None),
+        ask(),
+        false,
+    );
+    assert_eq!(
+        judge(gate).await,
+        GateVerdict::Allowed {
+            stage: GateStage::Hook
+        }
+    );
+    assert_eq!(*person.asked.lock().unwrap(), ["hook:writer"]);
+    // A forbid rule still forbids what a hook asks about.
+    let gate = Gate::new(
+        PermissionMode::Ask,
+        person.clone(),
+        rules(Some(RuleAction::Forbid)),
+        ask(),
+        false,
+    );
+    assert!(matches!(
+        judge(gate).await,
+        GateVerdict::Blocked {
+            stage: GateStage::Rule,
+            ..
+        }
+    ));
+    // `allow` is no objection: a prompt rule and the approver still decide.
+    let pass = || Some(Arc::new(Answers(HookVerdict::Pass)) as Arc<dyn Hook>);
+    let nobody: Arc<dyn Approver> = Arc::new(ModeApprover(PermissionMode::Ask));
+    let gate = Gate::new(
+        PermissionMode::Ask,
+        Arc::clone(&nobody),
+        rules(None),
+        pass(),
+        false,
+    );
+    assert!(matches!(
+        judge(gate).await,
+        GateVerdict::Blocked {
+            stage: GateStage::Approval,
+            ..
+        }
+    ));
+    let gate = Gate::new(
+        PermissionMode::Allow,
+        Arc::new(ModeApprover(PermissionMode::Allow)),
+        rules(Some(RuleAction::Prompt)),
+        pass(),
+        false,
+    );
+    assert!(matches!(
+        judge(gate).await,
+        GateVerdict::Blocked {
+            stage: GateStage::Rule,
+            ..
+        }
+    ));
 }

@@ -63,6 +63,8 @@ pub trait Approver: Send + Sync {
 pub enum FreshReason {
     /// A `prompt` `[[rule]]` matched it.
     Rule,
+    /// A hook answered `ask`.
+    Hook,
     /// Untrusted content is in the conversation and the call reads private
     /// data and sends where the model says (see
     /// [`crate::Capabilities::is_one_call_trifecta`]).
@@ -74,6 +76,7 @@ impl FreshReason {
     pub fn why(self) -> &'static str {
         match self {
             Self::Rule => "a rule asks for a fresh decision on this call",
+            Self::Hook => "a hook asks for a fresh decision on this call",
             Self::OneCallTrifecta => {
                 "untrusted content is in this conversation and this call could read private data \
                  and send it in one go, so it needs a fresh decision"

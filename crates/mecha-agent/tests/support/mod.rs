@@ -254,6 +254,7 @@ impl Approver for Scripted {
         let asked = match why {
             FreshReason::Rule => "fresh",
             FreshReason::OneCallTrifecta => "trifecta",
+            FreshReason::Hook => "hook",
         };
         self.asked
             .lock()
