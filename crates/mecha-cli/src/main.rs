@@ -7,6 +7,7 @@
 //! reader (see `output`).
 
 mod approve;
+mod hooks;
 mod commands;
 mod config;
 mod context_window;

@@ -98,6 +98,17 @@ pub enum PermissionMode {
     Ask,
 }
 
+impl PermissionMode {
+    /// The mode as config spells it (`allow`, `read-only`, `ask`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::ReadOnly => "read-only",
+            Self::Ask => "ask",
+        }
+    }
+}
+
 /// Answers from the mode alone, asking nobody: for runs with no one to ask.
 ///
 /// Read-only mode is not decided here: the gate refuses a changing tool in

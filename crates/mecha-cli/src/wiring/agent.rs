@@ -6,7 +6,8 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use mecha_agent::{Agent, ChildJournals, Gate, Limits, Lineage, Runtime, Session};
+use mecha_agent::{Agent, ChildJournals, Gate, Hook, Limits, Lineage, Runtime, Session};
+use mecha_hooks::HookContext;
 use mecha_core::{Approver, Journal, ModeApprover, PermissionMode, Tool, ToolCtx};
 use mecha_provider::{Provider, ProviderError, Script, ScriptedProvider};
 use mecha_session::{Loaded, RecallTool};
@@ -18,6 +19,7 @@ use crate::Failure;
 use crate::approve::TerminalApprover;
 use crate::commands::RunOptions;
 use crate::config::Settings;
+use crate::hooks::UserHooks;
 use crate::session::{self, ChildSessions};
 use crate::skills::{SkillFlags, level1_warning};
 
@@ -217,11 +219,21 @@ async fn wire(
     } else {
         Arc::new(ModeApprover(mode))
     };
+    let hook: Option<Arc<dyn Hook>> = (!settings.hooks.is_empty()).then(|| {
+        Arc::new(UserHooks {
+            set: Arc::clone(&settings.hooks),
+            context: HookContext {
+                session_id: parent_session.clone().unwrap_or_default(),
+                cwd: workspace.to_path_buf(),
+                permission_mode: mode.as_str().to_owned(),
+            },
+        }) as Arc<dyn Hook>
+    });
     let lineage = Arc::new(Lineage {
         mode,
         approver: Arc::clone(&approver),
         rules: toolbox.rules.clone(),
-        hook: None,
+        hook: hook.clone(),
         block_sends_after_private: settings.block_sends_after_private,
         turn_budget: settings.turn_budget,
         journals: parent_session.map(|parent| {
@@ -239,7 +251,7 @@ async fn wire(
         mode,
         approver,
         std::mem::take(&mut toolbox.rules),
-        None,
+        hook,
         settings.block_sends_after_private,
     );
     let limits = Limits {
