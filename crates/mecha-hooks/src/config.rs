@@ -169,7 +169,7 @@ impl Hook {
                         number,
                         command,
                         matcher: m.to_owned(),
-                        reason: first_line(&e.to_string()),
+                        reason: complaint(&e.to_string()),
                     });
                 }
             },
@@ -202,13 +202,12 @@ impl Hook {
     }
 }
 
-/// regex's messages draw the pattern over several lines; one is enough
-/// inside ours.
-fn first_line(text: &str) -> String {
+/// regex's messages draw the pattern over several lines and say what is
+/// wrong on the last; that line is enough inside ours.
+fn complaint(text: &str) -> String {
     text.lines()
         .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .last()
+        .rfind(|l| !l.is_empty())
         .unwrap_or(text)
         .to_owned()
 }

@@ -13,7 +13,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use config::Hook;
 pub use config::{DEFAULT_TIMEOUT_S, HookConfig, HookError, HookEvent, OnError};
@@ -128,16 +129,21 @@ impl HookSet {
         input: &Value,
         tool_use_id: &str,
     ) -> Verdicts {
-        let payload = json!({
-            "session_id": at.session_id,
-            "cwd": at.cwd,
-            "permission_mode": at.permission_mode,
-            "hook_event_name": HookEvent::PreTool.wire_name(),
-            "tool_name": tool,
-            "tool_input": input,
-            "tool_use_id": tool_use_id,
-        });
-        let payload = payload.to_string().into_bytes();
+        // A struct, so the fields go out in Claude Code's order: scripts
+        // that match on the text rather than parse it still work.
+        let payload = PreToolPayload {
+            session_id: &at.session_id,
+            cwd: &at.cwd.to_string_lossy(),
+            permission_mode: &at.permission_mode,
+            hook_event_name: HookEvent::PreTool.wire_name(),
+            tool_name: tool,
+            tool_input: input,
+            tool_use_id,
+        };
+        // Serializing strings and a `Value` cannot fail. The newline is
+        // for scripts that `read` a line.
+        let mut payload = serde_json::to_vec(&payload).unwrap_or_default();
+        payload.push(b'\n');
         let runs = self
             .hooks
             .iter()
@@ -145,6 +151,18 @@ impl HookSet {
             .map(|h| run::run(h, &payload, &at.cwd));
         combine(futures::future::join_all(runs).await)
     }
+}
+
+/// What a pre_tool hook reads on stdin.
+#[derive(Serialize)]
+struct PreToolPayload<'a> {
+    session_id: &'a str,
+    cwd: &'a str,
+    permission_mode: &'a str,
+    hook_event_name: &'a str,
+    tool_name: &'a str,
+    tool_input: &'a Value,
+    tool_use_id: &'a str,
 }
 
 /// Any refusal wins over a question, and a question over no objection;

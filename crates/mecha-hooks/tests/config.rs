@@ -1,4 +1,5 @@
 //! Bad `[[hook]]` config: each an error naming the hook and the fix.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! The hook's environment: an allowlist plus the workspace, never a model
 //! key. Alone in its binary, because it sets variables of the process.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
