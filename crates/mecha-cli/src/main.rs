@@ -55,6 +55,8 @@ enum Command {
     Tools(commands::tools::ToolsArgs),
     /// The skills a run would carry, and the ones config withheld.
     Skills(commands::skills::SkillsArgs),
+    /// The configured hooks: list them, or try them on a sample.
+    Hooks(commands::hooks::HooksArgs),
     /// The configured MCP servers: list them, or check one.
     #[command(subcommand)]
     Mcp(commands::mcp::McpCommand),
@@ -127,6 +129,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Chat(args) => commands::chat::run(args, settings, &workspace),
         Command::Tools(args) => commands::tools::run(args, settings, &workspace),
         Command::Skills(args) => commands::skills::run(args, settings),
+        Command::Hooks(args) => commands::hooks::run(args, settings, &workspace),
         Command::Mcp(command) => commands::mcp::run(command, settings, &workspace),
         Command::Sessions(command) => commands::sessions::run(command),
     }

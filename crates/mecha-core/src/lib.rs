@@ -57,7 +57,7 @@ pub use journal::{Journal, LOST_RESULT, Record, close_dangling_calls};
 pub use output::{Narrowing, ToolOutput};
 pub use panic_cleanup::{clean_up_after_panic, install_panic_cleanup};
 pub use process_tree::{
-    ProcessGroup, become_subreaper, reap_orphans, reap_orphans_now, spawn_group,
+    BASE_ENV, ProcessGroup, become_subreaper, reap_orphans, reap_orphans_now, spawn_group,
 };
 pub use progress::ProgressSink;
 pub use registry::{DuplicateTool, Registry, ToolDefinition};

@@ -22,9 +22,7 @@ use tokio::sync::watch;
 use crate::config::McpServerConfig;
 use crate::error::StartError;
 
-/// Inherited from mecha when present, because most runtimes cannot start
-/// without them.
-pub const BASE_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ"];
+pub use mecha_core::BASE_ENV;
 
 /// Lines of stderr kept for error messages.
 pub(crate) const STDERR_TAIL_LINES: usize = 20;

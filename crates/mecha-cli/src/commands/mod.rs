@@ -1,6 +1,7 @@
 //! One module per subcommand, and the options `run` and `chat` share.
 
 pub mod chat;
+pub mod hooks;
 pub mod mcp;
 pub mod run;
 pub mod sessions;

@@ -3,6 +3,7 @@
 
 mod compaction;
 mod distrust;
+mod hooks;
 mod model;
 mod sandbox;
 mod skills;
@@ -144,6 +145,8 @@ pub struct Settings {
     pub skills: SkillSettings,
     /// `[[subagent]]` of the user's file, checked, in dependency order.
     pub subagents: Vec<SubagentConfig>,
+    /// `[[hook]]` of the user's file, checked.
+    pub hooks: mecha_hooks::HookSet,
 }
 
 impl Settings {
@@ -223,6 +226,7 @@ impl Settings {
             sandbox: global.sandbox,
             skills: SkillSettings::from_user(&global.skills, here, &path),
             subagents: subagents::check(&path, global.subagent)?,
+            hooks: hooks::compile(&path, here, &global.hook)?,
         };
         settings.add_forced(&global.tools);
         for file in &global.mcp_files {
@@ -249,6 +253,7 @@ impl Settings {
             });
         }
         subagents::refuse_in_project(path, project.subagent.as_ref())?;
+        hooks::refuse_in_project(path, project.hook.as_ref())?;
         self.project_compact_at = compaction::project_compact_at(path, project.provider)?;
         if let Some(rule) = project.rule.iter().find(|r| r.action == RuleAction::Allow) {
             return Err(ConfigError::Invalid {

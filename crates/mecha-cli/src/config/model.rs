@@ -41,6 +41,9 @@ pub struct GlobalConfig {
     /// `[[subagent]]`: child agents, each one more tool.
     #[serde(default)]
     pub subagent: Vec<SubagentSection>,
+    /// `[[hook]]`: policy programs at the gate and around the loop.
+    #[serde(default)]
+    pub hook: Vec<mecha_hooks::HookConfig>,
 }
 
 /// One `[[subagent]]` as written; `subagents.rs` checks it. The keys every
@@ -272,6 +275,8 @@ pub struct ProjectConfig {
     pub mcp_files: Option<toml::Value>,
     /// A cloned repository must not define agents.
     pub subagent: Option<toml::Value>,
+    /// A cloned repository must not run programs of its choosing.
+    pub hook: Option<toml::Value>,
 }
 
 /// A project's `[sandbox]`: it may switch confinement on and the network

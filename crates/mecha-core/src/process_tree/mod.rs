@@ -30,6 +30,12 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, Signal, WaitOptions, getpid, kill_process, kill_process_group};
 use tokio::process::{Child, Command};
 
+/// The variables a third-party child (an MCP server, a hook) inherits from
+/// mecha when present, because most runtimes cannot start without them.
+/// Such a child starts from an empty environment and gets only these and
+/// what its own config names: model keys never reach it.
+pub const BASE_ENV: [&str; 5] = ["PATH", "HOME", "LANG", "LC_ALL", "TZ"];
+
 /// What mecha is responsible for right now.
 #[derive(Debug, Default)]
 struct Registry {

@@ -1,0 +1,249 @@
+//! Running one hook: its process, its environment, its bounded output, and
+//! what its exit and stdout mean under the Claude Code contract.
+
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::time::Instant;
+
+use mecha_core::{BASE_ENV, spawn_group};
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+
+use crate::config::{Hook, OnError};
+use crate::{Decision, HookRun};
+
+/// The most of a hook's stdout that is read: a decision is a few hundred
+/// bytes, and a hook that writes megabytes must not grow memory.
+const MAX_STDOUT: usize = 64 * 1024;
+/// The most of its stderr that is read.
+const MAX_STDERR: usize = 16 * 1024;
+/// The longest reason passed on, in characters: it goes to the model.
+const MAX_REASON_CHARS: usize = 2000;
+
+/// The exit code that blocks, stderr being the reason.
+const EXIT_BLOCK: i32 = 2;
+
+/// Runs `hook` with `payload` on stdin in `cwd`, and reads its verdict.
+pub(crate) async fn run(hook: &Hook, payload: &[u8], cwd: &Path) -> HookRun {
+    let started = Instant::now();
+    let (decision, system_message, failure) = match execute(hook, payload, cwd).await {
+        Ok(finished) => match interpret(&finished) {
+            Ok((decision, message)) => (decision, message, None),
+            Err(problem) => failed(hook, problem),
+        },
+        Err(problem) => failed(hook, problem),
+    };
+    HookRun {
+        command: hook.command.clone(),
+        decision,
+        system_message,
+        failure,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// A hook that broke: its `on_error` decides, and the problem stays
+/// visible either way.
+fn failed(hook: &Hook, problem: String) -> (Decision, Option<String>, Option<String>) {
+    let decision = match hook.on_error {
+        OnError::Block => Decision::Block(format!(
+            "hook `{}` {problem}, so the call is blocked (a hook that breaks blocks; set \
+             on_error = \"allow\" on its [[hook]] to let calls through when it fails)",
+            hook.command
+        )),
+        OnError::Allow => Decision::Pass,
+    };
+    (decision, None, Some(problem))
+}
+
+struct Finished {
+    status: ExitStatus,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+async fn execute(hook: &Hook, payload: &[u8], cwd: &Path) -> Result<Finished, String> {
+    let mut cmd = Command::new(&hook.program);
+    cmd.current_dir(cwd)
+        .env_clear()
+        .envs(hook_env(cwd))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let (mut child, group) = spawn_group(&mut cmd).map_err(|e| format!("could not start: {e}"))?;
+    let (Some(mut stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err("could not start: its pipes were not opened".to_owned());
+    };
+    let feed = async move {
+        // A hook that does not read its stdin closes it: not an error.
+        let _ = stdin.write_all(payload).await;
+        drop(stdin);
+    };
+    let wait = async {
+        let status = child.wait().await;
+        // Whatever the hook left running in its group would hold the
+        // pipes open; the verdict is in once the hook itself has exited.
+        group.kill();
+        status
+    };
+    let all = async {
+        tokio::join!(
+            wait,
+            read_bounded(stdout, MAX_STDOUT),
+            read_bounded(stderr, MAX_STDERR),
+            feed
+        )
+    };
+    // On timeout `all` is dropped, and with `group` the whole group dies.
+    let (status, stdout, stderr, ()) = tokio::time::timeout(hook.timeout, all)
+        .await
+        .map_err(|_| format!("timed out after {} s", hook.timeout.as_secs()))?;
+    let status = status.map_err(|e| format!("could not be waited for: {e}"))?;
+    Ok(Finished {
+        status,
+        stdout,
+        stderr,
+    })
+}
+
+/// The allowlist an MCP server starts from, plus the workspace: never
+/// anything else of mecha's environment, so model keys never reach a hook.
+fn hook_env(cwd: &Path) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = BASE_ENV
+        .iter()
+        .filter_map(|name| std::env::var_os(name).map(|v| (OsString::from(name), v)))
+        .collect();
+    env.push(("MECHA_PROJECT_DIR".into(), cwd.as_os_str().to_owned()));
+    env
+}
+
+/// Reads at most `limit` bytes and drains the rest, so that a chatty hook
+/// neither grows memory nor blocks on a full pipe.
+async fn read_bounded(mut reader: impl AsyncRead + Unpin, limit: usize) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => return kept,
+            Ok(n) => {
+                let room = limit.saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
+        }
+    }
+}
+
+/// What a finished hook decided, or what went wrong.
+fn interpret(finished: &Finished) -> Result<(Decision, Option<String>), String> {
+    match finished.status.code() {
+        Some(0) => decision_of(&finished.stdout),
+        Some(EXIT_BLOCK) => {
+            let reason = bounded(String::from_utf8_lossy(&finished.stderr).trim());
+            Ok((
+                Decision::Block(if reason.is_empty() {
+                    "blocked by a hook (exit 2, no reason on stderr)".to_owned()
+                } else {
+                    reason
+                }),
+                None,
+            ))
+        }
+        Some(code) => Err(format!("exited with code {code}{}", stderr_tail(finished))),
+        None => Err(match finished.status.signal() {
+            Some(signal) => format!("was killed by signal {signal}{}", stderr_tail(finished)),
+            None => "ended without an exit code".to_owned(),
+        }),
+    }
+}
+
+fn stderr_tail(finished: &Finished) -> String {
+    let text = bounded(String::from_utf8_lossy(&finished.stderr).trim());
+    if text.is_empty() {
+        String::new()
+    } else {
+        format!(" (stderr: {text})")
+    }
+}
+
+/// Exit 0: empty stdout is no objection; otherwise it must be a JSON
+/// object in the Claude Code shape.
+fn decision_of(stdout: &[u8]) -> Result<(Decision, Option<String>), String> {
+    let text = String::from_utf8_lossy(stdout);
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok((Decision::Pass, None));
+    }
+    let json: Value = serde_json::from_str(text).map_err(|_| {
+        format!(
+            "printed something that is not JSON: `{}`",
+            bounded_to(text, 200)
+        )
+    })?;
+    let Value::Object(object) = &json else {
+        return Err(format!(
+            "printed JSON that is not an object: `{}`",
+            bounded_to(text, 200)
+        ));
+    };
+    let reason_at = |value: Option<&Value>| value.and_then(Value::as_str).map(bounded);
+    let system_message = reason_at(object.get("systemMessage"));
+    let specific = object.get("hookSpecificOutput");
+    let permission = specific.and_then(|s| s.get("permissionDecision"));
+    let permission_reason = reason_at(specific.and_then(|s| s.get("permissionDecisionReason")));
+    let no_reason = || "blocked by a hook (no reason given)".to_owned();
+    let decision = match permission.map(|p| p.as_str()) {
+        Some(Some("deny")) => Decision::Block(permission_reason.unwrap_or_else(no_reason)),
+        Some(Some("ask")) => Decision::Ask(
+            permission_reason.unwrap_or_else(|| "a hook asks for a person's decision".to_owned()),
+        ),
+        // "No objection", never an approval: the rules and the approver
+        // still run.
+        Some(Some("allow")) | None => Decision::Pass,
+        Some(other) => {
+            return Err(format!(
+                "answered permissionDecision {}, which is none of allow, deny, ask",
+                other.map_or_else(
+                    || permission.map(Value::to_string).unwrap_or_default(),
+                    |s| { format!("\"{s}\"") }
+                )
+            ));
+        }
+    };
+    // The older top-level form, and `continue: false`: each can only
+    // narrow what `permissionDecision` said.
+    let stop = object.get("continue").and_then(Value::as_bool) == Some(false);
+    let blocked_by_top_level = match object.get("decision").map(|d| d.as_str()) {
+        Some(Some("block")) => Some(reason_at(object.get("reason")).unwrap_or_else(no_reason)),
+        Some(Some("approve" | "allow")) | None => None,
+        Some(_) => {
+            return Err(
+                "answered a `decision` that is neither \"block\" nor \"approve\"".to_owned(),
+            );
+        }
+    };
+    let decision = match (blocked_by_top_level, decision) {
+        (Some(reason), _) => Decision::Block(reason),
+        (None, Decision::Block(reason)) => Decision::Block(reason),
+        (None, _) if stop => {
+            Decision::Block(reason_at(object.get("stopReason")).unwrap_or_else(no_reason))
+        }
+        (None, decision) => decision,
+    };
+    Ok((decision, system_message))
+}
+
+fn bounded(text: &str) -> String {
+    bounded_to(text, MAX_REASON_CHARS)
+}
+
+fn bounded_to(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
