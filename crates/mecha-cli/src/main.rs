@@ -7,10 +7,10 @@
 //! reader (see `output`).
 
 mod approve;
-mod hooks;
 mod commands;
 mod config;
 mod context_window;
+mod hooks;
 mod notice;
 mod output;
 mod render;

@@ -46,14 +46,22 @@ async fn a_guard_script_refuses_a_command_and_the_model_is_told_why() {
         MockReply::text("done"),
     ])
     .await;
-    let out = e.run(Api::Anthropic, &mock, "k", &["--yes", "clean up"]).await;
+    let out = e
+        .run(Api::Anthropic, &mock, "k", &["--yes", "clean up"])
+        .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(e.ws.join("keep.txt").exists(), "the guarded command never ran");
+    assert!(
+        e.ws.join("keep.txt").exists(),
+        "the guarded command never ran"
+    );
     let (refusal, is_error) = results_in(&mock, 1).pop().unwrap();
     assert!(is_error);
     assert!(refusal.contains("refused by a hook"), "{refusal}");
     assert!(refusal.contains("delete files one by one"), "{refusal}");
-    assert!(e.ws.join("ok.txt").exists(), "an unobjectionable call still ran");
+    assert!(
+        e.ws.join("ok.txt").exists(),
+        "an unobjectionable call still ran"
+    );
     // What the hook was given, in the contract's shape; no model key.
     let input = std::fs::read_to_string(e.ws.join("hook-input.jsonl")).unwrap();
     let first: serde_json::Value = serde_json::from_str(input.lines().next().unwrap()).unwrap();
@@ -64,7 +72,10 @@ async fn a_guard_script_refuses_a_command_and_the_model_is_told_why() {
     let hook_env = std::fs::read_to_string(e.ws.join("hook-env.txt")).unwrap();
     assert!(!hook_env.contains("ANTHROPIC_API_KEY"), "{hook_env}");
     assert!(hook_env.contains("MECHA_PROJECT_DIR="), "{hook_env}");
-    assert!(stderr(&out).contains("mecha: hook"), "each verdict is shown");
+    assert!(
+        stderr(&out).contains("mecha: hook"),
+        "each verdict is shown"
+    );
     let _ = stdout(&out);
 }
 
@@ -77,9 +88,14 @@ async fn a_hooks_ask_is_refused_under_yes() {
         MockReply::text("done"),
     ])
     .await;
-    let out = e.run(Api::Anthropic, &mock, "k", &["--yes", "ship it"]).await;
+    let out = e
+        .run(Api::Anthropic, &mock, "k", &["--yes", "ship it"])
+        .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(!e.ws.join("deployed.txt").exists(), "--yes does not answer a hook's ask");
+    assert!(
+        !e.ws.join("deployed.txt").exists(),
+        "--yes does not answer a hook's ask"
+    );
     let (refusal, _) = results_in(&mock, 1).pop().unwrap();
     assert!(refusal.contains("fresh human decision"), "{refusal}");
     assert!(refusal.contains("deploys need a person"), "{refusal}");
@@ -89,7 +105,12 @@ async fn a_hooks_ask_is_refused_under_yes() {
 async fn a_broken_guard_keeps_the_gate_shut_unless_told_otherwise() {
     for (extra, runs) in [("", false), ("on_error = \"allow\"\n", true)] {
         let mut e = env();
-        guarded(&mut e, "#!/bin/bash\necho not json\nexit 1\n", "shell", extra);
+        guarded(
+            &mut e,
+            "#!/bin/bash\necho not json\nexit 1\n",
+            "shell",
+            extra,
+        );
         let mock = MockModel::start(vec![
             tool_turn(&[("shell", json!({"command": "echo ran > ran.txt"}))]),
             MockReply::text("done"),
@@ -137,7 +158,11 @@ async fn the_skill_tool_and_a_subagents_calls_pass_the_hooks() {
     let out = e.run(Api::Anthropic, &mock, "k", &["--yes", "go"]).await;
     assert!(out.status.success(), "{}", stderr(&out));
     let results = results_in(&mock, 3);
-    let skill_result = &results.iter().find(|(c, _)| c.contains("secret-ops") || c.contains("hook")).unwrap().0;
+    let skill_result = &results
+        .iter()
+        .find(|(c, _)| c.contains("secret-ops") || c.contains("hook"))
+        .unwrap()
+        .0;
     assert!(skill_result.contains("refused by a hook"), "{results:?}");
     // The child's fs_read went through the parent's hook.
     let child_saw = mock.requests()[2].body["messages"].to_string();

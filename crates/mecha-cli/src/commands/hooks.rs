@@ -4,7 +4,6 @@
 use std::path::Path;
 
 use clap::{Args, Subcommand};
-use mecha_core::PermissionMode;
 use mecha_hooks::{Decision, HookContext, HookEvent, HookRun, Verdicts};
 
 use crate::Failure;
@@ -80,21 +79,12 @@ fn try_hooks(args: TestArgs, settings: &Settings, workspace: &Path) -> Result<u8
     let at = HookContext {
         session_id: "test".to_owned(),
         cwd: workspace.to_path_buf(),
-        permission_mode: mode_name(settings.permission_mode).to_owned(),
+        permission_mode: settings.permission_mode.as_str().to_owned(),
     };
     let runtime = crate::runtime()?;
     let verdicts = runtime.block_on(settings.hooks.pre_tool(&at, &args.tool, &input, "test"));
     crate::output::out(&printable(&report(&verdicts, &args.tool)));
     Ok(u8::from(verdicts.decision != Decision::Pass))
-}
-
-/// The name a hook sees in `permission_mode`: the config's spelling.
-fn mode_name(mode: PermissionMode) -> &'static str {
-    match mode {
-        PermissionMode::Allow => "allow",
-        PermissionMode::ReadOnly => "read-only",
-        PermissionMode::Ask => "ask",
-    }
 }
 
 fn report(verdicts: &Verdicts, tool: &str) -> String {

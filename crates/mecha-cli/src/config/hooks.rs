@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use mecha_hooks::{HookConfig, HookSet};
+use mecha_hooks::{HookConfig, HookEvent, HookSet};
 
 use super::ConfigError;
 
@@ -12,10 +12,26 @@ pub(super) fn compile(
     config_dir: &Path,
     hooks: &[HookConfig],
 ) -> Result<HookSet, ConfigError> {
-    HookSet::compile(hooks, config_dir).map_err(|e| ConfigError::Invalid {
+    let invalid = |message: String| ConfigError::Invalid {
         path: path.to_path_buf(),
-        message: e.to_string(),
-    })
+        message,
+    };
+    // A hook that is configured and never runs is a guard the user believes
+    // in and nothing enforces: refused until this mecha runs its event.
+    if let Some((n, hook)) = hooks
+        .iter()
+        .enumerate()
+        .find(|(_, h)| h.event != HookEvent::PreTool)
+    {
+        return Err(invalid(format!(
+            "[[hook]] #{} (`{}`): event = \"{}\" is not run by this version of mecha yet, only \
+             \"pre_tool\" is; remove the hook or make it a pre_tool hook",
+            n + 1,
+            hook.command,
+            hook.event
+        )));
+    }
+    HookSet::compile(hooks, config_dir).map_err(|e| invalid(e.to_string()))
 }
 
 /// A project's file may not add hooks: a hook is a program mecha runs on
@@ -74,6 +90,22 @@ mod tests {
             lines[0].to_string(),
             "pre_tool  matcher=shell  command=./guard.sh  timeout=5s  on_error=allow"
         );
+    }
+
+    #[test]
+    fn a_hook_of_an_event_this_mecha_does_not_run_yet_is_refused() {
+        for event in ["post_tool", "user_prompt", "stop", "session_start"] {
+            let (_tmp, s) = load(
+                &format!("[[hook]]\nevent = \"{event}\"\ncommand = \"./guard.sh\"\n"),
+                None,
+            );
+            let err = s.unwrap_err();
+            assert!(
+                err.contains("is not run by this version of mecha yet"),
+                "{err}"
+            );
+            assert!(err.contains(&format!("event = \"{event}\"")), "{err}");
+        }
     }
 
     #[test]

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use mecha_agent::{Agent, ChildJournals, Gate, Hook, Limits, Lineage, Runtime, Session};
-use mecha_hooks::HookContext;
 use mecha_core::{Approver, Journal, ModeApprover, PermissionMode, Tool, ToolCtx};
+use mecha_hooks::HookContext;
 use mecha_provider::{Provider, ProviderError, Script, ScriptedProvider};
 use mecha_session::{Loaded, RecallTool};
 use mecha_skills::level1_block;
@@ -221,7 +221,7 @@ async fn wire(
     };
     let hook: Option<Arc<dyn Hook>> = (!settings.hooks.is_empty()).then(|| {
         Arc::new(UserHooks {
-            set: Arc::clone(&settings.hooks),
+            set: Arc::new(settings.hooks.clone()),
             context: HookContext {
                 session_id: parent_session.clone().unwrap_or_default(),
                 cwd: workspace.to_path_buf(),
