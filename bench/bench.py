@@ -35,6 +35,8 @@ environment and stdin from /dev/null. Nothing leaves the machine.
                `mecha sessions show ID > /dev/null`, and spawn of
                `mecha run --resume ID "next"` -> the mock has its first
                request (bench_sessions.py).
+  hooks        wall time per fs_read round with a no-op `pre_tool` hook
+               minus without: what a hook adds to one call (bench_hooks.py).
 
 Units are decimal: 1 KB = 1000 bytes, 1 MB = 1000 KB. Targets are checked
 against the median (start-up also shows p90). A missed target is reported,
@@ -59,6 +61,7 @@ from pathlib import Path
 from bench_common import BenchError, call_turn, percentile, text_turn
 from bench_sandbox import measure_confined
 from bench_sessions import measure_sessions
+from bench_hooks import measure_hooks
 from bench_skills import measure_skills
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -418,6 +421,7 @@ def main() -> int:
         confined = measure_confined(h, max(10, args.rounds // 5), args.repeat)
         skills = measure_skills(h, measure_startup, [10, 100, 1000], max(5, args.runs // 3))
         sessions = measure_sessions(h, max(5, args.runs // 3))
+        hooks = measure_hooks(h, cpu_run, max(10, args.rounds // 5), args.repeat)
         schema = tools_schema_bytes(h)
     finally:
         h.close()
@@ -482,6 +486,8 @@ def main() -> int:
     print(f"  sessions ({sessions['messages']} messages, {sessions['file_bytes'] / 1e6:.1f} MB, "
           f"{show['runs']} runs): `sessions show` median {show['median_ms']:.1f} ms, p90 {show['p90_ms']:.1f} ms; "
           f"`run --resume` to the first request median {resume['median_ms']:.1f} ms, p90 {resume['p90_ms']:.1f} ms")
+    print(f"  a no-op pre_tool hook: {hooks['with_ms']:.2f} ms per fs_read round with it, "
+          f"{hooks['without_ms']:.2f} ms without ({hooks['rounds']} rounds, medians of {args.repeat})")
     if confined:
         print(f"  shell `true` per round: {confined['plain_ms']:.2f} ms unconfined, "
               f"{confined['confined_ms']:.2f} ms under bwrap (medians of {args.repeat})")
@@ -504,6 +510,7 @@ def main() -> int:
     print(f"| resume a 10,000-message session, to the first request (median / p90) | "
           f"{resume['median_ms']:.1f} / {resume['p90_ms']:.1f} ms | ≤ 200 ms |")
     print(f"| `mecha sessions show` of it (median / p90) | {show['median_ms']:.1f} / {show['p90_ms']:.1f} ms | |")
+    print(f"| time a no-op pre_tool hook adds to one tool call | {hooks['added_ms']:.2f} ms | |")
     if confined:
         print(f"| time bwrap adds to one shell call | {confined['added_ms']:.2f} ms | ≤ 5 ms |")
     return 0
