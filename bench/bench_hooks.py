@@ -21,7 +21,7 @@ def measure_hooks(h, cpu_run, rounds: int, repeat: int) -> dict:
     os.chmod(hook, 0o755)
     (home / "config.toml").write_text(
         '[provider]\nkind = "anthropic"\n'
-        '[[hook]]\nevent = "pre_tool"\ncommand = "noop.sh"\n'
+        '[[hook]]\nevent = "pre_tool"\ncommand = "./noop.sh"\n'
     )
     h.homes[api] = home
     hooked = [cpu_run(h, api, rounds)[1] for _ in range(repeat)]
