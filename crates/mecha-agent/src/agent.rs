@@ -18,6 +18,8 @@ use crate::compaction::{self, CompactionPolicy};
 use crate::ending::{self, CONTINUE_PROMPT, CUT_CALL, Reading};
 use crate::events::{Event, EventSink, GateStage, GateVerdict, summary};
 use crate::gate::Gate;
+use crate::hook::Hook;
+use crate::hooking::Prompt;
 use crate::progress;
 use crate::surface::Surface;
 
@@ -50,6 +52,8 @@ pub struct Session {
     /// Each tool's saved state as last journaled, so only a change is
     /// recorded.
     pub saved: BTreeMap<String, Value>,
+    /// What session_start hooks added, waiting to go with the next prompt.
+    pub hook_context: Vec<String>,
 }
 
 impl Session {
@@ -87,6 +91,8 @@ pub enum Outcome {
     Silent { stop_reason: StopReason },
     /// `max_turns` model requests were made and the model still wanted tools.
     TurnLimit { turns: u32 },
+    /// A user_prompt hook refused the prompt, which was never sent nor kept.
+    PromptBlocked { reason: String },
 }
 
 /// What ends a run early.
@@ -155,9 +161,12 @@ pub struct Agent {
     tools: Mutex<Arc<ToolSet>>,
     refresh: Option<Arc<dyn ToolRefresh>>,
     pub(crate) system: String,
-    gate: Gate,
+    pub(crate) gate: Gate,
     ctx: ToolCtx,
-    limits: Limits,
+    pub(crate) limits: Limits,
+    /// The hooks of the loop's own events (a prompt, a stop, a session's
+    /// start); the gate holds the same hooks for the calls.
+    pub(crate) loop_hook: Option<Arc<dyn Hook>>,
     pub(crate) compaction: Option<CompactionPolicy>,
     pub(crate) journal: Option<Arc<dyn Journal>>,
 }
@@ -184,7 +193,18 @@ impl Agent {
             limits,
             compaction: None,
             journal: None,
+            loop_hook: None,
         }
+    }
+
+    /// Runs `hook` at the loop's own events: each prompt, each answer
+    /// (a stop), the session's start. A subagent's child has none: its
+    /// prompt is its parent's call, which the hooks already judged, and its
+    /// calls pass them at its gate.
+    #[must_use]
+    pub fn with_loop_hooks(mut self, hook: Arc<dyn Hook>) -> Self {
+        self.loop_hook = Some(hook);
+        self
     }
 
     /// Compacts the conversation when it reaches the policy's threshold
@@ -274,10 +294,15 @@ impl Agent {
         prompt: &str,
         events: &dyn EventSink,
     ) -> Result<Outcome, AgentError> {
+        let message = match self.prompt(session, prompt, events).await {
+            Prompt::Send(message) => message,
+            Prompt::Blocked(reason) => return Ok(Outcome::PromptBlocked { reason }),
+        };
         let before = session.messages.len();
-        self.push(session, Message::user_text(prompt), Vec::new());
+        self.push(session, message, Vec::new());
         self.sync();
         let mut nudged = false;
+        let mut sent_back = 0;
         // Compaction failed every attempt during this prompt (the last
         // error): the run goes on while it fits, without asking for more
         // summaries.
@@ -320,6 +345,14 @@ impl Agent {
                     }
                     self.push(session, response.message, Vec::new());
                     self.reported(session, usage);
+                    if let Some(reason) = self.sent_back(&text, &mut sent_back, turn, events).await
+                    {
+                        self.end_turn(session, usage, false);
+                        let back = format!("[mecha: a stop hook sends you back to work]\n{reason}");
+                        self.push(session, Message::user_text(&back), Vec::new());
+                        self.sync();
+                        continue;
+                    }
                     self.end_turn(session, usage, true);
                     return Ok(Outcome::Answered { text, stop_reason });
                 }
@@ -398,7 +431,7 @@ impl Agent {
             } else {
                 let surface = session.surface.as_ref();
                 self.gate
-                    .judge(registry, &self.ctx, session.taint, surface, call)
+                    .judge(registry, &self.ctx, session.taint, surface, call, events)
                     .await
             };
             events.emit(Event::Gate {
@@ -432,13 +465,28 @@ impl Agent {
             run_turn(registry, &ctx, turn, budget, slots).await
         })
         .await;
-        let mut blocks = Vec::with_capacity(calls.len());
+        let outputs = calls
+            .iter()
+            .zip(results)
+            .map(|(call, result)| {
+                result.map_err(|source| AgentError::Tool {
+                    name: call.name.clone(),
+                    source,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let ran: Vec<(&ToolCall, &ToolOutput)> = calls
+            .iter()
+            .zip(&verdicts)
+            .zip(&outputs)
+            .filter(|((_, verdict), _)| matches!(verdict, GateVerdict::Allowed { .. }))
+            .map(|((call, _), output)| (*call, output))
+            .collect();
+        let used = outputs.iter().map(|o| o.content.len()).sum();
+        let notes = self.post_tool_notes(registry, &ran, used, events).await;
+        let mut blocks = Vec::with_capacity(calls.len() + notes.len());
         let mut external = Vec::new();
-        for ((call, verdict), result) in calls.into_iter().zip(&verdicts).zip(results) {
-            let output = result.map_err(|source| AgentError::Tool {
-                name: call.name.clone(),
-                source,
-            })?;
+        for ((call, verdict), output) in calls.into_iter().zip(&verdicts).zip(outputs) {
             if let (GateVerdict::Allowed { .. }, Some(tool)) = (verdict, registry.get(&call.name)) {
                 session.taint.record(tool.capabilities(), &output);
                 session.compact_requested |= output.requests_compaction;
@@ -473,6 +521,9 @@ impl Agent {
                 images: output.images,
             });
         }
+        // After every result: a provider puts results first, and a note
+        // must not sit where a result is expected.
+        blocks.extend(notes);
         Ok(TurnResults { blocks, external })
     }
 }

@@ -94,6 +94,39 @@ pub enum Event {
         of: u32,
         error: String,
     },
+    /// One of the user's hooks ran at `event` (`pre_tool`, `post_tool`,
+    /// `user_prompt`, `stop`, `session_start`); `tool` and `id` name the
+    /// call it judged, for the tool events. `reason` goes with a `block`
+    /// or an `ask`; `context` is what it added for the model; `message`
+    /// its words for the user; `failure` what broke, when it did (then
+    /// `verdict` is what its `on_error` made of that).
+    Hook {
+        event: String,
+        command: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        verdict: HookSaid,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        context: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        failure: Option<String>,
+        elapsed_ms: u64,
+    },
+    /// A stop hook sent the model back to work; `times` in a row so far.
+    SentBack {
+        turn: u32,
+        times: u32,
+        reason: String,
+    },
+    /// A stop hook wanted the model back at work once more than the limit
+    /// allows in a row; the answer stands.
+    SendBackLimit { turn: u32, limit: u32 },
     /// The model ended a turn without a word; it was asked to continue.
     EmptyTurn { turn: u32 },
     /// Tokens used by one model request.
@@ -129,6 +162,17 @@ impl Event {
     }
 }
 
+/// One hook's verdict: at the gate, no objection, a refusal or a demand
+/// for a person; at a stop, `block` sends the model back; at a prompt it
+/// refuses the prompt; at a result it is a note for the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookSaid {
+    Pass,
+    Block,
+    Ask,
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunEnd {
@@ -151,6 +195,8 @@ pub enum EarlyStop {
     MaxTurns,
     /// Ctrl-C, SIGTERM or SIGHUP.
     Interrupted,
+    /// A user_prompt hook refused the prompt; nothing was sent.
+    Blocked,
 }
 
 /// Shown as `stop_reason` (the model's, or why the run stopped early),

@@ -15,7 +15,7 @@ use mecha_core::{
     Spellings, Taint, Tool, ToolCall, ToolCtx, interlock, read_only_refusal, unknown_tool,
 };
 
-use crate::events::{GateStage, GateVerdict};
+use crate::events::{EventSink, GateStage, GateVerdict};
 use crate::hook::{Hook, HookVerdict};
 use crate::surface::Surface;
 use crate::validate::SchemaCheck;
@@ -58,6 +58,7 @@ impl Gate {
         taint: Taint,
         surface: Option<&Surface>,
         call: &ToolCall,
+        events: &dyn EventSink,
     ) -> GateVerdict {
         use GateStage::*;
         let blocked = |stage, reason: String| GateVerdict::Blocked { stage, reason };
@@ -92,7 +93,7 @@ impl Gate {
             InterlockVerdict::Clear => None,
         };
         let hook_asks = match &self.hook {
-            Some(hook) => match hook.pre_tool(tool, &call.input, &call.id).await {
+            Some(hook) => match hook.pre_tool(tool, &call.input, &call.id, events).await {
                 HookVerdict::Pass => None,
                 HookVerdict::Block(reason) => {
                     return blocked(Hook, format!("refused by a hook: {reason}"));

@@ -13,6 +13,7 @@ mod ending;
 mod events;
 mod gate;
 mod hook;
+mod hooking;
 mod journaling;
 mod progress;
 mod subagent;
@@ -23,9 +24,10 @@ mod window;
 pub use agent::{Agent, AgentError, Limits, Outcome, Session, ToolRefresh};
 pub use compaction::{COMPACTION_ATTEMPTS, CompactionPolicy, SUMMARY_HEADER, SUMMARY_REQUEST};
 pub use ending::{CONTINUE_PROMPT, CUT_CALL};
-pub use events::{EarlyStop, Event, EventSink, GateStage, GateVerdict, RunEnd};
+pub use events::{EarlyStop, Event, EventSink, GateStage, GateVerdict, HookSaid, RunEnd};
 pub use gate::Gate;
-pub use hook::{Hook, HookVerdict};
+pub use hook::{Hook, HookVerdict, PromptVerdict, SessionSource};
+pub use hooking::MAX_SEND_BACKS;
 pub use subagent::{
     AnswerShape, ChildJournals, DEFAULT_SUBAGENT_TURNS, Lineage, Profile, Runtime, SubagentTool,
 };

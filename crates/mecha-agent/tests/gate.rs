@@ -114,6 +114,7 @@ async fn approval_matrix() {
                 Taint::default(),
                 None,
                 &tool_call(tool, json!({})),
+                &support::Recorder::default(),
             )
             .await;
         let got = if matches!(verdict, GateVerdict::Allowed { .. }) {
@@ -144,6 +145,7 @@ async fn the_non_interactive_refusal_names_the_tool_and_the_fix() {
             Taint::default(),
             None,
             &tool_call("writer", json!({})),
+            &support::Recorder::default(),
         )
         .await;
     // Nobody answered, so nobody declined: policy, not a user's correction.
@@ -162,7 +164,13 @@ struct Refuse(Mutex<u32>);
 
 #[async_trait]
 impl Hook for Refuse {
-    async fn pre_tool(&self, _tool: &dyn Tool, _input: &Value, _call_id: &str) -> HookVerdict {
+    async fn pre_tool(
+        &self,
+        _tool: &dyn Tool,
+        _input: &Value,
+        _call_id: &str,
+        _events: &dyn mecha_agent::EventSink,
+    ) -> HookVerdict {
         *self.0.lock().unwrap() += 1;
         HookVerdict::Block("policy says no".into())
     }
@@ -208,6 +216,7 @@ async fn stages_run_in_order_interlock_hook_rule_approver() {
             armed,
             None,
             &tool_call("send", json!({})),
+            &support::Recorder::default(),
         )
         .await;
     assert!(
@@ -229,6 +238,7 @@ async fn stages_run_in_order_interlock_hook_rule_approver() {
             Taint::default(),
             None,
             &tool_call("send", json!({})),
+            &support::Recorder::default(),
         )
         .await;
     assert!(
@@ -438,7 +448,13 @@ struct Answers(HookVerdict);
 
 #[async_trait]
 impl Hook for Answers {
-    async fn pre_tool(&self, _tool: &dyn Tool, _input: &Value, _call_id: &str) -> HookVerdict {
+    async fn pre_tool(
+        &self,
+        _tool: &dyn Tool,
+        _input: &Value,
+        _call_id: &str,
+        _events: &dyn mecha_agent::EventSink,
+    ) -> HookVerdict {
         self.0.clone()
     }
 }
@@ -456,6 +472,7 @@ async fn a_hooks_ask_needs_a_fresh_decision_and_its_allow_is_no_approval() {
                 Taint::default(),
                 None,
                 &tool_call("writer", json!({})),
+                &support::Recorder::default(),
             )
             .await
         }

@@ -180,6 +180,7 @@ async fn a_path_the_jail_refuses_is_refused_before_anyone_is_asked() {
                     Taint::default(),
                     None,
                     &call(tool, input_for(tool, path)),
+                    &support::Recorder::default(),
                 )
                 .await;
             assert_eq!(
@@ -210,6 +211,7 @@ async fn a_path_the_jail_refuses_is_refused_before_anyone_is_asked() {
             Taint::default(),
             None,
             &call("fs_write", json!({"path": "notes/ok.txt", "content": "x"})),
+            &support::Recorder::default(),
         )
         .await;
     assert_eq!(
@@ -267,7 +269,14 @@ async fn under(f: &Fixture, rules: Rules, tool: &str, input: Value) -> (GateVerd
     let approver = Arc::new(Counting::default());
     let gate = Gate::new(PermissionMode::Allow, approver.clone(), rules, None, false);
     let v = gate
-        .judge(&tools(), &f.ctx, Taint::default(), None, &call(tool, input))
+        .judge(
+            &tools(),
+            &f.ctx,
+            Taint::default(),
+            None,
+            &call(tool, input),
+            &support::Recorder::default(),
+        )
         .await;
     let asked = approver.asked().iter().any(|q| q.starts_with("fresh"));
     (v, asked)
@@ -417,6 +426,7 @@ async fn allow_globs_stay_as_strict_as_the_raw_text() {
                 Taint::default(),
                 None,
                 &call("fs_write", json!({"path": path, "content": "x"})),
+                &support::Recorder::default(),
             )
             .await;
         let got = matches!(v, GateVerdict::Allowed { .. });

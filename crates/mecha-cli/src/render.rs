@@ -166,6 +166,12 @@ impl EventSink for Text {
             Event::Final { .. } => {
                 end_answer_line(&mut state);
             }
+            Event::Hook { .. } | Event::SentBack { .. } | Event::SendBackLimit { .. } => {
+                end_answer_line(&mut state);
+                if let Some(line) = event.hook_line() {
+                    activity(&format!("mecha: {}", clip(&line, 600)));
+                }
+            }
             Event::Gate { .. } | Event::Usage { .. } => {}
         }
     }

@@ -86,7 +86,9 @@ fn the_guard_refuses_rm_rf_and_passes_the_rest() {
     let out = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(
-        out.contains("hook ~/hooks/guard.sh: block: rm -rf is not allowed here"),
+        out.contains(
+            "hook `~/hooks/guard.sh` (pre_tool on `shell`): refused: rm -rf is not allowed here"
+        ),
         "{out}"
     );
     assert!(
@@ -189,4 +191,98 @@ fn a_broken_hook_config_stops_the_start() {
     let out = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}");
     assert!(out.contains("[[hook]] #1 (`~/hooks/missing.sh`)"), "{out}");
+}
+
+/// A hook for the loop's events: it blocks prompts that mention a key,
+/// adds context otherwise, and sends a stop back when the answer does not
+/// mention tests.
+const LOOP: &str = r#"#!/usr/bin/env bash
+input=$(cat)
+case "$input" in
+  *'"UserPromptSubmit"'*'sk-'*) echo "that prompt holds a key" >&2; exit 2 ;;
+  *'"UserPromptSubmit"'*) echo "branch: main" ;;
+  *'"Stop"'*'tests pass'*) exit 0 ;;
+  *'"Stop"'*) printf '%s\n' '{"decision":"block","reason":"run the tests"}' ;;
+  *'"PostToolUse"'*) printf '%s\n' '{"hookSpecificOutput":{"additionalContext":"lint clean"}}' ;;
+esac
+exit 0
+"#;
+
+fn loop_dirs() -> Dirs {
+    let mut config = String::new();
+    for event in ["user_prompt", "stop", "post_tool", "session_start"] {
+        config.push_str(&format!(
+            "[[hook]]\nevent = \"{event}\"\ncommand = \"~/hooks/loop.sh\"\n"
+        ));
+    }
+    let d = dirs(&config);
+    let script = d.home.join("hooks/loop.sh");
+    std::fs::write(&script, LOOP).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    d
+}
+
+#[test]
+fn hooks_test_tries_every_event() {
+    let d = loop_dirs();
+    let o = mecha(
+        &d,
+        &["hooks", "test", "user_prompt", "--prompt", "use sk-123"],
+    );
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("(user_prompt): refused the prompt: that prompt holds a key"),
+        "{out}"
+    );
+
+    let o = mecha(&d, &["hooks", "test", "user_prompt", "--prompt", "hello"]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("context for the model:\nbranch: main"),
+        "{out}"
+    );
+
+    let o = mecha(&d, &["hooks", "test", "stop", "--answer", "done"]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("(stop): sends the model back: run the tests"),
+        "{out}"
+    );
+    let o = mecha(
+        &d,
+        &["hooks", "test", "stop", "--answer", "done, tests pass"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+
+    let o = mecha(
+        &d,
+        &[
+            "hooks",
+            "test",
+            "post_tool",
+            "--tool",
+            "shell",
+            "--response",
+            "ok",
+        ],
+    );
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("context for the model:\nlint clean"), "{out}");
+
+    let o = mecha(
+        &d,
+        &["hooks", "test", "session_start", "--source", "resume"],
+    );
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains("(session_start): no objection"), "{out}");
+
+    let o = mecha(&d, &["hooks", "test", "post_tool"]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{out}");
+    assert!(out.contains("--tool NAME"), "{out}");
 }

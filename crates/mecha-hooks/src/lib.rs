@@ -1,5 +1,6 @@
-//! Hooks: the user's policy programs at the gate, speaking the JSON
-//! contract Claude Code's (and Codex's) hook scripts already use.
+//! Hooks: the user's policy programs at the gate and around the loop,
+//! speaking the JSON contract Claude Code's (and Codex's) hook scripts
+//! already use.
 //!
 //! A hook only narrows: `deny` or exit 2 blocks, `ask` wants a fresh human
 //! decision, and `allow` is "no objection" (the rules and the approver
@@ -53,6 +54,9 @@ pub struct HookRun {
     pub decision: Decision,
     /// Its `systemMessage`, for the user.
     pub system_message: Option<String>,
+    /// What it adds for the model: `additionalContext`, or (user_prompt
+    /// and session_start) plain text on stdout.
+    pub context: Option<String>,
     /// What went wrong, when it broke (crash, timeout, bad output); then
     /// `decision` is what its `on_error` made of it.
     pub failure: Option<String>,
@@ -65,6 +69,8 @@ pub struct Verdicts {
     /// Combined: any `Block` wins, then any `Ask`, else `Pass`.
     pub decision: Decision,
     pub system_messages: Vec<String>,
+    /// Every hook's context for the model, in config order.
+    pub contexts: Vec<String>,
     /// In config order.
     pub each: Vec<HookRun>,
 }
@@ -121,6 +127,12 @@ impl HookSet {
             .collect()
     }
 
+    /// Whether any hook runs at `event`: the loop asks before it builds a
+    /// payload.
+    pub fn has(&self, event: HookEvent) -> bool {
+        self.hooks.iter().any(|h| h.event == event)
+    }
+
     /// Runs every pre_tool hook whose matcher matches `tool`, concurrently.
     pub async fn pre_tool(
         &self,
@@ -129,40 +141,140 @@ impl HookSet {
         input: &Value,
         tool_use_id: &str,
     ) -> Verdicts {
-        // A struct, so the fields go out in Claude Code's order: scripts
-        // that match on the text rather than parse it still work.
-        let payload = PreToolPayload {
-            session_id: &at.session_id,
-            cwd: &at.cwd.to_string_lossy(),
-            permission_mode: &at.permission_mode,
-            hook_event_name: HookEvent::PreTool.wire_name(),
-            tool_name: tool,
-            tool_input: input,
-            tool_use_id,
+        let payload = Payload {
+            tool_name: Some(tool),
+            tool_input: Some(input),
+            tool_use_id: Some(tool_use_id),
+            ..Payload::new(at, HookEvent::PreTool)
         };
-        // Serializing strings and a `Value` cannot fail. The newline is
-        // for scripts that `read` a line.
-        let mut payload = serde_json::to_vec(&payload).unwrap_or_default();
+        self.fire(HookEvent::PreTool, Some(tool), &payload, &at.cwd)
+            .await
+    }
+
+    /// Runs the post_tool hooks matching `tool` on the call's result
+    /// (`response`: `content` and `is_error`).
+    pub async fn post_tool(
+        &self,
+        at: &HookContext,
+        tool: &str,
+        input: &Value,
+        tool_use_id: &str,
+        response: &Value,
+    ) -> Verdicts {
+        let payload = Payload {
+            tool_name: Some(tool),
+            tool_input: Some(input),
+            tool_response: Some(response),
+            tool_use_id: Some(tool_use_id),
+            ..Payload::new(at, HookEvent::PostTool)
+        };
+        self.fire(HookEvent::PostTool, Some(tool), &payload, &at.cwd)
+            .await
+    }
+
+    /// Runs the user_prompt hooks on a prompt before it is sent.
+    pub async fn user_prompt(&self, at: &HookContext, prompt: &str) -> Verdicts {
+        let payload = Payload {
+            prompt: Some(prompt),
+            ..Payload::new(at, HookEvent::UserPrompt)
+        };
+        self.fire(HookEvent::UserPrompt, None, &payload, &at.cwd)
+            .await
+    }
+
+    /// Runs the stop hooks when the model has answered; `stop_hook_active`
+    /// says a stop hook already sent it back during this prompt.
+    pub async fn stop(
+        &self,
+        at: &HookContext,
+        stop_hook_active: bool,
+        last_assistant_message: &str,
+    ) -> Verdicts {
+        let payload = Payload {
+            stop_hook_active: Some(stop_hook_active),
+            last_assistant_message: Some(last_assistant_message),
+            ..Payload::new(at, HookEvent::Stop)
+        };
+        self.fire(HookEvent::Stop, None, &payload, &at.cwd).await
+    }
+
+    /// Runs the session_start hooks; `source` is `startup` for a new
+    /// session, `resume` for one picked up again.
+    pub async fn session_start(&self, at: &HookContext, source: &str) -> Verdicts {
+        let payload = Payload {
+            source: Some(source),
+            ..Payload::new(at, HookEvent::SessionStart)
+        };
+        self.fire(HookEvent::SessionStart, None, &payload, &at.cwd)
+            .await
+    }
+
+    /// Runs every hook of `event` (that matches `tool`, for the tool
+    /// events) concurrently on `payload`.
+    async fn fire(
+        &self,
+        event: HookEvent,
+        tool: Option<&str>,
+        payload: &Payload<'_>,
+        cwd: &Path,
+    ) -> Verdicts {
+        // Serializing strings and `Value`s cannot fail. The newline is for
+        // scripts that `read` a line.
+        let mut payload = serde_json::to_vec(payload).unwrap_or_default();
         payload.push(b'\n');
         let runs = self
             .hooks
             .iter()
-            .filter(|h| h.event == HookEvent::PreTool && h.matches(tool))
-            .map(|h| run::run(h, &payload, &at.cwd));
+            .filter(|h| h.event == event && tool.is_none_or(|t| h.matches(t)))
+            .map(|h| run::run(h, &payload, cwd));
         combine(futures::future::join_all(runs).await)
     }
 }
 
-/// What a pre_tool hook reads on stdin.
+/// What a hook reads on stdin. A struct, so the fields go out in Claude
+/// Code's order (scripts that match on the text rather than parse it still
+/// work); each event fills its own fields and the rest are left out.
 #[derive(Serialize)]
-struct PreToolPayload<'a> {
+struct Payload<'a> {
     session_id: &'a str,
-    cwd: &'a str,
+    cwd: String,
     permission_mode: &'a str,
     hook_event_name: &'a str,
-    tool_name: &'a str,
-    tool_input: &'a Value,
-    tool_use_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_input: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_response: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_use_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stop_hook_active: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_assistant_message: Option<&'a str>,
+}
+
+impl<'a> Payload<'a> {
+    fn new(at: &'a HookContext, event: HookEvent) -> Self {
+        Self {
+            session_id: &at.session_id,
+            cwd: at.cwd.to_string_lossy().into_owned(),
+            permission_mode: &at.permission_mode,
+            hook_event_name: event.wire_name(),
+            source: None,
+            prompt: None,
+            tool_name: None,
+            tool_input: None,
+            tool_response: None,
+            tool_use_id: None,
+            stop_hook_active: None,
+            last_assistant_message: None,
+        }
+    }
 }
 
 /// Any refusal wins over a question, and a question over no objection;
@@ -177,9 +289,11 @@ fn combine(each: Vec<HookRun>) -> Verdicts {
         .iter()
         .filter_map(|r| r.system_message.clone())
         .collect();
+    let contexts = each.iter().filter_map(|r| r.context.clone()).collect();
     Verdicts {
         decision,
         system_messages,
+        contexts,
         each,
     }
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
-use crate::config::{Hook, OnError};
+use crate::config::{Hook, HookEvent, OnError};
 use crate::{Decision, HookRun};
 
 /// The most of a hook's stdout that is read: a decision is a few hundred
@@ -29,34 +29,73 @@ const EXIT_BLOCK: i32 = 2;
 /// Runs `hook` with `payload` on stdin in `cwd`, and reads its verdict.
 pub(crate) async fn run(hook: &Hook, payload: &[u8], cwd: &Path) -> HookRun {
     let started = Instant::now();
-    let (decision, system_message, failure) = match execute(hook, payload, cwd).await {
-        Ok(finished) => match interpret(&finished) {
-            Ok((decision, message)) => (decision, message, None),
-            Err(problem) => failed(hook, problem),
-        },
-        Err(problem) => failed(hook, problem),
+    let said = match execute(hook, payload, cwd).await {
+        Ok(finished) => interpret(&finished, hook.event),
+        Err(problem) => Err(problem),
+    };
+    let (said, failure) = match said {
+        Ok(said) => (said, None),
+        Err(problem) => (failed(hook, &problem), Some(problem)),
     };
     HookRun {
         command: hook.command.clone(),
-        decision,
-        system_message,
+        decision: said.decision,
+        system_message: said.system_message,
+        context: said.context,
         failure,
         elapsed: started.elapsed(),
     }
 }
 
-/// A hook that broke: its `on_error` decides, and the problem stays
-/// visible either way.
-fn failed(hook: &Hook, problem: String) -> (Decision, Option<String>, Option<String>) {
-    let decision = match hook.on_error {
-        OnError::Block => Decision::Block(format!(
-            "hook `{}` {problem}, so the call is blocked (a hook that breaks blocks; set \
-             on_error = \"allow\" on its [[hook]] to let calls through when it fails)",
-            hook.command
+/// What a hook said, once read.
+struct Said {
+    decision: Decision,
+    system_message: Option<String>,
+    context: Option<String>,
+}
+
+impl Said {
+    fn only(decision: Decision) -> Self {
+        Self {
+            decision,
+            system_message: None,
+            context: None,
+        }
+    }
+}
+
+/// A hook that broke: its `on_error` decides where it guards (pre_tool and
+/// user_prompt), and the problem stays visible either way. At the other
+/// events a broken hook has nothing to open: it is reported and changes
+/// nothing (a broken stop hook must not keep the model working).
+fn failed(hook: &Hook, problem: &str) -> Said {
+    let guards = matches!(hook.event, HookEvent::PreTool | HookEvent::UserPrompt);
+    Said::only(match hook.on_error {
+        OnError::Block if guards => Decision::Block(format!(
+            "hook `{}` {problem}, so the {} is blocked (a hook that breaks blocks; set \
+             on_error = \"allow\" on its [[hook]] to let {} through when it fails)",
+            hook.command,
+            guarded(hook.event),
+            plural(hook.event),
         )),
-        OnError::Allow => Decision::Pass,
-    };
-    (decision, None, Some(problem))
+        _ => Decision::Pass,
+    })
+}
+
+fn guarded(event: HookEvent) -> &'static str {
+    if event == HookEvent::UserPrompt {
+        "prompt"
+    } else {
+        "call"
+    }
+}
+
+fn plural(event: HookEvent) -> &'static str {
+    if event == HookEvent::UserPrompt {
+        "prompts"
+    } else {
+        "calls"
+    }
 }
 
 struct Finished {
@@ -139,19 +178,16 @@ async fn read_bounded(mut reader: impl AsyncRead + Unpin, limit: usize) -> Vec<u
 }
 
 /// What a finished hook decided, or what went wrong.
-fn interpret(finished: &Finished) -> Result<(Decision, Option<String>), String> {
+fn interpret(finished: &Finished, event: HookEvent) -> Result<Said, String> {
     match finished.status.code() {
-        Some(0) => decision_of(&finished.stdout),
+        Some(0) => said_on_stdout(&finished.stdout, event),
         Some(EXIT_BLOCK) => {
             let reason = bounded(String::from_utf8_lossy(&finished.stderr).trim());
-            Ok((
-                Decision::Block(if reason.is_empty() {
-                    "blocked by a hook (exit 2, no reason on stderr)".to_owned()
-                } else {
-                    reason
-                }),
-                None,
-            ))
+            Ok(Said::only(Decision::Block(if reason.is_empty() {
+                "blocked by a hook (exit 2, no reason on stderr)".to_owned()
+            } else {
+                reason
+            })))
         }
         Some(code) => Err(format!("exited with code {code}{}", stderr_tail(finished))),
         None => Err(match finished.status.signal() {
@@ -171,12 +207,20 @@ fn stderr_tail(finished: &Finished) -> String {
 }
 
 /// Exit 0: empty stdout is no objection; otherwise it must be a JSON
-/// object in the Claude Code shape.
-fn decision_of(stdout: &[u8]) -> Result<(Decision, Option<String>), String> {
+/// object in the Claude Code shape, except that a user_prompt or
+/// session_start hook may print plain text, which is context for the model.
+fn said_on_stdout(stdout: &[u8], event: HookEvent) -> Result<Said, String> {
     let text = String::from_utf8_lossy(stdout);
     let text = text.trim();
     if text.is_empty() {
-        return Ok((Decision::Pass, None));
+        return Ok(Said::only(Decision::Pass));
+    }
+    let takes_plain_text = matches!(event, HookEvent::UserPrompt | HookEvent::SessionStart);
+    if takes_plain_text && !text.starts_with('{') {
+        return Ok(Said {
+            context: Some(bounded(text)),
+            ..Said::only(Decision::Pass)
+        });
     }
     let json: Value = serde_json::from_str(text).map_err(|_| {
         format!(
@@ -191,15 +235,57 @@ fn decision_of(stdout: &[u8]) -> Result<(Decision, Option<String>), String> {
         ));
     };
     let reason_at = |value: Option<&Value>| value.and_then(Value::as_str).map(bounded);
-    let system_message = reason_at(object.get("systemMessage"));
     let specific = object.get("hookSpecificOutput");
-    let permission = specific.and_then(|s| s.get("permissionDecision"));
-    let permission_reason = reason_at(specific.and_then(|s| s.get("permissionDecisionReason")));
+    let context = reason_at(specific.and_then(|s| s.get("additionalContext")))
+        .or_else(|| reason_at(object.get("additionalContext")));
+    let decision = if event == HookEvent::PreTool {
+        permission_decision(specific)?
+    } else {
+        Decision::Pass
+    };
+    // The older top-level form, and `continue: false`: each can only
+    // narrow what `permissionDecision` said.
     let no_reason = || "blocked by a hook (no reason given)".to_owned();
-    let decision = match permission.map(|p| p.as_str()) {
-        Some(Some("deny")) => Decision::Block(permission_reason.unwrap_or_else(no_reason)),
+    let stop = object.get("continue").and_then(Value::as_bool) == Some(false);
+    let blocked_by_top_level = match object.get("decision").map(|d| d.as_str()) {
+        Some(Some("block")) => Some(reason_at(object.get("reason")).unwrap_or_else(no_reason)),
+        Some(Some("approve" | "allow")) | None => None,
+        Some(_) => {
+            return Err(
+                "answered a `decision` that is neither \"block\" nor \"approve\"".to_owned(),
+            );
+        }
+    };
+    // At a stop, `continue: false` is what happens anyway.
+    let stops_the_work = stop && matches!(event, HookEvent::PreTool | HookEvent::UserPrompt);
+    let decision = match (blocked_by_top_level, decision) {
+        (Some(reason), _) => Decision::Block(reason),
+        (None, Decision::Block(reason)) => Decision::Block(reason),
+        (None, _) if stops_the_work => {
+            Decision::Block(reason_at(object.get("stopReason")).unwrap_or_else(no_reason))
+        }
+        (None, decision) => decision,
+    };
+    Ok(Said {
+        decision,
+        system_message: reason_at(object.get("systemMessage")),
+        context,
+    })
+}
+
+/// A pre_tool hook's `hookSpecificOutput.permissionDecision`.
+fn permission_decision(specific: Option<&Value>) -> Result<Decision, String> {
+    let permission = specific.and_then(|s| s.get("permissionDecision"));
+    let reason = specific
+        .and_then(|s| s.get("permissionDecisionReason"))
+        .and_then(Value::as_str)
+        .map(bounded);
+    Ok(match permission.map(|p| p.as_str()) {
+        Some(Some("deny")) => Decision::Block(
+            reason.unwrap_or_else(|| "blocked by a hook (no reason given)".to_owned()),
+        ),
         Some(Some("ask")) => Decision::Ask(
-            permission_reason.unwrap_or_else(|| "a hook asks for a person's decision".to_owned()),
+            reason.unwrap_or_else(|| "a hook asks for a person's decision".to_owned()),
         ),
         // "No objection", never an approval: the rules and the approver
         // still run.
@@ -213,28 +299,7 @@ fn decision_of(stdout: &[u8]) -> Result<(Decision, Option<String>), String> {
                 )
             ));
         }
-    };
-    // The older top-level form, and `continue: false`: each can only
-    // narrow what `permissionDecision` said.
-    let stop = object.get("continue").and_then(Value::as_bool) == Some(false);
-    let blocked_by_top_level = match object.get("decision").map(|d| d.as_str()) {
-        Some(Some("block")) => Some(reason_at(object.get("reason")).unwrap_or_else(no_reason)),
-        Some(Some("approve" | "allow")) | None => None,
-        Some(_) => {
-            return Err(
-                "answered a `decision` that is neither \"block\" nor \"approve\"".to_owned(),
-            );
-        }
-    };
-    let decision = match (blocked_by_top_level, decision) {
-        (Some(reason), _) => Decision::Block(reason),
-        (None, Decision::Block(reason)) => Decision::Block(reason),
-        (None, _) if stop => {
-            Decision::Block(reason_at(object.get("stopReason")).unwrap_or_else(no_reason))
-        }
-        (None, decision) => decision,
-    };
-    Ok((decision, system_message))
+    })
 }
 
 fn bounded(text: &str) -> String {

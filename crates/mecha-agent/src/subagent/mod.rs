@@ -294,6 +294,10 @@ impl Tool for SubagentTool {
                 detail.map(|d| format!(": {d}")).unwrap_or_default()
             )),
             Some(Ok(Outcome::Silent { .. })) => self.partial("ended without a word", &session, ctx),
+            Some(Ok(Outcome::PromptBlocked { reason })) => ToolOutput::err(format!(
+                "subagent `{}`'s task was refused by a hook: {reason}",
+                self.profile.name
+            )),
             Some(Err(e)) => self.partial(&format!("failed ({e})"), &session, ctx),
             None => self.partial(
                 &format!(

@@ -41,7 +41,10 @@ impl EventSink for Relay {
             Event::ToolProgress { name, message, .. } => format!("… {name}: {message}"),
             Event::Retrying { what } => what,
             Event::Compacted { .. } => "compacted its conversation".to_owned(),
-            _ => return,
+            event => match event.hook_line() {
+                Some(line) => line,
+                None => return,
+            },
         };
         self.ctx.report_progress(&report);
     }

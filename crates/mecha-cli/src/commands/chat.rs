@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use clap::Args;
-use mecha_agent::{Agent, AgentError, EventSink, Outcome, Session};
+use mecha_agent::{Agent, AgentError, EventSink, Outcome, Session, SessionSource};
 
 use crate::Failure;
 use crate::commands::RunOptions;
@@ -54,8 +54,14 @@ pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, F
     let Started {
         agent,
         toolbox,
-        session,
+        mut session,
     } = started;
+    let source = if loaded.is_some() {
+        SessionSource::Resume
+    } else {
+        SessionSource::Startup
+    };
+    runtime.block_on(agent.start_session(&mut session, source, events.as_ref()));
     let ended = converse(&runtime, &agent, &toolbox, session, events.as_ref());
     toolbox.shutdown();
     runtime.shutdown_background();

@@ -4,7 +4,9 @@ use std::io::Read;
 use std::path::Path;
 
 use clap::Args;
-use mecha_agent::{Agent, AgentError, EarlyStop, Event, EventSink, Outcome, RunEnd, Session};
+use mecha_agent::{
+    Agent, AgentError, EarlyStop, Event, EventSink, Outcome, RunEnd, Session, SessionSource,
+};
 
 use mecha_core::StopReason;
 
@@ -43,7 +45,8 @@ pub struct RunArgs {
 
 /// Exit code when the run stopped at --max-turns.
 pub const EXIT_TURN_LIMIT: u8 = 3;
-/// Exit code when the model refused, or ended without answering.
+/// Exit code when the model refused or ended without answering, or a hook
+/// refused the prompt.
 pub const EXIT_NO_ANSWER: u8 = 4;
 /// Exit code when interrupted (128 + SIGINT, as shells report it).
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -88,12 +91,23 @@ pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Fa
         resumed: loaded.as_ref().filter(|_| replay.is_none()),
         replay,
     };
+    let source = if start.resumed.is_some() {
+        SessionSource::Resume
+    } else {
+        SessionSource::Startup
+    };
     let runtime = crate::runtime().map_err(failed)?;
     let code = runtime.block_on(async {
         let started = build_agent(settings, &args.options, workspace, start)
             .await
             .map_err(failed)?;
-        let code = drive(&started.agent, started.session, &prompts, events.as_ref()).await;
+        let code = drive(
+            &started.agent,
+            started.session,
+            (source, &prompts),
+            events.as_ref(),
+        )
+        .await;
         started.toolbox.shutdown();
         code
     });
@@ -128,11 +142,14 @@ fn read_prompt(arg: String) -> Result<String, Failure> {
 async fn drive(
     agent: &Agent,
     mut session: Session,
-    prompts: &[String],
+    (source, prompts): (SessionSource, &[String]),
     events: &dyn EventSink,
 ) -> Result<u8, Failure> {
     let outcome = tokio::select! {
-        outcome = send_each(agent, &mut session, prompts, events) => Some(outcome),
+        outcome = async {
+            agent.start_session(&mut session, source, events).await;
+            send_each(agent, &mut session, prompts, events).await
+        } => Some(outcome),
         () = crate::interrupted() => None,
         // Nobody can see a report: dropping the run stops its tools, as an
         // interrupt does, and main exits with the closed pipe's code.
@@ -143,7 +160,11 @@ async fn drive(
             let (text, end) = reported(outcome, false);
             let code = match &end {
                 RunEnd::Answered(_) => 0,
-                RunEnd::Unanswered { .. } => EXIT_NO_ANSWER,
+                RunEnd::Unanswered { .. }
+                | RunEnd::Stopped {
+                    why: EarlyStop::Blocked,
+                    ..
+                } => EXIT_NO_ANSWER,
                 RunEnd::Stopped { .. } => EXIT_TURN_LIMIT,
             };
             (text, end, Ok(code))
@@ -210,6 +231,15 @@ pub fn reported(outcome: Outcome, in_chat: bool) -> (String, RunEnd) {
             let end = RunEnd::Stopped {
                 why: EarlyStop::MaxTurns,
                 error: turn_limit_message(turns),
+            };
+            (String::new(), end)
+        }
+        Outcome::PromptBlocked { reason } => {
+            let end = RunEnd::Stopped {
+                why: EarlyStop::Blocked,
+                error: format!(
+                    "a user_prompt hook refused the prompt, so nothing was sent: {reason}"
+                ),
             };
             (String::new(), end)
         }

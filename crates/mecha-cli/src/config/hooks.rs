@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use mecha_hooks::{HookConfig, HookEvent, HookSet};
+use mecha_hooks::{HookConfig, HookSet};
 
 use super::ConfigError;
 
@@ -16,21 +16,6 @@ pub(super) fn compile(
         path: path.to_path_buf(),
         message,
     };
-    // A hook that is configured and never runs is a guard the user believes
-    // in and nothing enforces: refused until this mecha runs its event.
-    if let Some((n, hook)) = hooks
-        .iter()
-        .enumerate()
-        .find(|(_, h)| h.event != HookEvent::PreTool)
-    {
-        return Err(invalid(format!(
-            "[[hook]] #{} (`{}`): event = \"{}\" is not run by this version of mecha yet, only \
-             \"pre_tool\" is; remove the hook or make it a pre_tool hook",
-            n + 1,
-            hook.command,
-            hook.event
-        )));
-    }
     HookSet::compile(hooks, config_dir).map_err(|e| invalid(e.to_string()))
 }
 
@@ -93,18 +78,20 @@ mod tests {
     }
 
     #[test]
-    fn a_hook_of_an_event_this_mecha_does_not_run_yet_is_refused() {
-        for event in ["post_tool", "user_prompt", "stop", "session_start"] {
+    fn a_hook_of_every_event_loads() {
+        for event in [
+            "pre_tool",
+            "post_tool",
+            "user_prompt",
+            "stop",
+            "session_start",
+        ] {
             let (_tmp, s) = load(
                 &format!("[[hook]]\nevent = \"{event}\"\ncommand = \"./guard.sh\"\n"),
                 None,
             );
-            let err = s.unwrap_err();
-            assert!(
-                err.contains("is not run by this version of mecha yet"),
-                "{err}"
-            );
-            assert!(err.contains(&format!("event = \"{event}\"")), "{err}");
+            let lines = s.unwrap().hooks.describe();
+            assert_eq!(lines[0].event.to_string(), event);
         }
     }
 

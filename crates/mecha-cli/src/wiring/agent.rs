@@ -251,7 +251,7 @@ async fn wire(
         mode,
         approver,
         std::mem::take(&mut toolbox.rules),
-        hook,
+        hook.clone(),
         settings.block_sends_after_private,
     );
     let limits = Limits {
@@ -266,6 +266,9 @@ async fn wire(
         ctx,
         limits,
     );
+    if let Some(hook) = hook {
+        agent = agent.with_loop_hooks(hook);
+    }
     if let Some(hub) = &toolbox.hub {
         let mcp_names = toolbox
             .registry
