@@ -251,3 +251,36 @@ fn a_read_and_send_after_untrusted_content_is_asked_afresh_under_yes() {
         assert_eq!(e.ws.join("sent.txt").exists(), runs, "{screen}");
     }
 }
+
+#[test]
+fn a_hooks_ask_is_asked_at_the_terminal_even_under_yes() {
+    if !common::have_script() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let hook = tmp.path().join("ask.sh");
+    std::fs::write(
+        &hook,
+        "#!/bin/bash\ncat >/dev/null\necho '{\"hookSpecificOutput\":{\"permissionDecision\":\"ask\",\
+         \"permissionDecisionReason\":\"writes need a person\"}}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let config = format!(
+        "[[hook]]\nevent = \"pre_tool\"\nmatcher = \"fs_write\"\ncommand = \"{}\"\n",
+        hook.display()
+    );
+    let e = env(&[write("a.txt", "one\n"), write("b.txt", "two\n")], &config);
+    let screen = run_at_terminal(&e, "--yes 'write them'", "y\nn\n");
+    assert!(
+        screen.contains("asks for a person: writes need a person"),
+        "{screen}"
+    );
+    assert_eq!(
+        screen.matches("a hook asks for a fresh decision").count(),
+        2,
+        "each call is asked, a yes covers one: {screen}"
+    );
+    assert_eq!(read(&e.ws, "a.txt").as_deref(), Some("one\n"));
+    assert_eq!(read(&e.ws, "b.txt"), None);
+}
