@@ -74,7 +74,8 @@ pub struct ProviderSettings {
 }
 
 /// How to configure a provider; shown when none is.
-pub(crate) const HOW_TO_CONFIGURE: &str = "no model provider is configured. Set ANTHROPIC_API_KEY, or \
+pub(crate) const HOW_TO_CONFIGURE: &str =
+    "no model provider is configured. Set ANTHROPIC_API_KEY, or \
 OPENAI_API_KEY (or OPENAI_BASE_URL) with OPENAI_MODEL, or add a [provider] section to \
 config.toml, e.g.
 

@@ -3,11 +3,11 @@
 //! default. [`crate::build`] and `mecha config` both read this, so what is
 //! shown is what a run uses.
 
+use crate::ProviderError;
 use crate::config::{
     DEFAULT_ANTHROPIC_BASE_URL, DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_BASE_URL, HOW_TO_CONFIGURE,
     Kind, ProviderSettings,
 };
-use crate::ProviderError;
 
 /// Where one provider value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
