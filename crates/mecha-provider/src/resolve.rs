@@ -126,3 +126,59 @@ pub fn resolve(
         key_set,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn each_value_says_whether_config_a_variable_or_the_default_gave_it() {
+        let env = env_of(&[
+            ("ANTHROPIC_API_KEY", "k"),
+            ("ANTHROPIC_MODEL", "from-env"),
+            ("OPENAI_MODEL", "other"),
+        ]);
+        let r = resolve(&ProviderSettings::default(), &env).unwrap();
+        assert_eq!(r.kind.value, Kind::Anthropic);
+        assert_eq!(r.kind.source, Source::Env("ANTHROPIC_API_KEY".into()));
+        let model = r.model.unwrap();
+        assert_eq!(model.value, "from-env");
+        assert_eq!(model.source, Source::Env("ANTHROPIC_MODEL".into()));
+        assert_eq!(r.base_url.unwrap().source, Source::Default);
+        assert_eq!(r.key_env.as_deref(), Some("ANTHROPIC_API_KEY"));
+        assert!(r.key_set);
+
+        let settings = ProviderSettings {
+            kind: Some(Kind::OpenAi),
+            model: Some("configured".into()),
+            api_key_env: Some("MY_KEY".into()),
+            ..ProviderSettings::default()
+        };
+        let r = resolve(&settings, &env).unwrap();
+        assert_eq!(r.kind.source, Source::Config);
+        assert_eq!(r.model.unwrap().source, Source::Config);
+        assert_eq!(r.key_env.as_deref(), Some("MY_KEY"));
+        assert!(!r.key_set);
+    }
+
+    #[test]
+    fn an_empty_variable_is_unset() {
+        let env = env_of(&[
+            ("ANTHROPIC_API_KEY", "  "),
+            ("OPENAI_BASE_URL", "http://h/v1"),
+        ]);
+        let r = resolve(&ProviderSettings::default(), &env).unwrap();
+        assert_eq!(r.kind.value, Kind::OpenAi);
+        assert_eq!(r.kind.source, Source::Env("OPENAI_BASE_URL".into()));
+        assert_eq!(r.model, None);
+        assert!(!r.key_set);
+    }
+}
