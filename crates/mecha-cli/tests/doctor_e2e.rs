@@ -217,3 +217,31 @@ async fn a_configured_bwrap_is_run_once_and_reported() {
         "{out}"
     );
 }
+
+#[tokio::test]
+async fn a_bwrap_that_cannot_confine_is_a_problem() {
+    // The doctor runs the bwrap on PATH the way a run's start-up does; this
+    // one fails as bwrap does where user namespaces are off.
+    let mut e = env();
+    let bin = e.home.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("bwrap");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    e.extra_config = "[sandbox]\nkind = \"bwrap\"\n".to_owned();
+    let mock = MockModel::start(vec![]).await;
+    let mut cmd = e.command(Api::Anthropic, &mock, "test-key", "doctor", &[]);
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    cmd.env("PATH", path);
+    let o = cmd.output().unwrap();
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let problems = lines_with(&out, "problem");
+    assert_eq!(problems.len(), 1, "{out}");
+    assert!(problems[0].starts_with("problem  sandbox: "), "{out}");
+    assert!(out.contains("namespace"), "{out}");
+}
