@@ -1,10 +1,11 @@
 //! The `mecha` command: parses arguments, loads config, wires concrete tools
 //! into a registry and runs a command.
 //!
-//! Exit codes: 0 success, 1 a run failed, 2 bad usage or configuration,
-//! 3 a run stopped at --max-turns, 4 the model gave no answer (refused, or
-//! said nothing), 130 interrupted, 141 stdout or stderr was closed by its
-//! reader (see `output`).
+//! Exit codes: 0 success, 1 a run failed (or `mecha doctor` found a
+//! problem), 2 bad usage or configuration, 3 a run stopped at --max-turns,
+//! 4 the model gave no answer (refused, or said nothing), 130 interrupted,
+//! 141 stdout or stderr was closed by its reader (see `output`). Every
+//! `--help` says so too ([`AFTER_HELP`]): change both together.
 
 mod approve;
 mod commands;

@@ -233,7 +233,7 @@ fn human(document: &Value) -> String {
         for entry in entries {
             out.push_str(&format!(
                 "  {}  ({})\n",
-                plain(&entry["value"]),
+                pairs(&entry["value"]),
                 origin(entry)
             ));
         }
@@ -258,6 +258,25 @@ fn plain(value: &Value) -> String {
         Value::Null => "(unset)".to_owned(),
         other => other.to_string(),
     }
+}
+
+/// An object as `key=value` pairs, leaving out what is unset or empty.
+fn pairs(value: &Value) -> String {
+    let Some(fields) = value.as_object() else {
+        return plain(value);
+    };
+    let empty = |v: &Value| match v {
+        Value::Null | Value::Bool(false) => true,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    };
+    fields
+        .iter()
+        .filter(|(_, v)| !empty(v))
+        .map(|(k, v)| format!("{k}={}", plain(v)))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// An entry's origin as `layer` or `layer: source`.
