@@ -1,10 +1,11 @@
 //! The `mecha` command: parses arguments, loads config, wires concrete tools
 //! into a registry and runs a command.
 //!
-//! Exit codes: 0 success, 1 a run failed, 2 bad usage or configuration,
-//! 3 a run stopped at --max-turns, 4 the model gave no answer (refused, or
-//! said nothing), 130 interrupted, 141 stdout or stderr was closed by its
-//! reader (see `output`).
+//! Exit codes: 0 success, 1 a run failed (or `mecha doctor` found a
+//! problem), 2 bad usage or configuration, 3 a run stopped at --max-turns,
+//! 4 the model gave no answer (refused, or said nothing), 130 interrupted,
+//! 141 stdout or stderr was closed by its reader (see `output`). Every
+//! `--help` says so too ([`AFTER_HELP`]): change both together.
 
 mod approve;
 mod commands;
@@ -23,7 +24,7 @@ mod wiring;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -47,6 +48,17 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    #[command(flatten)]
+    Configured(Configured),
+    /// Check what could break a run, and say how to fix each.
+    Doctor(commands::doctor::DoctorArgs),
+    /// Print a completion script for a shell.
+    Completions(commands::completions::CompletionsArgs),
+}
+
+/// The commands that need the configuration loaded.
+#[derive(Subcommand, Debug)]
+enum Configured {
     /// Run one task to an answer.
     Run(commands::run::RunArgs),
     /// Talk to the agent line by line; history and taint carry over.
@@ -63,6 +75,40 @@ enum Command {
     /// The stored sessions: list them, or show one's transcript.
     #[command(subcommand)]
     Sessions(commands::sessions::SessionsCommand),
+    /// The effective configuration, and where each value came from.
+    Config(commands::config::ConfigArgs),
+}
+
+/// Said under every `--help`, the subcommands' too: what mecha reads
+/// besides its arguments, and what its exit codes mean.
+const AFTER_HELP: &str = "\
+Files:
+  $MECHA_HOME/config.toml  your configuration (MECHA_HOME defaults to ~/.mecha)
+  $MECHA_HOME/skills/      the skill store; $MECHA_HOME/sessions/ the stored sessions
+  ./mecha.toml             the project's file in the workspace root: it can only narrow
+
+Environment:
+  MECHA_HOME                         where mecha keeps its files (default ~/.mecha)
+  MECHA_LOG                          log filter for stderr, e.g. MECHA_LOG=debug
+  ANTHROPIC_API_KEY, OPENAI_API_KEY  API keys (or the variable [provider] api_key_env names)
+  ANTHROPIC_BASE_URL, OPENAI_BASE_URL, ANTHROPIC_MODEL, OPENAI_MODEL
+                                     used where [provider] leaves them unset
+  HOME, PATH                         ~ in config paths; finding hook and MCP programs
+  COLUMNS                            the width of `mecha sessions` listings
+
+Exit codes:
+  0    success                       1    the run failed (or a check found a problem)
+  2    bad usage or configuration    3    the run stopped at --max-turns
+  4    the model gave no answer      130  interrupted
+  141  stdout or stderr was closed by its reader";
+
+/// The command line as clap sees it, with [`AFTER_HELP`] under every
+/// command's help.
+pub fn cli_command() -> clap::Command {
+    fn with_help(command: clap::Command) -> clap::Command {
+        command.after_help(AFTER_HELP).mut_subcommands(with_help)
+    }
+    with_help(Cli::command())
 }
 
 /// A failure, and which exit code it earns.
@@ -86,7 +132,10 @@ fn main() -> ExitCode {
     hide_environment();
     init_logging();
     adopt_orphans();
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&cli_command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let code = match run(cli) {
         Ok(code) => code,
         // Both can carry outside text: an API's error message, a server's.
@@ -105,6 +154,11 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<u8, Failure> {
+    let command = match cli.command {
+        Command::Completions(args) => return commands::completions::run(&args),
+        Command::Doctor(args) => Err(args),
+        Command::Configured(command) => Ok(command),
+    };
     let workspace = match cli.workspace {
         Some(dir) => dir,
         None => std::env::current_dir()
@@ -117,22 +171,39 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         ))
     })?;
     let home = config::mecha_home()?;
-    let mut settings = config::Settings::load(&home, &workspace)?;
-    for file in &cli.mcp_file {
-        settings.import_mcp_file(file, "--mcp-file")?;
-    }
+    let loaded = load_settings(&home, &workspace, &cli.mcp_file);
+    let command = match command {
+        // The doctor reports a configuration that does not load rather
+        // than stopping at it.
+        Err(args) => return commands::doctor::run(&args, loaded, &workspace),
+        Ok(command) => command,
+    };
+    let settings = loaded?;
     for warning in &settings.warnings {
         output::err_line(&format!("mecha: warning: {warning}"));
     }
-    match cli.command {
-        Command::Run(args) => commands::run::run(args, settings, &workspace),
-        Command::Chat(args) => commands::chat::run(args, settings, &workspace),
-        Command::Tools(args) => commands::tools::run(args, settings, &workspace),
-        Command::Skills(args) => commands::skills::run(args, settings),
-        Command::Hooks(args) => commands::hooks::run(args, settings, &workspace),
-        Command::Mcp(command) => commands::mcp::run(command, settings, &workspace),
-        Command::Sessions(command) => commands::sessions::run(command),
+    match command {
+        Configured::Run(args) => commands::run::run(args, settings, &workspace),
+        Configured::Chat(args) => commands::chat::run(args, settings, &workspace),
+        Configured::Tools(args) => commands::tools::run(args, settings, &workspace),
+        Configured::Skills(args) => commands::skills::run(args, settings),
+        Configured::Hooks(args) => commands::hooks::run(args, settings, &workspace),
+        Configured::Mcp(command) => commands::mcp::run(command, settings, &workspace),
+        Configured::Sessions(command) => commands::sessions::run(command),
+        Configured::Config(args) => commands::config::run(args, settings),
     }
+}
+
+/// Every layer of configuration: the user's file, the project's, and the
+/// `--mcp-file`s.
+fn load_settings(
+    home: &std::path::Path,
+    workspace: &std::path::Path,
+    mcp_files: &[PathBuf],
+) -> Result<config::Settings, config::ConfigError> {
+    let mut settings = config::Settings::load(home, workspace)?;
+    settings.add_mcp_files(mcp_files)?;
+    Ok(settings)
 }
 
 /// Resolves when the user or the system asks mecha to stop: SIGINT

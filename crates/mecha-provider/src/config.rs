@@ -10,6 +10,7 @@ use serde::Deserialize;
 use crate::anthropic::{AnthropicOptions, AnthropicProvider, Thinking};
 use crate::http::HttpOptions;
 use crate::openai::{MaxTokensField, OpenAiOptions, OpenAiProvider};
+use crate::resolve::{Sourced, resolve};
 use crate::scripted::ScriptedProvider;
 use crate::{Provider, ProviderError};
 
@@ -25,6 +26,17 @@ pub enum Kind {
     #[serde(rename = "openai")]
     OpenAi,
     Scripted,
+}
+
+impl Kind {
+    /// The kind as config spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Anthropic => "anthropic",
+            Self::OpenAi => "openai",
+            Self::Scripted => "scripted",
+        }
+    }
 }
 
 /// The `[provider]` section. Everything optional: the environment fills the
@@ -62,7 +74,8 @@ pub struct ProviderSettings {
 }
 
 /// How to configure a provider; shown when none is.
-const HOW_TO_CONFIGURE: &str = "no model provider is configured. Set ANTHROPIC_API_KEY, or \
+pub(crate) const HOW_TO_CONFIGURE: &str =
+    "no model provider is configured. Set ANTHROPIC_API_KEY, or \
 OPENAI_API_KEY (or OPENAI_BASE_URL) with OPENAI_MODEL, or add a [provider] section to \
 config.toml, e.g.
 
@@ -104,13 +117,8 @@ pub fn build_with(
     if let Some(secs) = settings.idle_timeout_secs {
         http.idle_timeout = Duration::from_secs(secs);
     }
-    let kind = match settings.kind {
-        Some(kind) => kind,
-        None if var("ANTHROPIC_API_KEY").is_some() => Kind::Anthropic,
-        None if var("OPENAI_API_KEY").is_some() || var("OPENAI_BASE_URL").is_some() => Kind::OpenAi,
-        None if settings.script.is_some() => Kind::Scripted,
-        None => return Err(ProviderError::NotConfigured(HOW_TO_CONFIGURE.to_owned())),
-    };
+    let resolved = resolve(settings, env)?;
+    let kind = resolved.kind.value;
     tracing::debug!(?kind, "building the model provider");
     if settings.max_tokens_field.is_some() && kind != Kind::OpenAi {
         return Err(ProviderError::NotConfigured(
@@ -135,10 +143,7 @@ pub fn build_with(
     let images = settings.images.unwrap_or(true);
     match kind {
         Kind::Anthropic => {
-            let key_env = settings
-                .api_key_env
-                .clone()
-                .unwrap_or_else(|| "ANTHROPIC_API_KEY".to_owned());
+            let key_env = resolved.key_env.unwrap_or_default();
             let api_key = var(&key_env).ok_or_else(|| {
                 ProviderError::NotConfigured(format!(
                     "the anthropic provider needs an API key: set {key_env}{}",
@@ -149,17 +154,11 @@ pub fn build_with(
                     }
                 ))
             })?;
-            let base_url = base_url(
-                settings,
-                var("ANTHROPIC_BASE_URL"),
-                DEFAULT_ANTHROPIC_BASE_URL,
-            )?;
+            let base_url = checked_url(resolved.base_url)?;
             let provider = AnthropicProvider::new(AnthropicOptions {
-                model: settings
+                model: resolved
                     .model
-                    .clone()
-                    .or_else(|| var("ANTHROPIC_MODEL"))
-                    .unwrap_or_else(|| DEFAULT_ANTHROPIC_MODEL.to_owned()),
+                    .map_or_else(|| DEFAULT_ANTHROPIC_MODEL.to_owned(), |m| m.value),
                 base_url,
                 api_key,
                 api_key_env: key_env,
@@ -172,10 +171,7 @@ pub fn build_with(
             Ok(Arc::new(provider))
         }
         Kind::OpenAi => {
-            let key_env = settings
-                .api_key_env
-                .clone()
-                .unwrap_or_else(|| "OPENAI_API_KEY".to_owned());
+            let key_env = resolved.key_env.unwrap_or_default();
             let api_key = var(&key_env);
             if api_key.is_none() && settings.api_key_env.is_some() {
                 return Err(ProviderError::NotConfigured(format!(
@@ -183,7 +179,7 @@ pub fn build_with(
                      remove api_key_env for a server that needs no key"
                 )));
             }
-            let base_url = base_url(settings, var("OPENAI_BASE_URL"), DEFAULT_OPENAI_BASE_URL)?;
+            let base_url = checked_url(resolved.base_url)?;
             if api_key.is_none() && base_url.trim_end_matches('/') == DEFAULT_OPENAI_BASE_URL {
                 return Err(ProviderError::NotConfigured(format!(
                     "the openai provider needs an API key for {DEFAULT_OPENAI_BASE_URL}: set \
@@ -191,18 +187,14 @@ pub fn build_with(
                      ollama (http://localhost:11434/v1)"
                 )));
             }
-            let model = settings
-                .model
-                .clone()
-                .or_else(|| var("OPENAI_MODEL"))
-                .ok_or_else(|| {
-                    ProviderError::NotConfigured(format!(
-                        "the openai provider needs a model: pass --model NAME, set OPENAI_MODEL, \
-                         or set `model` in [provider] (e.g. model = \"gpt-4.1\", or the name \
-                         your server lists at {}/models)",
-                        base_url.trim_end_matches('/')
-                    ))
-                })?;
+            let model = resolved.model.map(|m| m.value).ok_or_else(|| {
+                ProviderError::NotConfigured(format!(
+                    "the openai provider needs a model: pass --model NAME, set OPENAI_MODEL, \
+                     or set `model` in [provider] (e.g. model = \"gpt-4.1\", or the name \
+                     your server lists at {}/models)",
+                    base_url.trim_end_matches('/')
+                ))
+            })?;
             let provider = OpenAiProvider::new(OpenAiOptions {
                 model,
                 base_url,
@@ -231,18 +223,11 @@ pub fn build_with(
     }
 }
 
-/// Config, then environment, then the default; checked to be an http(s) URL
-/// now rather than failing on the first request.
-fn base_url(
-    settings: &ProviderSettings,
-    from_env: Option<String>,
-    default: &str,
-) -> Result<String, ProviderError> {
-    let url = settings
-        .base_url
-        .clone()
-        .or(from_env)
-        .unwrap_or_else(|| default.to_owned());
+/// The URL [`resolve`] picked (config, then environment, then the
+/// default), checked to be an http(s) URL now rather than failing on the
+/// first request.
+fn checked_url(url: Option<Sourced<String>>) -> Result<String, ProviderError> {
+    let url = url.map(|u| u.value).unwrap_or_default();
     match reqwest::Url::parse(&url) {
         Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => Ok(url),
         Ok(_) => Err(ProviderError::NotConfigured(format!(

@@ -20,6 +20,7 @@ mod anthropic;
 mod config;
 mod http;
 mod openai;
+mod resolve;
 pub mod script;
 mod scripted;
 mod sse;
@@ -35,6 +36,7 @@ pub use config::{
 };
 pub use http::HttpOptions;
 pub use openai::{MaxTokensField, OpenAiOptions, OpenAiProvider};
+pub use resolve::{Resolved, Source, Sourced, resolve};
 pub use script::{Quirk, Script, ScriptToolCall, ScriptTurn, ScriptUsage};
 pub use scripted::ScriptedProvider;
 

@@ -1,6 +1,9 @@
 //! One module per subcommand, and the options `run` and `chat` share.
 
 pub mod chat;
+pub mod completions;
+pub mod config;
+pub mod doctor;
 pub mod hooks;
 pub mod mcp;
 pub mod run;

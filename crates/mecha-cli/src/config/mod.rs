@@ -5,6 +5,7 @@ mod compaction;
 mod distrust;
 mod hooks;
 mod model;
+mod origin;
 mod sandbox;
 mod skills;
 mod subagents;
@@ -26,6 +27,8 @@ use mecha_sandbox::SandboxConfig;
 use mecha_tools::{BuiltinConfig, FetchConfig, ShellConfig};
 
 use model::{GlobalConfig, ProjectConfig};
+pub use origin::Origin;
+use origin::Origins;
 pub use skills::SkillSettings;
 pub use subagents::SubagentConfig;
 use toml_file::read_optional;
@@ -147,6 +150,8 @@ pub struct Settings {
     pub subagents: Vec<SubagentConfig>,
     /// `[[hook]]` of the user's file, checked.
     pub hooks: mecha_hooks::HookSet,
+    /// Where each value came from, for `mecha config`.
+    pub origins: Origins,
 }
 
 impl Settings {
@@ -157,9 +162,14 @@ impl Settings {
         let global: GlobalConfig = read_optional(&global_file)?.unwrap_or_default();
         let project_path = workspace.join("mecha.toml");
         let project: Option<ProjectConfig> = read_optional(&project_path)?;
-        let mut settings = Self::from_global(global_file, global)?;
+        // What an empty file gives is the default each layer is told from.
+        let defaults = Self::from_global(global_file.clone(), GlobalConfig::default())?.tracked();
+        let mut settings = Self::from_global(global_file.clone(), global)?;
+        settings.credit(&defaults, &Origin::UserFile(global_file));
         if let Some(project) = project {
+            let before = settings.tracked();
             settings.narrow_by_project(&project_path, project)?;
+            settings.credit(&before, &Origin::ProjectFile(project_path.clone()));
             settings.project_file = Some(project_path);
         }
         Ok(settings)
@@ -227,6 +237,7 @@ impl Settings {
             skills: SkillSettings::from_user(&global.skills, here, &path),
             subagents: subagents::check(&path, global.subagent)?,
             hooks: hooks::compile(&path, here, &global.hook)?,
+            origins: Origins::default(),
         };
         settings.add_forced(&global.tools);
         for file in &global.mcp_files {
@@ -362,7 +373,7 @@ impl Settings {
     /// Adds the servers of an `mcpServers` JSON file; `via` says what named
     /// it (a config file, or --mcp-file). Entries mecha cannot run become
     /// warnings, never silent omissions.
-    pub fn import_mcp_file(&mut self, file: &Path, via: &str) -> Result<(), ConfigError> {
+    fn import_mcp_file(&mut self, file: &Path, via: &str) -> Result<(), ConfigError> {
         let imported =
             mecha_mcp::read_mcp_servers_json(file).map_err(|e| ConfigError::Invalid {
                 path: e.path.clone(),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use mecha_agent::{Agent, ChildJournals, Gate, Hook, Limits, Lineage, Runtime, Session};
-use mecha_core::{Approver, Journal, ModeApprover, PermissionMode, Tool, ToolCtx};
+use mecha_core::{Approver, Journal, ModeApprover, Tool, ToolCtx};
 use mecha_hooks::HookContext;
 use mecha_provider::{Provider, ProviderError, Script, ScriptedProvider};
 use mecha_session::{Loaded, RecallTool};
@@ -87,9 +87,7 @@ pub async fn build_agent(
     workspace: &Path,
     start: Start<'_>,
 ) -> Result<Started, Failure> {
-    if let Some(model) = &options.model {
-        settings.provider.model = Some(model.clone());
-    }
+    settings.apply_flags(options);
     let env = |name: &str| std::env::var(name).ok();
     let configured = mecha_provider::build(&settings.provider, &env).map_err(|e| match e {
         ProviderError::NotConfigured(message) => Failure::Usage(message),
@@ -209,10 +207,7 @@ async fn wire(
         .and_then(|ctx| ctx.with_spill_max_bytes(settings.spill_max_bytes))
         .map_err(|e| Failure::Run(anyhow::anyhow!("cannot set up the workspace: {e}")))?;
     let ctx = protect_mecha_files(ctx, &settings)?;
-    let mode = match (options.yes, settings.permission_mode) {
-        (true, PermissionMode::Ask) => PermissionMode::Allow,
-        (_, mode) => mode,
-    };
+    let mode = settings.permission_mode;
     let someone_to_ask = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let approver: Arc<dyn Approver> = if someone_to_ask {
         Arc::new(TerminalApprover::new(mode, ctx.clone()))
@@ -255,7 +250,7 @@ async fn wire(
         settings.block_sends_after_private,
     );
     let limits = Limits {
-        max_turns: options.max_turns.unwrap_or(settings.max_turns).max(1),
+        max_turns: settings.max_turns,
         turn_budget: settings.turn_budget,
     };
     let mut agent = Agent::new(

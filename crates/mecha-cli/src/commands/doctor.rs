@@ -1,0 +1,263 @@
+//! `mecha doctor`: what could break a run, checked before one, each with
+//! how to fix it. One line per check: `ok`, `warning` or `problem`; exits 1
+//! when there is a problem. Every check is the one a run makes (config
+//! loading, `mecha_provider::build`, `Sandbox::start`, the MCP hub's
+//! start-up, the skill store's loading, hook compilation); nothing here
+//! checks on its own. Talks to the model only with `--online`.
+
+use std::path::Path;
+
+use clap::Args;
+use mecha_core::Message;
+use mecha_mcp::{McpHub, ServerState, SpawnOptions};
+use mecha_provider::Request;
+use mecha_sandbox::{HostEnv, Sandbox};
+
+use crate::Failure;
+use crate::config::{ConfigError, Settings};
+use crate::output::outln;
+use crate::skills::{Selection, SkillFlags};
+use crate::terminal::printable;
+
+#[derive(Args, Debug)]
+pub struct DoctorArgs {
+    /// Also send the provider one tiny request, to see that it answers.
+    #[arg(long)]
+    online: bool,
+}
+
+/// How one check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Ok,
+    Warning,
+    Problem,
+}
+
+/// The lines so far, and whether any is a problem.
+#[derive(Default)]
+struct Report {
+    problems: usize,
+}
+
+impl Report {
+    fn line(&mut self, verdict: Verdict, check: &str, text: &str) {
+        let label = match verdict {
+            Verdict::Ok => "ok",
+            Verdict::Warning => "warning",
+            Verdict::Problem => {
+                self.problems += 1;
+                "problem"
+            }
+        };
+        // Server names, reasons and file contents are outside text.
+        outln!("{label:<8} {check}: {}", printable(text));
+    }
+}
+
+pub fn run(
+    args: &DoctorArgs,
+    loaded: Result<Settings, ConfigError>,
+    workspace: &Path,
+) -> Result<u8, Failure> {
+    let mut report = Report::default();
+    let settings = match loaded {
+        Ok(settings) => settings,
+        Err(e) => {
+            report.line(
+                Verdict::Problem,
+                "config",
+                &format!("{e}\n         fix it, then run `mecha doctor` again"),
+            );
+            report.line(
+                Verdict::Warning,
+                "other checks",
+                "skipped: they need the configuration to load",
+            );
+            return Ok(1);
+        }
+    };
+    config(&mut report, &settings);
+    let runtime = crate::runtime()?;
+    runtime.block_on(async {
+        provider(&mut report, &settings, args.online).await;
+        let sandbox = sandbox(&mut report, &settings);
+        mcp(&mut report, &settings, workspace, sandbox).await;
+    });
+    runtime.shutdown_background();
+    skills(&mut report, &settings);
+    hooks(&mut report, &settings);
+    Ok(u8::from(report.problems > 0))
+}
+
+fn config(report: &mut Report, settings: &Settings) {
+    let mut files = vec![shown(&settings.global_file)];
+    if let Some(project) = &settings.project_file {
+        files.push(shown(project));
+    }
+    report.line(Verdict::Ok, "config", &files.join(", "));
+    for warning in &settings.warnings {
+        report.line(Verdict::Warning, "config", warning);
+    }
+}
+
+fn shown(path: &Path) -> String {
+    match path.is_file() {
+        true => format!("{} parses", path.display()),
+        false => format!("{} (absent: defaults)", path.display()),
+    }
+}
+
+async fn provider(report: &mut Report, settings: &Settings, online: bool) {
+    let env = |name: &str| std::env::var(name).ok();
+    let provider = match mecha_provider::build(&settings.provider, &env) {
+        Ok(provider) => provider,
+        Err(e) => {
+            report.line(Verdict::Problem, "provider", &e.to_string());
+            return;
+        }
+    };
+    let key = mecha_provider::resolve(&settings.provider, &env)
+        .ok()
+        .and_then(|r| r.key_env.map(|name| (name, r.key_set)));
+    let key = match key {
+        Some((name, true)) => format!("; key from {name} (set)"),
+        Some((name, false)) => format!("; no key: {name} is not set"),
+        None => String::new(),
+    };
+    let described = format!("{}{key}", provider.describe());
+    if !online {
+        report.line(
+            Verdict::Ok,
+            "provider",
+            &format!("{described} (not contacted: --online sends one tiny request)"),
+        );
+        return;
+    }
+    let messages = [Message::user_text("Reply with the single word: ok")];
+    let request = Request {
+        system: "",
+        tools: &[],
+        messages: &messages,
+    };
+    match provider.complete(request, &mut |_| {}).await {
+        Ok(response) => report.line(
+            Verdict::Ok,
+            "provider",
+            &format!(
+                "{described}; answered ({} tokens in, {} out)",
+                response.usage.input_tokens, response.usage.output_tokens
+            ),
+        ),
+        Err(e) => report.line(Verdict::Problem, "provider", &format!("{described}: {e}")),
+    }
+}
+
+/// The sandbox as a run starts it (for bwrap, one confined `true`).
+fn sandbox(report: &mut Report, settings: &Settings) -> Option<Sandbox> {
+    if settings.sandbox.kind.is_none() {
+        report.line(
+            Verdict::Ok,
+            "sandbox",
+            "none configured: shell commands run unconfined ([sandbox] kind turns it on)",
+        );
+        return None;
+    }
+    match Sandbox::start(&settings.sandbox, HostEnv::current()) {
+        Ok(sandbox) => {
+            let described = sandbox.as_ref().map(Sandbox::describe).unwrap_or_default();
+            report.line(Verdict::Ok, "sandbox", &format!("{described} works"));
+            sandbox
+        }
+        Err(e) => {
+            report.line(Verdict::Problem, "sandbox", &e.to_string());
+            None
+        }
+    }
+}
+
+/// Every server started as a run starts them, with the hub's time limit.
+async fn mcp(report: &mut Report, settings: &Settings, workspace: &Path, sandbox: Option<Sandbox>) {
+    if settings.mcp.is_empty() {
+        report.line(Verdict::Ok, "mcp", "no servers configured");
+        return;
+    }
+    let mut options = SpawnOptions::new(workspace).with_sandbox(sandbox);
+    if let Some(tz) = &settings.timezone {
+        options = options.with_timezone(tz.clone());
+    }
+    let hub = McpHub::start(settings.mcp.iter().map(|s| s.config.clone()), &options).await;
+    for status in hub.statuses() {
+        let source = settings
+            .mcp
+            .iter()
+            .find(|s| s.config.name == status.name)
+            .map_or("", |s| s.source.as_str());
+        match &status.state {
+            ServerState::Ready { tools, .. } => report.line(
+                Verdict::Ok,
+                "mcp",
+                &format!(
+                    "`{}` ({source}) started: {} tools",
+                    status.name,
+                    tools.len()
+                ),
+            ),
+            ServerState::Failed { .. } => report.line(
+                Verdict::Problem,
+                "mcp",
+                &format!(
+                    "{status} (configured in {source}; `mecha mcp check {}` says more)",
+                    status.name
+                ),
+            ),
+        }
+    }
+    hub.shutdown();
+}
+
+fn skills(report: &mut Report, settings: &Settings) {
+    let selection = Selection::load(&settings.skills, &SkillFlags::default());
+    report.line(
+        Verdict::Ok,
+        "skills",
+        &format!(
+            "{} loaded from {}, {} carried",
+            selection.carried.len() + selection.withheld.len(),
+            settings.skills.dir.display(),
+            selection.carried.len()
+        ),
+    );
+    for (skill, why) in &selection.withheld {
+        report.line(
+            Verdict::Ok,
+            "skills",
+            &format!("`{}` is withheld: {why}", skill.name),
+        );
+    }
+    for failure in &selection.failures {
+        report.line(Verdict::Problem, "skills", &failure.to_string());
+    }
+    for warning in &selection.warnings {
+        report.line(Verdict::Warning, "skills", warning);
+    }
+}
+
+/// A hook whose program is missing never gets here: loading the config
+/// refuses it, naming the hook, and the config check reports that.
+fn hooks(report: &mut Report, settings: &Settings) {
+    let hooks = settings.hooks.describe();
+    if hooks.is_empty() {
+        report.line(Verdict::Ok, "hooks", "none configured");
+    }
+    for hook in hooks {
+        report.line(
+            Verdict::Ok,
+            "hooks",
+            &format!(
+                "{} matcher={}: {} exists and is executable",
+                hook.event, hook.matcher, hook.command
+            ),
+        );
+    }
+}

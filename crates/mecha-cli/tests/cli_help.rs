@@ -1,0 +1,74 @@
+//! Shell completions and `--help` through the real binary.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Output;
+
+fn mecha(args: &[&str]) -> Output {
+    let home = tempfile::tempdir().unwrap();
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap())
+        .env("MECHA_HOME", home.path())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn completions_generate_for_each_shell_and_name_the_subcommands() {
+    for shell in ["bash", "zsh", "fish"] {
+        let o = mecha(&["completions", shell]);
+        assert!(
+            o.status.success(),
+            "{shell}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let script = String::from_utf8_lossy(&o.stdout);
+        for word in ["run", "chat", "doctor", "config", "max-turns"] {
+            assert!(script.contains(word), "{shell} script lacks {word}");
+        }
+    }
+    let o = mecha(&["completions", "tcsh"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn every_help_names_the_files_the_environment_and_the_exit_codes() {
+    let o = mecha(&["--help"]);
+    assert!(o.status.success());
+    let top = String::from_utf8_lossy(&o.stdout).into_owned();
+    let subcommands = [
+        "run",
+        "chat",
+        "tools",
+        "skills",
+        "hooks",
+        "mcp",
+        "sessions",
+        "config",
+        "doctor",
+        "completions",
+    ];
+    let mut helps = vec![top];
+    for sub in subcommands {
+        let o = mecha(&[sub, "--help"]);
+        assert!(o.status.success(), "{sub}");
+        helps.push(String::from_utf8_lossy(&o.stdout).into_owned());
+    }
+    let o = mecha(&["mcp", "check", "--help"]);
+    helps.push(String::from_utf8_lossy(&o.stdout).into_owned());
+    for help in &helps {
+        for needle in [
+            "MECHA_HOME",
+            "config.toml",
+            "mecha.toml",
+            "MECHA_LOG",
+            "ANTHROPIC_API_KEY",
+            "Exit codes:",
+            "130",
+            "141",
+        ] {
+            assert!(help.contains(needle), "no {needle} in:\n{help}");
+        }
+    }
+}
