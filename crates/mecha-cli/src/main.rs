@@ -99,8 +99,8 @@ Environment:
 Exit codes:
   0    success                       1    the run failed (or a check found a problem)
   2    bad usage or configuration    3    the run stopped at --max-turns
-  4    the model gave no answer      130  interrupted
-  141  stdout or stderr was closed by its reader";
+  4    no answer: the model refused or said nothing, or a hook refused the prompt
+  130  interrupted                   141  stdout or stderr was closed by its reader";
 
 /// The command line as clap sees it, with [`AFTER_HELP`] under every
 /// command's help.
