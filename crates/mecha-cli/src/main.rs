@@ -7,10 +7,12 @@
 //! reader (see `output`).
 
 mod approve;
+mod capped;
 mod commands;
 mod config;
 mod context_window;
 mod hooks;
+mod instructions;
 mod notice;
 mod output;
 mod render;
