@@ -1,23 +1,19 @@
 //! Text mecha puts into a prompt from a source of any size (the project's
 //! instructions file, data piped on stdin): at most so many bytes, cut at a
-//! character boundary, with the whole size known so the cut can be stated.
+//! character boundary, and whether it was cut, so the cut can be stated.
+//! Nothing past the cap is read: a pipe may never end.
 
 use std::io::{self, Read};
 
-/// What was kept of a source, and how big it was.
+/// What was kept of a source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capped {
     pub text: String,
-    /// Every byte the source held, kept or not.
-    pub total: u64,
+    /// More followed what was kept.
+    pub cut: bool,
 }
 
 impl Capped {
-    /// Whether some of the source was left out.
-    pub fn is_cut(&self) -> bool {
-        (self.text.len() as u64) < self.total
-    }
-
     /// The line the first byte left out is on (1-based), for a reader who
     /// wants the rest.
     pub fn next_line(&self) -> usize {
@@ -25,15 +21,16 @@ impl Capped {
     }
 }
 
-/// Reads `reader` to its end, keeping at most `max` bytes. A character the
-/// cap splits is dropped whole. Text that is not UTF-8 is an error naming
-/// the first bad byte; `lossy` replaces such bytes instead.
-pub fn read(mut reader: impl Read, max: usize, lossy: bool) -> io::Result<Capped> {
+/// Reads `reader` to its end or to `max` bytes, whichever comes first. A
+/// character the cap splits is dropped whole. Text that is not UTF-8 is an
+/// error naming the first bad byte; `lossy` replaces such bytes instead.
+pub fn read(reader: impl Read, max: usize, lossy: bool) -> io::Result<Capped> {
     let mut kept = Vec::new();
-    (&mut reader).take(max as u64).read_to_end(&mut kept)?;
-    let rest = io::copy(&mut reader, &mut io::sink())?;
-    let total = kept.len() as u64 + rest;
-    if rest > 0 {
+    // One byte past the cap says whether there is more.
+    reader.take(max as u64 + 1).read_to_end(&mut kept)?;
+    let cut = kept.len() > max;
+    if cut {
+        kept.truncate(max);
         // Only the cut may split a character: its start stays out.
         if let Err(e) = std::str::from_utf8(&kept)
             && e.error_len().is_none()
@@ -54,7 +51,7 @@ pub fn read(mut reader: impl Read, max: usize, lossy: bool) -> io::Result<Capped
             ));
         }
     };
-    Ok(Capped { text, total })
+    Ok(Capped { text, cut })
 }
 
 #[cfg(test)]
@@ -68,15 +65,14 @@ mod tests {
         // "é" is two bytes; a cap of 2 would split the second one.
         let capped = read("aéb".as_bytes(), 2, false).unwrap();
         assert_eq!(capped.text, "a");
-        assert_eq!(capped.total, 4);
-        assert!(capped.is_cut());
+        assert!(capped.cut);
     }
 
     #[test]
     fn what_fits_is_kept_whole() {
         let capped = read("one\ntwo\n".as_bytes(), 100, false).unwrap();
         assert_eq!(capped.text, "one\ntwo\n");
-        assert!(!capped.is_cut());
+        assert!(!capped.cut);
         assert_eq!(capped.next_line(), 3);
     }
 

@@ -27,8 +27,12 @@ pub const INSTRUCTIONS_MAX_BYTES: usize = 32 * 1024;
 pub enum Found {
     /// None of the files exists; `looked_for` is the list that was tried.
     Absent { looked_for: Vec<String> },
-    /// The first file that exists, read (up to the cap).
-    Read { path: String, capped: Capped },
+    /// The first file that exists, read (up to the cap), and its size.
+    Read {
+        path: String,
+        capped: Capped,
+        size: u64,
+    },
     /// The first file that exists cannot be used, and why.
     Unreadable { path: String, problem: String },
 }
@@ -50,9 +54,10 @@ pub fn find(workspace: &Path, files: &[String]) -> Found {
             _ => {}
         }
         return match read(workspace, file) {
-            Ok(capped) => Found::Read {
+            Ok((capped, size)) => Found::Read {
                 path: file.clone(),
                 capped,
+                size,
             },
             Err(problem) => Found::Unreadable {
                 path: file.clone(),
@@ -65,18 +70,20 @@ pub fn find(workspace: &Path, files: &[String]) -> Found {
     }
 }
 
-fn read(workspace: &Path, file: &str) -> Result<Capped, String> {
+fn read(workspace: &Path, file: &str) -> Result<(Capped, u64), String> {
     let jail = Jail::open(workspace).map_err(|e| format!("cannot open the workspace: {e}"))?;
     let target = jail.resolve(file).map_err(|e| e.to_string())?;
     let opened = open_regular_file(&target).map_err(|e| e.to_string())?;
-    capped::read(opened, INSTRUCTIONS_MAX_BYTES, false).map_err(|e| e.to_string())
+    let size = opened.metadata().map_err(|e| e.to_string())?.len();
+    let capped = capped::read(opened, INSTRUCTIONS_MAX_BYTES, false).map_err(|e| e.to_string())?;
+    Ok((capped, size))
 }
 
 impl Found {
     /// The system prompt's section for the file, if one was read: the
     /// same bytes for the same file, on every request of every run.
     pub fn prompt_section(&self) -> Option<String> {
-        let Found::Read { path, capped } = self else {
+        let Found::Read { path, capped, size } = self else {
             return None;
         };
         let mut section = format!(
@@ -84,12 +91,11 @@ impl Found {
              for agents working in it:\n\n{}",
             capped.text
         );
-        if capped.is_cut() {
+        if capped.cut {
             section.push_str(&format!(
-                "\n\n[mecha cut {path} here: the first {} of its {} bytes are above; fs_read \
+                "\n\n[mecha cut {path} here: the first {} of its {size} bytes are above; fs_read \
                  {path} from line {} for the rest]",
                 capped.text.len(),
-                capped.total,
                 capped.next_line()
             ));
         }
@@ -130,14 +136,13 @@ impl Found {
                 "instructions: none (no {} in the workspace)",
                 looked_for.join(" or ")
             ),
-            Found::Read { path, capped } if capped.is_cut() => format!(
-                "instructions: {path} ({} bytes; the first {} are sent, and the prompt says where \
-                 the rest is)",
-                capped.total,
+            Found::Read { path, capped, size } if capped.cut => format!(
+                "instructions: {path} ({size} bytes; the first {} are sent, and the prompt says \
+                 where the rest is)",
                 capped.text.len()
             ),
-            Found::Read { path, capped } => {
-                format!("instructions: {path} ({} bytes), sent whole", capped.total)
+            Found::Read { path, size, .. } => {
+                format!("instructions: {path} ({size} bytes), sent whole")
             }
             Found::Unreadable { path, problem } => {
                 format!("instructions: {path} cannot be read ({problem}); none are sent")

@@ -112,12 +112,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         None => std::env::current_dir()
             .map_err(|e| Failure::Usage(format!("cannot read the current directory: {e}")))?,
     };
-    let workspace = std::fs::canonicalize(&workspace).map_err(|e| {
-        Failure::Usage(format!(
-            "workspace {} cannot be used: {e}; pass an existing directory with -C",
-            workspace.display()
-        ))
-    })?;
+    let workspace = checked_workspace(&workspace)?;
     let home = config::mecha_home()?;
     let mut settings = config::Settings::load(&home, &workspace)?;
     for file in &cli.mcp_file {
@@ -135,6 +130,29 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Mcp(command) => commands::mcp::run(command, settings, &workspace),
         Command::Sessions(command) => commands::sessions::run(command),
     }
+}
+
+/// The workspace, canonical: an existing directory, or a usage error that
+/// says which of the two it is not.
+fn checked_workspace(dir: &std::path::Path) -> Result<PathBuf, Failure> {
+    let shown = dir.display();
+    let canonical = std::fs::canonicalize(dir).map_err(|e| {
+        Failure::Usage(match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                format!("workspace {shown} does not exist; pass an existing directory with -C")
+            }
+            _ => {
+                format!("workspace {shown} cannot be used: {e}; pass an existing directory with -C")
+            }
+        })
+    })?;
+    if !canonical.is_dir() {
+        return Err(Failure::Usage(format!(
+            "workspace {shown} is not a directory; -C needs a directory: pass the one that \
+             holds it (or omit -C to use the current directory)"
+        )));
+    }
+    Ok(canonical)
 }
 
 /// Resolves when the user or the system asks mecha to stop: SIGINT

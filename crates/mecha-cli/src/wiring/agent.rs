@@ -2,7 +2,6 @@
 //! starts from and is journaled to, compaction, the gate and the context.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -236,8 +235,7 @@ async fn wire(
         (true, PermissionMode::Ask) => PermissionMode::Allow,
         (_, mode) => mode,
     };
-    let someone_to_ask = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    let approver: Arc<dyn Approver> = if someone_to_ask {
+    let approver: Arc<dyn Approver> = if crate::stdin::someone_to_ask() {
         Arc::new(TerminalApprover::new(mode, ctx.clone()))
     } else {
         Arc::new(ModeApprover(mode))
