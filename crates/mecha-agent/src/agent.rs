@@ -112,6 +112,17 @@ pub enum AgentError {
         reply: u64,
         why: String,
     },
+    #[error(
+        "the prompt (~{tokens} tokens, with the system prompt and the tool list) does not fit the \
+         model's context window ({window} tokens, {reply} of them kept for the reply), so nothing \
+         was sent. Shorten the prompt (or what is piped with it), or use a model with a larger \
+         window and set [provider] context_window to it"
+    )]
+    PromptTooLarge {
+        tokens: u64,
+        window: u64,
+        reply: u64,
+    },
 }
 
 /// A source of tool-list changes between turns (an MCP server announcing
@@ -274,8 +285,17 @@ impl Agent {
         prompt: &str,
         events: &dyn EventSink,
     ) -> Result<Outcome, AgentError> {
+        let prompt = Message::user_text(prompt);
+        {
+            let tools = self.snapshot();
+            let narrowed = session
+                .surface
+                .as_ref()
+                .map(|surface| surface.definitions(&tools.definitions));
+            self.prompt_fits(narrowed.as_deref().unwrap_or(&tools.definitions), &prompt)?;
+        }
         let before = session.messages.len();
-        self.push(session, Message::user_text(prompt), Vec::new());
+        self.push(session, prompt, Vec::new());
         self.sync();
         let mut nudged = false;
         // Compaction failed every attempt during this prompt (the last
