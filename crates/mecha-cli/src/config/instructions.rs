@@ -54,3 +54,51 @@ pub(super) fn check(
 pub(super) fn default_files() -> Vec<String> {
     DEFAULT_INSTRUCTIONS_FILES.map(str::to_owned).to_vec()
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::super::tests::load;
+
+    #[test]
+    fn agents_md_then_claude_md_by_default_and_a_project_list_replaces_the_users() {
+        assert_eq!(
+            load(None, None).unwrap().instructions_files,
+            ["AGENTS.md", "CLAUDE.md"]
+        );
+        let user = "[agent]\ninstructions_files = [\"docs/AGENTS.md\"]\n";
+        assert_eq!(
+            load(Some(user), None).unwrap().instructions_files,
+            ["docs/AGENTS.md"]
+        );
+        let project = "[agent]\ninstructions_files = []\n";
+        assert!(
+            load(Some(user), Some(project))
+                .unwrap()
+                .instructions_files
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn an_entry_that_leaves_the_workspace_root_is_an_error_naming_file_and_key() {
+        for (entry, why) in [
+            ("/etc/motd", "is absolute"),
+            ("../AGENTS.md", "climbs out with `..`"),
+            ("", "is empty"),
+        ] {
+            let config = format!("[agent]\ninstructions_files = [{entry:?}]\n");
+            let err = load(Some(&config), None).unwrap_err().to_string();
+            assert!(
+                err.contains("config.toml: [agent] instructions_files: ") && err.contains(why),
+                "{entry}: {err}"
+            );
+            let err = load(None, Some(&config)).unwrap_err().to_string();
+            assert!(
+                err.contains("mecha.toml: [agent] instructions_files"),
+                "{err}"
+            );
+        }
+    }
+}
