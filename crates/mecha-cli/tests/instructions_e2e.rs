@@ -316,3 +316,19 @@ async fn mecha_tools_names_the_file_its_size_and_the_cut() {
         "{listing}"
     );
 }
+
+#[tokio::test]
+async fn chat_sends_them_too() {
+    let e = env();
+    std::fs::write(e.ws.join("AGENTS.md"), RULES).unwrap();
+    let mock = MockModel::start(vec![MockReply::text("hi")]).await;
+    let out = e
+        .mecha(Api::Anthropic, &mock, "k", "chat", &[], "hello\n")
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let system = system_of(&mock, 0);
+    assert!(
+        system.contains("# Project instructions (AGENTS.md)") && system.contains(RULES),
+        "{system}"
+    );
+}
