@@ -118,6 +118,17 @@ pub enum AgentError {
         reply: u64,
         why: String,
     },
+    #[error(
+        "the prompt (~{tokens} tokens, with the system prompt and the tool list) does not fit the \
+         model's context window ({window} tokens, {reply} of them kept for the reply), so nothing \
+         was sent. Shorten the prompt (or what is piped with it), or use a model with a larger \
+         window and set [provider] context_window to it"
+    )]
+    PromptTooLarge {
+        tokens: u64,
+        window: u64,
+        reply: u64,
+    },
 }
 
 /// A source of tool-list changes between turns (an MCP server announcing
@@ -298,6 +309,14 @@ impl Agent {
             Prompt::Send(message) => message,
             Prompt::Blocked(reason) => return Ok(Outcome::PromptBlocked { reason }),
         };
+        {
+            let tools = self.snapshot();
+            let narrowed = session
+                .surface
+                .as_ref()
+                .map(|surface| surface.definitions(&tools.definitions));
+            self.prompt_fits(narrowed.as_deref().unwrap_or(&tools.definitions), &message)?;
+        }
         let before = session.messages.len();
         self.push(session, message, Vec::new());
         self.sync();

@@ -2,7 +2,7 @@
 //! threshold (or when a call asks), and a clear error instead of a request
 //! that cannot fit.
 
-use mecha_core::{Registry, ToolDefinition};
+use mecha_core::{Message, Registry, ToolDefinition, reply_reserve};
 
 use crate::agent::{Agent, AgentError, Session};
 use crate::compaction::{self, COMPACTION_ATTEMPTS, Failed, Prefix};
@@ -10,6 +10,31 @@ use crate::events::{Event, EventSink};
 use mecha_core::Record;
 
 impl Agent {
+    /// Before a prompt joins the conversation: refuses one that could not
+    /// fit the window even alone, with the system prompt and `definitions`
+    /// beside it, which no compaction could help. An unknown window checks
+    /// nothing; the server says then.
+    pub(crate) fn prompt_fits(
+        &self,
+        definitions: &[ToolDefinition],
+        prompt: &Message,
+    ) -> Result<(), AgentError> {
+        let Some(window) = self.provider().context_window() else {
+            return Ok(());
+        };
+        let prefix = compaction::prefix_bytes(&self.system, definitions);
+        let tokens = compaction::estimate(prefix, std::slice::from_ref(prompt));
+        let reply = reply_reserve(self.provider().max_output_tokens(), window);
+        if tokens + reply > window {
+            return Err(AgentError::PromptTooLarge {
+                tokens,
+                window,
+                reply,
+            });
+        }
+        Ok(())
+    }
+
     /// At a turn boundary: compacts when the conversation reached the
     /// threshold or a call asked (at most [`COMPACTION_ATTEMPTS`] tries),
     /// then refuses to send a request that cannot fit in the window.

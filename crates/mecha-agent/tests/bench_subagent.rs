@@ -67,6 +67,7 @@ async fn one_delegation_in_harness_time() {
         hook: None,
         block_sends_after_private: false,
         turn_budget: 64 * 1024,
+        project_instructions: None,
         journals: None,
     });
     let profile = Profile {

@@ -170,6 +170,7 @@ fn lineage(approver: Arc<dyn Approver>) -> Arc<Lineage> {
         hook: None,
         block_sends_after_private: false,
         turn_budget: 64 * 1024,
+        project_instructions: None,
         journals: None,
     })
 }

@@ -8,10 +8,12 @@
 //! `--help` says so too ([`AFTER_HELP`]): change both together.
 
 mod approve;
+mod capped;
 mod commands;
 mod config;
 mod context_window;
 mod hooks;
+mod instructions;
 mod notice;
 mod output;
 mod render;
@@ -164,12 +166,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         None => std::env::current_dir()
             .map_err(|e| Failure::Usage(format!("cannot read the current directory: {e}")))?,
     };
-    let workspace = std::fs::canonicalize(&workspace).map_err(|e| {
-        Failure::Usage(format!(
-            "workspace {} cannot be used: {e}; pass an existing directory with -C",
-            workspace.display()
-        ))
-    })?;
+    let workspace = checked_workspace(&workspace)?;
     let home = config::mecha_home()?;
     let loaded = load_settings(&home, &workspace, &cli.mcp_file);
     let command = match command {
@@ -204,6 +201,29 @@ fn load_settings(
     let mut settings = config::Settings::load(home, workspace)?;
     settings.add_mcp_files(mcp_files)?;
     Ok(settings)
+}
+
+/// The workspace, canonical: an existing directory, or a usage error that
+/// says which of the two it is not.
+fn checked_workspace(dir: &std::path::Path) -> Result<PathBuf, Failure> {
+    let shown = dir.display();
+    let canonical = std::fs::canonicalize(dir).map_err(|e| {
+        Failure::Usage(match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                format!("workspace {shown} does not exist; pass an existing directory with -C")
+            }
+            _ => {
+                format!("workspace {shown} cannot be used: {e}; pass an existing directory with -C")
+            }
+        })
+    })?;
+    if !canonical.is_dir() {
+        return Err(Failure::Usage(format!(
+            "workspace {shown} is not a directory; -C needs a directory: pass the one that \
+             holds it (or omit -C to use the current directory)"
+        )));
+    }
+    Ok(canonical)
 }
 
 /// Resolves when the user or the system asks mecha to stop: SIGINT

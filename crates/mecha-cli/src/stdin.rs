@@ -1,16 +1,55 @@
 //! Lines from stdin, read by one background thread and handed out to
-//! whoever asks next: the chat prompt or an approval question.
+//! whoever asks next: the chat prompt or an approval question. Or, for
+//! `mecha run "task"` with a pipe on stdin, the data piped in, read once
+//! and whole before anything else could ask (nothing is asked then: there
+//! is no terminal to ask at, see `someone_to_ask`).
 //!
 //! Reading from one place means an abandoned question (the run was
 //! interrupted while asking) does not keep a reader blocked on stdin that
 //! would swallow the next line the user types; the line simply goes to the
 //! next asker.
 
-use std::io::{BufRead, BufReader, IsTerminal};
+use std::io::{self, BufRead, BufReader, IsTerminal};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use tokio::sync::{Mutex, mpsc};
+
+use crate::capped::{self, Capped};
+
+/// The most of piped data a prompt carries (about 85,000 tokens by mecha's
+/// estimate): a whole diff or log of any ordinary size, while a stream
+/// that never ends still lets the run start. What is past it is not read.
+pub const PIPED_MAX_BYTES: usize = 256 * 1024;
+
+/// How long the pipe may stay silent before mecha says what it waits for:
+/// a pipe nobody writes to and nobody closes would otherwise look like a
+/// hang.
+const SILENT_PIPE_NOTICE: Duration = Duration::from_secs(3);
+
+/// Whether approval questions can be asked: only at a terminal, on both
+/// ends. Piped stdin (data, or a script's input) has nobody behind it.
+pub fn someone_to_ask() -> bool {
+    io::stdin().is_terminal() && io::stderr().is_terminal()
+}
+
+/// What is piped to stdin, to go with a prompt given as an argument: `None`
+/// at a terminal, or when the pipe held only whitespace. Reads until the
+/// pipe ends or [`PIPED_MAX_BYTES`], whichever comes first.
+pub fn piped_data() -> io::Result<Option<Capped>> {
+    let stdin = io::stdin();
+    if stdin.is_terminal() {
+        return Ok(None);
+    }
+    if !input_waiting(SILENT_PIPE_NOTICE) {
+        crate::output::err_line(&format!(
+            "mecha: waiting for stdin to end: data piped to `mecha run` is added to the prompt \
+             (up to {PIPED_MAX_BYTES} bytes); run with `< /dev/null` to send the prompt alone"
+        ));
+    }
+    let data = capped::read(stdin.lock(), PIPED_MAX_BYTES, true)?;
+    Ok((!data.text.trim().is_empty()).then_some(data))
+}
 
 /// One line, and whether more input was already waiting behind it.
 struct Line {
@@ -106,7 +145,7 @@ fn input_waiting(wait: Duration) -> bool {
     let stdin = std::io::stdin();
     let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
     let timeout = Timespec {
-        tv_sec: 0,
+        tv_sec: i64::try_from(wait.as_secs()).unwrap_or(i64::MAX),
         tv_nsec: i64::from(wait.subsec_nanos()),
     };
     poll(&mut fds, Some(&timeout)).is_ok_and(|ready| ready > 0)

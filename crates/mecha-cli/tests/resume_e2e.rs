@@ -87,6 +87,8 @@ async fn a_run_killed_mid_turn_resumes_with_every_completed_turn_once() {
     .await;
     let mut child = e
         .command(Api::OpenAi, &mock, "k", "run", &["--yes", "first task"])
+        // An open pipe on stdin is data for the prompt, read to its end.
+        .stdin(std::process::Stdio::null())
         .spawn()
         .unwrap();
     // Killed once the shell call is on disk and running.

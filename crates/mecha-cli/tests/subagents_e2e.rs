@@ -150,3 +150,24 @@ async fn the_childs_allowlist_holds_through_the_binary() {
         "{progress:?}"
     );
 }
+
+/// A child works in the same project, so it gets the project's
+/// instructions too, after its own opening words.
+#[tokio::test]
+async fn a_child_gets_the_projects_instructions() {
+    let e = research_env();
+    std::fs::write(e.ws.join("AGENTS.md"), "Dates are ISO 8601.\n").unwrap();
+    let mock = delegating_mock(vec![MockReply::text("2026-12-01")]).await;
+    let out = e
+        .run(Api::Anthropic, &mock, "k", &["--yes", "when is it?"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let bodies = bodies(&mock);
+    let child_system = bodies[1]["system"].to_string();
+    assert!(
+        child_system.contains("subagent")
+            && child_system.contains("# Project instructions (AGENTS.md)")
+            && child_system.contains("Dates are ISO 8601."),
+        "{child_system}"
+    );
+}

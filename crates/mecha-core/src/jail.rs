@@ -78,6 +78,12 @@ impl Jail {
         &self.root
     }
 
+    /// Judges `requested` against this jail alone, as the file tools judge
+    /// a model's path (for files mecha reads itself from the workspace).
+    pub fn resolve(&self, requested: &str) -> Result<ResolvedPath, JailError> {
+        resolve_in(&[self], requested)
+    }
+
     /// Where `canonical` sits inside this jail, if it does.
     fn confine(&self, canonical: &Path) -> Option<ResolvedPath> {
         let rel = canonical.strip_prefix(&self.root).ok()?;

@@ -31,6 +31,7 @@ pub use fs_list::FsList;
 pub use fs_read::FsRead;
 pub use fs_write::FsWrite;
 pub use http_fetch::{FetchConfig, HttpFetch};
+pub use regular::open as open_regular_file;
 pub use shell::{Shell, ShellConfig};
 pub use todo::Todo;
 

@@ -44,8 +44,10 @@ pub(crate) fn check(meta: &Metadata) -> io::Result<()> {
     Err(io::Error::other(NotRegular(why)))
 }
 
-/// Opens a regular file beneath the jail for reading.
-pub(crate) fn open(target: &ResolvedPath) -> io::Result<std::fs::File> {
+/// Opens a regular file beneath the jail for reading; anything else is
+/// refused as the file tools refuse it (the CLI reads the project's
+/// instructions file through this too).
+pub fn open(target: &ResolvedPath) -> io::Result<std::fs::File> {
     check(&target.dir().metadata(target.relative())?)?;
     open_checked(target)
 }

@@ -59,6 +59,11 @@ pub struct Lineage {
     pub hook: Option<Arc<dyn Hook>>,
     pub block_sends_after_private: bool,
     pub turn_budget: usize,
+    /// The section of the run's system prompt that holds the project's
+    /// instructions file: a child works in the same project, so it follows
+    /// the same instructions (and already holds the taint they gave the
+    /// parent, which it starts with).
+    pub project_instructions: Option<String>,
     pub journals: Option<Arc<dyn ChildJournals>>,
 }
 
@@ -114,7 +119,7 @@ impl SubagentTool {
         self.tools.names().collect()
     }
 
-    fn system_prompt(&self, ctx: &ToolCtx) -> String {
+    fn system_prompt(&self, ctx: &ToolCtx, project: Option<&str>) -> String {
         let mut prompt = format!(
             "You are `{}`, a subagent of mecha: another agent handed you one task. The \
              workspace is {}; relative paths are relative to it. Work on the task with your \
@@ -125,6 +130,11 @@ impl SubagentTool {
             self.profile.name,
             ctx.workspace().display()
         );
+        // Before the profile's own lines, which are the more specific.
+        if let Some(project) = project {
+            prompt.push_str("\n\n");
+            prompt.push_str(project);
+        }
         if let Some(shape) = &self.profile.trusted {
             prompt.push_str(&format!(
                 "\n\nYour final answer must be {} and nothing else.",
@@ -256,7 +266,7 @@ impl Tool for SubagentTool {
         let mut agent = Agent::new(
             Arc::clone(&runtime.provider),
             self.tools.clone(),
-            self.system_prompt(ctx),
+            self.system_prompt(ctx, lineage.project_instructions.as_deref()),
             gate,
             child_ctx,
             limits,

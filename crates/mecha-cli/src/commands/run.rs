@@ -11,6 +11,7 @@ use mecha_agent::{
 use mecha_core::StopReason;
 
 use crate::Failure;
+use crate::capped::Capped;
 use crate::commands::RunOptions;
 use crate::config::Settings;
 use crate::notice::{refused, silent};
@@ -116,9 +117,12 @@ pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Fa
     code
 }
 
-/// The task: the argument, or stdin for `-`.
+/// The task: the argument, or stdin for `-`. With an argument, data piped
+/// on stdin (`git diff | mecha run "review this"`) follows it as a block
+/// that says what it is.
 fn read_prompt(arg: String) -> Result<String, Failure> {
-    let prompt = if arg == "-" {
+    let from_stdin = arg == "-";
+    let prompt = if from_stdin {
         let mut text = String::new();
         std::io::stdin()
             .read_to_string(&mut text)
@@ -132,7 +136,42 @@ fn read_prompt(arg: String) -> Result<String, Failure> {
             "the prompt is empty; say what to do".to_owned(),
         ));
     }
-    Ok(prompt)
+    if from_stdin {
+        return Ok(prompt);
+    }
+    let piped = match crate::stdin::piped_data() {
+        Ok(piped) => piped,
+        // No stdin at all (the descriptor is closed): nothing was piped.
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::BADF.raw_os_error()) => None,
+        Err(e) => {
+            return Err(Failure::Usage(format!(
+                "cannot read the data piped on stdin: {e}; run with `< /dev/null` to send the \
+                 prompt alone"
+            )));
+        }
+    };
+    Ok(match piped {
+        Some(data) => with_piped(prompt, &data),
+        None => prompt,
+    })
+}
+
+/// `prompt` with the piped data after it, between lines that say what it
+/// is, how big, and whether mecha cut it.
+fn with_piped(prompt: String, data: &Capped) -> String {
+    let size = data.text.len();
+    let what = match data.cut {
+        false => format!("{size} bytes piped to mecha on stdin"),
+        true => format!(
+            "the first {size} bytes piped to mecha on stdin; more followed, which mecha cut and \
+             did not read"
+        ),
+    };
+    let newline = if data.text.ends_with('\n') { "" } else { "\n" };
+    format!(
+        "{prompt}\n\n--- stdin ({what}) ---\n{}{newline}--- end of stdin ---",
+        data.text
+    )
 }
 
 /// Runs the prompt to its end, or until Ctrl-C, SIGTERM or SIGHUP, or

@@ -112,7 +112,7 @@ pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<
     } else {
         // Tool names, descriptions and failure reasons come from MCP
         // servers; JSON output escapes control characters itself.
-        human(&toolbox, &settings).map(|text| printable(&text).into_owned())
+        human(&toolbox, &settings, workspace).map(|text| printable(&text).into_owned())
     };
     let failed = toolbox.hub.as_ref().is_some_and(|hub| {
         hub.statuses()
@@ -241,7 +241,7 @@ fn capabilities_json(toolbox: &Toolbox) -> serde_json::Result<String> {
         .map(|text| text + "\n")
 }
 
-fn human(toolbox: &Toolbox, settings: &Settings) -> serde_json::Result<String> {
+fn human(toolbox: &Toolbox, settings: &Settings, workspace: &Path) -> serde_json::Result<String> {
     let mut out = sandbox_line(toolbox.sandbox.as_ref(), settings);
     let hub = toolbox.hub.as_deref();
     let is_builtin = |t: &&std::sync::Arc<dyn Tool>| {
@@ -265,6 +265,10 @@ fn human(toolbox: &Toolbox, settings: &Settings) -> serde_json::Result<String> {
         out.push_str(ARMED_LEGEND);
         out.push('\n');
     }
+    // What the system prompt would carry besides mecha's own text.
+    let instructions = crate::instructions::find(workspace, &settings.instructions_files);
+    out.push_str(&instructions.summary());
+    out.push('\n');
     let present = |p: &Path| if p.exists() { "" } else { " (absent)" };
     out.push_str(&format!(
         "config: {}{}\n",

@@ -4,6 +4,7 @@
 mod compaction;
 mod distrust;
 mod hooks;
+mod instructions;
 mod model;
 mod origin;
 mod sandbox;
@@ -144,6 +145,8 @@ pub struct Settings {
     pub forced: BTreeMap<String, ForcedCapabilities>,
     /// `[agent] distrust_workspace`.
     pub distrust_workspace: bool,
+    /// `[agent] instructions_files`: the project's, else the user's.
+    pub instructions_files: Vec<String>,
     /// `[skills]` of both layers.
     pub skills: SkillSettings,
     /// `[[subagent]]` of the user's file, checked, in dependency order.
@@ -230,6 +233,8 @@ impl Settings {
             builtins: BuiltinConfig { shell, fetch },
             forced: BTreeMap::new(),
             distrust_workspace: agent.distrust_workspace.unwrap_or(false),
+            instructions_files: instructions::check(&path, agent.instructions_files.clone())?
+                .unwrap_or_else(instructions::default_files),
             global_file: path.clone(),
             project_file: None,
             provider: global.provider,
@@ -288,6 +293,9 @@ impl Settings {
                           $MECHA_HOME/config.toml"
                     .to_owned(),
             });
+        }
+        if let Some(files) = instructions::check(path, agent.instructions_files)? {
+            self.instructions_files = files;
         }
         let user_file = self.global_file.clone();
         let mut narrowing = Narrowing::new(path, &user_file);

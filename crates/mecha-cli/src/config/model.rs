@@ -82,6 +82,9 @@ pub struct AgentSection {
     /// return counts as untrusted, so an injection planted in it arms the
     /// interlock.
     pub distrust_workspace: Option<bool>,
+    /// Workspace files that may hold the project's instructions for
+    /// agents; the first that exists is sent.
+    pub instructions_files: Option<Vec<String>>,
 }
 
 /// `[tools]`: which built-ins a run gets, their limits, and `[tools.NAME]`

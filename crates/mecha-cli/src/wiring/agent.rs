@@ -2,12 +2,11 @@
 //! starts from and is journaled to, compaction, the gate and the context.
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use mecha_agent::{Agent, ChildJournals, Gate, Hook, Limits, Lineage, Runtime, Session};
-use mecha_core::{Approver, Journal, ModeApprover, Tool, ToolCtx};
+use mecha_core::{Approver, Journal, ModeApprover, Record, Taint, Tool, ToolCtx};
 use mecha_hooks::HookContext;
 use mecha_provider::{Provider, ProviderError, Script, ScriptedProvider};
 use mecha_session::{Loaded, RecallTool};
@@ -22,10 +21,13 @@ use crate::config::Settings;
 use crate::hooks::UserHooks;
 use crate::session::{self, ChildSessions};
 use crate::skills::{SkillFlags, level1_warning};
+use crate::terminal::printable;
 
-/// The system prompt: fixed for a workspace and a set of skills, so the
-/// cached prefix holds. The skills' level-1 block comes last.
-fn system_prompt(workspace: &Path, skills_block: &str) -> String {
+/// The system prompt: fixed for a workspace, a set of skills and the
+/// project's instructions file, so the cached prefix holds. mecha's own
+/// words come first, then the skills' level-1 block, then the project's
+/// instructions section.
+fn system_prompt(workspace: &Path, skills_block: &str, project: Option<&str>) -> String {
     let mut prompt = format!(
         "You are mecha, an agent that works on the user's machine through tools. The workspace \
          is {}; relative paths are relative to it, and the file tools cannot reach outside it. \
@@ -39,6 +41,10 @@ fn system_prompt(workspace: &Path, skills_block: &str) -> String {
     if !skills_block.is_empty() {
         prompt.push_str("\n\n");
         prompt.push_str(skills_block);
+    }
+    if let Some(project) = project {
+        prompt.push_str("\n\n");
+        prompt.push_str(project);
     }
     prompt
 }
@@ -135,7 +141,7 @@ pub async fn build_agent(
         parent_session,
     )
     .await;
-    let (mut agent, toolbox) = match built {
+    let (mut agent, toolbox, instructed) = match built {
         Ok(built) => built,
         Err(failure) => {
             // A session that never started would only clutter the list.
@@ -148,7 +154,7 @@ pub async fn build_agent(
     if let Some(policy) = compaction {
         agent = agent.with_compaction(policy);
     }
-    let session = match start.resumed {
+    let mut session = match start.resumed {
         Some(loaded) => session::restore(
             loaded,
             &toolbox.registry,
@@ -156,6 +162,16 @@ pub async fn build_agent(
         ),
         None => Session::default(),
     };
+    // The instructions are in the system prompt of every request, so the
+    // conversation holds what they add from the start; a resumed session
+    // had it already, unless the file appeared since.
+    let taint = session.taint.union(instructed);
+    if taint != session.taint {
+        session.taint = taint;
+        if let Some(journal) = &journal {
+            journal.append(&Record::Taint { taint });
+        }
+    }
     if let Some(journal) = &journal {
         agent = agent.with_journal(Arc::clone(journal) as Arc<dyn Journal>);
     }
@@ -166,7 +182,8 @@ pub async fn build_agent(
     })
 }
 
-/// The toolbox and the agent around `provider`.
+/// The toolbox and the agent around `provider`, and the taint the project's
+/// instructions give the conversation.
 async fn wire(
     mut settings: Settings,
     options: &RunOptions,
@@ -174,7 +191,7 @@ async fn wire(
     provider: Arc<dyn Provider>,
     session_tools: Vec<Arc<dyn Tool>>,
     parent_session: Option<String>,
-) -> Result<(Agent, Toolbox), Failure> {
+) -> Result<(Agent, Toolbox, Taint), Failure> {
     // Planning sees only what cannot change anything: the other tools are
     // absent, not merely refused.
     let flags = SkillFlags {
@@ -203,13 +220,17 @@ async fn wire(
     if let Some(warning) = level1_warning(&block, provider.context_window()) {
         crate::output::err_line(&format!("mecha: warning: {warning}"));
     }
+    let instructions = crate::instructions::find(workspace, &settings.instructions_files);
+    if let Some(warning) = instructions.warning() {
+        crate::output::err_line(&printable(&format!("mecha: warning: {warning}")));
+    }
+    let project_section = instructions.prompt_section();
     let ctx = ToolCtx::new(workspace, settings.turn_budget)
         .and_then(|ctx| ctx.with_spill_max_bytes(settings.spill_max_bytes))
         .map_err(|e| Failure::Run(anyhow::anyhow!("cannot set up the workspace: {e}")))?;
     let ctx = protect_mecha_files(ctx, &settings)?;
     let mode = settings.permission_mode;
-    let someone_to_ask = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    let approver: Arc<dyn Approver> = if someone_to_ask {
+    let approver: Arc<dyn Approver> = if crate::stdin::someone_to_ask() {
         Arc::new(TerminalApprover::new(mode, ctx.clone()))
     } else {
         Arc::new(ModeApprover(mode))
@@ -231,6 +252,7 @@ async fn wire(
         hook: hook.clone(),
         block_sends_after_private: settings.block_sends_after_private,
         turn_budget: settings.turn_budget,
+        project_instructions: project_section.clone(),
         journals: parent_session.map(|parent| {
             Arc::new(ChildSessions {
                 workspace: workspace.to_path_buf(),
@@ -256,7 +278,7 @@ async fn wire(
     let mut agent = Agent::new(
         provider,
         toolbox.registry.clone(),
-        system_prompt(workspace, &block),
+        system_prompt(workspace, &block, project_section.as_deref()),
         gate,
         ctx,
         limits,
@@ -278,7 +300,8 @@ async fn wire(
             current: Mutex::new(mcp_names),
         }));
     }
-    Ok((agent, toolbox))
+    let taint = instructions.taint(&toolbox.forcing);
+    Ok((agent, toolbox, taint))
 }
 
 /// How each `[[subagent]]` reaches a model: the run's provider, or one of

@@ -60,7 +60,7 @@ impl Forcing {
         self.0.get(name).copied()
     }
 
-    fn apply(&self, tool: Arc<dyn Tool>) -> Arc<dyn Tool> {
+    pub(crate) fn apply(&self, tool: Arc<dyn Tool>) -> Arc<dyn Tool> {
         match self.of(tool.name()) {
             Some(forced) => Forced::wrap(tool, forced),
             None => tool,

@@ -210,6 +210,7 @@ fn a_child_plans_and_loads_skills_in_tools_of_its_own() {
         hook: None,
         block_sends_after_private: false,
         turn_budget: 16_384,
+        project_instructions: None,
         journals: None,
     });
     let runtime = |_: &crate::config::SubagentConfig| {
