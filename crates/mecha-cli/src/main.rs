@@ -187,7 +187,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Configured::Hooks(args) => commands::hooks::run(args, settings, &workspace),
         Configured::Mcp(command) => commands::mcp::run(command, settings, &workspace),
         Configured::Sessions(command) => commands::sessions::run(command),
-        Configured::Config(args) => commands::config::run(args, settings),
+        Configured::Config(args) => commands::config::run(args, settings, &workspace),
     }
 }
 

@@ -161,3 +161,25 @@ fn no_key_or_secret_value_is_ever_printed() {
         assert!(all.contains("TOKEN"), "{all}");
     }
 }
+
+#[test]
+fn it_says_which_instructions_file_a_run_would_send() {
+    let d = layered();
+    let o = mecha(&d, &["config"]);
+    assert!(
+        text(&o).contains("instructions: none (no AGENTS.md or CLAUDE.md in the workspace)"),
+        "{}",
+        text(&o)
+    );
+    std::fs::write(d.ws.join("CLAUDE.md"), "Run the tests with make.\n").unwrap();
+    let o = mecha(&d, &["config"]);
+    assert!(
+        text(&o).contains("instructions: CLAUDE.md (25 bytes), sent whole"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        json(&d, &[])["instructions"],
+        "instructions: CLAUDE.md (25 bytes), sent whole"
+    );
+}

@@ -4,7 +4,8 @@
 //!
 //! `--json` prints one object:
 //! `{"files": {..}, "settings": {KEY: ENTRY}, "mcp": [ENTRY], "rules":
-//! [ENTRY], "hooks": [ENTRY], "subagents": [ENTRY], "skills": {..}}`, where
+//! [ENTRY], "hooks": [ENTRY], "subagents": [ENTRY], "skills": {..},
+//! "instructions": "instructions: AGENTS.md (N bytes), sent whole"}`, where
 //! every ENTRY is `{"value": .., "origin": "default" | "config.toml" |
 //! "mecha.toml" | "environment" | "flag", "source": PATH | VARIABLE |
 //! FLAG}` (`source` absent for a default).
@@ -31,9 +32,11 @@ pub struct ConfigArgs {
     options: RunOptions,
 }
 
-pub fn run(args: ConfigArgs, mut settings: Settings) -> Result<u8, Failure> {
+pub fn run(args: ConfigArgs, mut settings: Settings, workspace: &Path) -> Result<u8, Failure> {
     settings.apply_flags(&args.options);
-    let document = document(&mut settings, &args.options);
+    let mut document = document(&mut settings, &args.options);
+    document["instructions"] =
+        json!(crate::instructions::find(workspace, &settings.instructions_files).summary());
     if args.json {
         let text = serde_json::to_string_pretty(&document).map_err(|e| Failure::Run(e.into()))?;
         crate::output::out(&format!("{text}\n"));
@@ -238,6 +241,7 @@ fn human(document: &Value) -> String {
             ));
         }
     }
+    out.push_str(&format!("\n{}\n", plain(&document["instructions"])));
     let skills = &document["skills"];
     let count = |key: &str| skills[key].as_array().map_or(0, Vec::len);
     out.push_str(&format!(
