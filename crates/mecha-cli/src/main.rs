@@ -10,6 +10,7 @@ mod approve;
 mod commands;
 mod config;
 mod context_window;
+mod headless;
 mod hooks;
 mod notice;
 mod output;

@@ -6,8 +6,7 @@ use std::sync::Mutex;
 
 use clap::ValueEnum;
 use mecha_agent::{Event, EventSink, GateVerdict};
-use serde_json::json;
-
+use crate::headless::{Headless, RunSink};
 use crate::notice;
 use crate::output;
 use crate::terminal::printable;
@@ -19,29 +18,21 @@ pub enum OutputFormat {
     Text,
     /// One JSON object on stdout when the run ends, also when it fails.
     Json,
-    /// One JSON object per event on stdout, as they happen; the last is the
-    /// object `json` prints.
+    /// An `init` event, then one JSON object per event on stdout, as they
+    /// happen; the last is the object `json` prints.
     StreamJson,
 }
 
 /// The sink for a format.
-pub fn sink(format: OutputFormat) -> Box<dyn EventSink> {
+pub fn sink(format: OutputFormat) -> Box<dyn RunSink> {
     match format {
         OutputFormat::Text => Box::new(Text {
             state: Mutex::default(),
             stdout_is_terminal: std::io::stdout().is_terminal(),
             stderr_is_terminal: std::io::stderr().is_terminal(),
         }),
-        OutputFormat::Json => Box::new(Summary {
-            each_event: false,
-            tool_calls: Mutex::default(),
-            compactions: Default::default(),
-        }),
-        OutputFormat::StreamJson => Box::new(Summary {
-            each_event: true,
-            tool_calls: Mutex::default(),
-            compactions: Default::default(),
-        }),
+        OutputFormat::Json => Box::new(Headless::new(false)),
+        OutputFormat::StreamJson => Box::new(Headless::new(true)),
     }
 }
 
@@ -69,6 +60,8 @@ struct TextState {
     /// Calls the gate refused; their refusal is already shown.
     refused: HashSet<String>,
 }
+
+impl RunSink for Text {}
 
 impl EventSink for Text {
     fn emit(&self, event: Event) {
@@ -210,55 +203,6 @@ impl Text {
         if std::mem::take(&mut state.thinking) {
             output::err("\n");
         }
-    }
-}
-
-/// The JSON formats: the run's result as one object at the end, and with
-/// `each_event`, every event as it happens before it.
-struct Summary {
-    each_event: bool,
-    tool_calls: Mutex<Vec<serde_json::Value>>,
-    /// Compactions so far, for the final object.
-    compactions: std::sync::atomic::AtomicU32,
-}
-
-impl EventSink for Summary {
-    fn emit(&self, event: Event) {
-        if let Event::ToolResult {
-            id,
-            name,
-            is_error,
-            bytes,
-            ..
-        } = &event
-            && let Ok(mut calls) = self.tool_calls.lock()
-        {
-            calls.push(json!({"id": id, "name": name, "is_error": is_error, "bytes": bytes}));
-        }
-        if matches!(event, Event::Compacted { .. }) {
-            self.compactions
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        let is_final = matches!(event, Event::Final { .. });
-        if !is_final && !self.each_event {
-            return;
-        }
-        let Ok(mut line) = serde_json::to_value(&event) else {
-            return;
-        };
-        if is_final {
-            let calls = self
-                .tool_calls
-                .lock()
-                .map(|c| c.clone())
-                .unwrap_or_default();
-            line["tool_calls"] = serde_json::Value::Array(calls);
-            line["compactions"] = self
-                .compactions
-                .load(std::sync::atomic::Ordering::Relaxed)
-                .into();
-        }
-        output::out(&format!("{line}\n"));
     }
 }
 

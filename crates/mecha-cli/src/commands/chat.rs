@@ -55,6 +55,7 @@ pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, F
         agent,
         toolbox,
         mut session,
+        ..
     } = started;
     let source = if loaded.is_some() {
         SessionSource::Resume

@@ -13,6 +13,7 @@ use mecha_core::StopReason;
 use crate::Failure;
 use crate::commands::RunOptions;
 use crate::config::Settings;
+use crate::headless::RunStart;
 use crate::notice::{refused, silent};
 use crate::output;
 use crate::render::{OutputFormat, sink};
@@ -53,6 +54,12 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 
 pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Failure> {
     let events = sink(args.output_format);
+    events.configured(
+        args.options
+            .model
+            .as_deref()
+            .or(settings.provider.model.as_deref()),
+    );
     // A run that cannot start still ends with the final event, so a script
     // reading JSON gets its one object whatever went wrong.
     let failed = |failure: Failure| {
@@ -101,6 +108,12 @@ pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Fa
         let started = build_agent(settings, &args.options, workspace, start)
             .await
             .map_err(failed)?;
+        events.started(&RunStart {
+            model: started.model.as_deref(),
+            session_id: started.session_id.as_deref(),
+            workspace,
+            toolbox: &started.toolbox,
+        });
         let code = drive(
             &started.agent,
             started.session,
