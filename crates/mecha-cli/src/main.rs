@@ -17,6 +17,7 @@ mod output;
 mod render;
 mod session;
 mod skills;
+mod status;
 mod stdin;
 mod terminal;
 mod wiring;

@@ -162,3 +162,9 @@ mod tests {
         assert_eq!(printable("❤\u{fe0f}\u{fe0f}"), "❤\u{fe0f}\\u{fe0f}");
     }
 }
+
+/// Whether colour and dimming may be sent: not when NO_COLOR is set to
+/// anything but the empty string (no-color.org).
+pub fn colour_allowed() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}

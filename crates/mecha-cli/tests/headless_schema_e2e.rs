@@ -127,7 +127,10 @@ async fn json_on_success_has_the_whole_result() {
     assert_eq!(call["input"], json!({"path": "."}));
     assert_eq!(call["verdict"], "allowed");
     assert_eq!(call["is_error"], false);
-    assert!(object["usage"]["input_tokens"].as_u64().unwrap() > 0, "{object}");
+    assert!(
+        object["usage"]["input_tokens"].as_u64().unwrap() > 0,
+        "{object}"
+    );
 }
 
 fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
@@ -154,7 +157,12 @@ async fn json_when_retries_give_up_is_an_error_result() {
     )
     .await;
     let out = e
-        .run(Api::Anthropic, &mock, "k", &["--output-format", "json", "go"])
+        .run(
+            Api::Anthropic,
+            &mock,
+            "k",
+            &["--output-format", "json", "go"],
+        )
         .await;
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let object = the_result(&out);

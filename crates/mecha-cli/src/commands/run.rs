@@ -53,7 +53,7 @@ pub const EXIT_NO_ANSWER: u8 = 4;
 pub const EXIT_INTERRUPTED: u8 = 130;
 
 pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Failure> {
-    let events = sink(args.output_format);
+    let events = sink(args.output_format, args.options.quiet);
     events.configured(
         args.options
             .model

@@ -84,7 +84,9 @@ impl Toolbox {
     /// narrowing, or the model would be told of skills it cannot load.
     pub fn carried_skills(&self) -> &[Skill] {
         match &self.skill_tool {
-            Some(tool) if self.registry.get(tool.name()).is_some() => self.skills.carried.as_slice(),
+            Some(tool) if self.registry.get(tool.name()).is_some() => {
+                self.skills.carried.as_slice()
+            }
             _ => &[],
         }
     }

@@ -1,0 +1,122 @@
+//! Progress a person can see: the status line on a terminal (never in a
+//! pipe), NO_COLOR, and `--quiet`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use common::{Api, env, stderr, stdout, tool_turn};
+use mecha_testkit::{MockModel, MockReply};
+use serde_json::json;
+
+const ERASE: &str = "\r\x1b[2K";
+
+/// A scripted home whose model runs a shell command that takes a while.
+fn slow_tool() -> common::Env {
+    let e = env();
+    let call = json!({"name": "shell", "input": {"command": "sleep 1.5"}});
+    common::scripted_home(&e.home, &[call], "Done.", "");
+    e
+}
+
+/// `mecha run --yes go` at a pseudo-terminal: everything it showed.
+fn at_terminal(e: &common::Env, no_color: bool) -> String {
+    let mecha = assert_cmd::cargo::cargo_bin("mecha");
+    let command = format!("{} -C {} run --yes go", mecha.display(), e.ws.display());
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &command, "/dev/null"])
+        .env("MECHA_HOME", &e.home)
+        .env_remove("NO_COLOR")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if no_color {
+        cmd.env("NO_COLOR", "1");
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_running_tool_shows_a_status_line_at_a_terminal_erased_before_what_follows() {
+    if !common::have_script() {
+        return;
+    }
+    let shown = at_terminal(&slow_tool(), false);
+    let line = "\x1b[2mmecha: running shell (1s)\x1b[0m";
+    let at = shown.find(line).unwrap_or_else(|| panic!("{shown:?}"));
+    assert_eq!(&shown[at - ERASE.len()..at], ERASE, "{shown:?}");
+    // Erased before the result's line and the answer.
+    let after = &shown[at + line.len()..];
+    assert!(after.starts_with(ERASE), "{after:?}");
+    assert!(after.contains("Done."), "{after:?}");
+}
+
+#[test]
+fn no_color_leaves_the_status_line_undimmed() {
+    if !common::have_script() {
+        return;
+    }
+    let shown = at_terminal(&slow_tool(), true);
+    assert!(shown.contains("mecha: running shell (1s)"), "{shown:?}");
+    assert!(!shown.contains("\x1b[2m"), "{shown:?}");
+}
+
+#[test]
+fn a_pipe_gets_no_status_line() {
+    let e = slow_tool();
+    let out = Command::new(assert_cmd::cargo::cargo_bin("mecha"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap())
+        .env("MECHA_HOME", &e.home)
+        .current_dir(&e.ws)
+        .args(["run", "--yes", "go"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("→ shell"),
+        "one plain line per event: {said:?}"
+    );
+    assert!(!said.contains("running shell"), "{said:?}");
+    assert!(!said.contains('\x1b'), "{said:?}");
+    assert!(!said.contains('\r'), "{said:?}");
+}
+
+#[tokio::test]
+async fn quiet_shows_the_answer_and_errors_but_no_activity() {
+    let e = env();
+    let turns = || {
+        vec![
+            tool_turn(&[("fs_list", json!({}))]),
+            MockReply::text("the answer"),
+        ]
+    };
+    let mock = MockModel::start(turns()).await;
+    let loud = e.run(Api::Anthropic, &mock, "k", &["go"]).await;
+    assert!(stderr(&loud).contains("→ fs_list"), "{}", stderr(&loud));
+    let mock = MockModel::start(turns()).await;
+    let quiet = e.run(Api::Anthropic, &mock, "k", &["--quiet", "go"]).await;
+    assert_eq!(quiet.status.code(), Some(0), "{}", stderr(&quiet));
+    assert_eq!(stdout(&quiet).trim(), "the answer");
+    assert_eq!(stderr(&quiet), "", "no activity when quiet");
+    // An error still shows.
+    let mock = MockModel::start(vec![MockReply::Unauthorized]).await;
+    let failed = e.run(Api::Anthropic, &mock, "k", &["-q", "go"]).await;
+    assert_eq!(failed.status.code(), Some(1));
+    assert!(
+        stderr(&failed).contains("ANTHROPIC_API_KEY"),
+        "{}",
+        stderr(&failed)
+    );
+}
