@@ -120,3 +120,52 @@ async fn quiet_shows_the_answer_and_errors_but_no_activity() {
         stderr(&failed)
     );
 }
+
+#[tokio::test]
+async fn an_idle_timeout_names_the_key_and_where_it_is_set() {
+    let mut e = env();
+    e.provider_config = "idle_timeout_secs = 1\n".to_owned();
+    let mock = MockModel::start(vec![MockReply::Stall]).await;
+    let out = e.run(Api::Anthropic, &mock, "k", &["go"]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let file = e.home.join("config.toml").display().to_string();
+    let said = stderr(&out);
+    assert!(
+        said.contains(&format!(
+            "[provider] idle_timeout_secs (set to 1 in {file})"
+        )),
+        "{said}"
+    );
+}
+
+#[tokio::test]
+async fn mecha_log_debug_shows_config_files_provider_requests_and_servers() {
+    let mut e = env();
+    e.extra_config = "[[mcp]]\nname = \"gone\"\ncommand = \"/nonexistent/mcp-server\"\n".to_owned();
+    let mock = MockModel::start(vec![MockReply::text("hi")]).await;
+    let quiet = e.run(Api::Anthropic, &mock, "k", &["go"]).await;
+    assert!(!stderr(&quiet).contains("DEBUG"), "{}", stderr(&quiet));
+    e.extra_env = vec![("MECHA_LOG".into(), "debug".into())];
+    let mock = MockModel::start(vec![MockReply::text("hi")]).await;
+    let out = e.run(Api::Anthropic, &mock, "k", &["go"]).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = stderr(&out);
+    let config = e.home.join("config.toml").display().to_string();
+    let project = e.ws.join("mecha.toml").display().to_string();
+    for expected in [
+        format!("read config file path={config}"),
+        format!("no config file here path={project}"),
+        format!("model provider provider=anthropic claude"),
+        format!("at {}", mock.anthropic_url()),
+        "model request url=".to_owned(),
+        "MCP server start server=gone elapsed_ms=".to_owned(),
+    ] {
+        assert!(log.contains(&expected), "{expected:?} in {log}");
+    }
+    let request = log.lines().find(|l| l.contains("model request")).unwrap();
+    assert!(
+        request.contains(" bytes=") && request.contains(" elapsed_ms="),
+        "{request}"
+    );
+    assert!(!log.contains('\x1b'), "a pipe gets no colour: {log}");
+}

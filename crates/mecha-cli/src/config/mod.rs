@@ -222,7 +222,10 @@ impl Settings {
             distrust_workspace: agent.distrust_workspace.unwrap_or(false),
             global_file: path.clone(),
             project_file: None,
-            provider: global.provider,
+            provider: ProviderSettings {
+                config_file: Some(path.clone()),
+                ..global.provider
+            },
             sandbox: global.sandbox,
             skills: SkillSettings::from_user(&global.skills, here, &path),
             subagents: subagents::check(&path, global.subagent)?,
