@@ -155,7 +155,7 @@ async fn mecha_log_debug_shows_config_files_provider_requests_and_servers() {
     for expected in [
         format!("read config file path={config}"),
         format!("no config file here path={project}"),
-        format!("model provider provider=anthropic claude"),
+        "model provider provider=anthropic claude".to_owned(),
         format!("at {}", mock.anthropic_url()),
         "model request url=".to_owned(),
         "MCP server start server=gone elapsed_ms=".to_owned(),
