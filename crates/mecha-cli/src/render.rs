@@ -100,12 +100,14 @@ fn follow(status: &Status, event: &Event) {
         Event::Requesting { .. } | Event::Retrying { .. } => status.waiting(),
         Event::Text { text } | Event::Thinking { text } => status.streamed(text.chars().count()),
         // The gate may ask a question next: nothing may be drawn over it.
-        Event::ToolCall { .. } | Event::Final { .. } => status.idle(),
-        Event::Gate {
-            id,
-            name,
-            decision: GateVerdict::Allowed { .. },
-        } => status.tool_started(id, name),
+        Event::ToolCall { .. } => status.hold(),
+        Event::Final { .. } => status.idle(),
+        Event::Gate { id, name, decision } => {
+            status.judged();
+            if matches!(decision, GateVerdict::Allowed { .. }) {
+                status.tool_started(id, name);
+            }
+        }
         Event::ToolResult { id, .. } => status.tool_done(id),
         _ => {}
     }

@@ -27,6 +27,9 @@ struct State {
     phase: Phase,
     /// Something (the answer, thinking) left the cursor mid-line.
     mid_line: bool,
+    /// The gate is judging a call and may ask a question: nothing may be
+    /// drawn over it.
+    held: bool,
     dim: bool,
 }
 
@@ -97,7 +100,18 @@ impl Status {
         self.with(|s| s.mid_line = mid_line);
     }
 
-    /// A call was allowed and runs now.
+    /// The gate is judging a call: draw nothing until its verdict.
+    pub fn hold(&self) {
+        self.with(|s| s.held = true);
+        output::clear_status();
+    }
+
+    /// The gate decided about a call.
+    pub fn judged(&self) {
+        self.with(|s| s.held = false);
+    }
+
+    /// A call was allowed; it runs once the turn's calls are all judged.
     pub fn tool_started(&self, id: &str, name: &str) {
         self.with(|s| {
             let call = (id.to_owned(), name.to_owned(), Instant::now());
@@ -120,7 +134,7 @@ impl Status {
         });
     }
 
-    /// Nothing to show: a question is being asked, or the run is over.
+    /// Nothing to show: the prompt's run is over.
     pub fn idle(&self) {
         self.with(|s| s.phase = Phase::Idle);
         output::clear_status();
@@ -137,7 +151,7 @@ impl Drop for Status {
 impl State {
     /// The line to draw now, if any.
     fn line(&self) -> Option<String> {
-        if self.mid_line {
+        if self.mid_line || self.held {
             return None;
         }
         let (since, what) = match &self.phase {
@@ -176,6 +190,7 @@ mod tests {
         State {
             phase,
             mid_line: false,
+            held: false,
             dim,
         }
     }
@@ -220,6 +235,9 @@ mod tests {
         );
         open.mid_line = true;
         assert!(open.line().is_none());
+        open.mid_line = false;
+        open.held = true;
+        assert!(open.line().is_none(), "a question may be on screen");
         let brief = state(
             Phase::Waiting {
                 since: Instant::now(),

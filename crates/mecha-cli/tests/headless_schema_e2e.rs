@@ -307,3 +307,25 @@ async fn a_retry_is_announced_when_it_is_decided() {
     assert!(stderr(&out).contains(&what), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "answer");
 }
+
+#[tokio::test]
+async fn a_run_that_cannot_start_prints_its_result_alone_in_stream_json() {
+    let e = env();
+    let mock = MockModel::start(vec![]).await;
+    let out = e
+        .run(
+            Api::OpenAi,
+            &mock,
+            "k",
+            &["--output-format", "stream-json", " "],
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let events = the_events(&out);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["type"], "final");
+    assert_eq!(events[0]["stop_reason"], "error");
+    // The model config names, though nothing was wired.
+    assert_eq!(events[0]["model"], "test-model");
+    assert!(events[0]["session_id"].is_null());
+}

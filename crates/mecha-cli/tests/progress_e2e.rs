@@ -169,3 +169,30 @@ async fn mecha_log_debug_shows_config_files_provider_requests_and_servers() {
     );
     assert!(!log.contains('\x1b'), "a pipe gets no colour: {log}");
 }
+
+#[test]
+fn every_running_call_of_a_turn_is_on_the_status_line() {
+    if !common::have_script() {
+        return;
+    }
+    let e = env();
+    let turns = json!({"turns": [
+        {"tool_calls": [
+            {"name": "shell", "input": {"command": "sleep 1.5"}},
+            {"name": "fs_list", "input": {}}
+        ]},
+        {"text": "Done."}
+    ]});
+    let script = e.home.join("turns.json");
+    std::fs::write(&script, turns.to_string()).unwrap();
+    std::fs::write(
+        e.home.join("config.toml"),
+        format!(
+            "[provider]\nkind = \"scripted\"\nscript = {:?}\n",
+            script.display().to_string()
+        ),
+    )
+    .unwrap();
+    let shown = at_terminal(&e, true);
+    assert!(shown.contains("mecha: running shell"), "{shown:?}");
+}
