@@ -351,6 +351,7 @@ impl Agent {
                 tools: definitions,
                 messages: &session.messages,
             };
+            events.emit(Event::Requesting { turn });
             let mut on_stream = |piece: Streamed<'_>| events.emit(Event::streamed(piece));
             let response = self.provider.complete(request, &mut on_stream).await?;
             let usage = response.usage;

@@ -34,6 +34,9 @@ pub enum GateVerdict {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
+    /// A model request of the loop is being sent (turn `turn`); what
+    /// streams next is its answer.
+    Requesting { turn: u32 },
     /// A piece of the model's text, as it streams.
     Text { text: String },
     /// A piece of the model's reasoning, as it streams.

@@ -12,6 +12,7 @@ mod capped;
 mod commands;
 mod config;
 mod context_window;
+mod headless;
 mod hooks;
 mod instructions;
 mod notice;
@@ -19,6 +20,7 @@ mod output;
 mod render;
 mod session;
 mod skills;
+mod status;
 mod stdin;
 mod terminal;
 mod wiring;
@@ -305,5 +307,8 @@ fn init_logging() {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(
+            std::io::IsTerminal::is_terminal(&std::io::stderr()) && terminal::colour_allowed(),
+        )
         .init();
 }

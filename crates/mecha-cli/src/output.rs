@@ -10,8 +10,8 @@
 //! do on Ctrl-C, and `main` exits with [`exit_code`].
 
 use std::io::Write;
-use std::sync::Once;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Mutex, MutexGuard, Once, PoisonError};
 
 use tokio::sync::Notify;
 
@@ -28,8 +28,43 @@ static CLOSED: AtomicU8 = AtomicU8::new(0);
 static CLOSING: Notify = Notify::const_new();
 static WATCH: Once = Once::new();
 
+/// Whether a status line is drawn on stderr now. Held while anything is
+/// written, so a redraw never lands between the erase and the output it
+/// made room for.
+static STATUS: Mutex<bool> = Mutex::new(false);
+
+/// Back to the line's start, and clear it.
+const ERASE: &[u8] = b"\r\x1b[2K";
+
+/// The status lock, with the status line erased: what every write takes
+/// first, so the line never mixes with other output.
+fn room() -> MutexGuard<'static, bool> {
+    let mut shown = STATUS.lock().unwrap_or_else(PoisonError::into_inner);
+    if std::mem::take(&mut *shown) {
+        let _ = std::io::stderr().lock().write_all(ERASE);
+    }
+    shown
+}
+
+/// Draws `line` as the status line on stderr, in place of the last one.
+/// Only for a terminal: the caller checks.
+pub fn status(line: &str) {
+    let mut shown = room();
+    let mut drawn = ERASE.to_vec();
+    drawn.extend_from_slice(line.as_bytes());
+    if std::io::stderr().lock().write_all(&drawn).is_ok() {
+        *shown = true;
+    }
+}
+
+/// Erases the status line, if one is drawn.
+pub fn clear_status() {
+    drop(room());
+}
+
 /// Writes `text` to stdout and flushes it.
 pub fn out(text: &str) {
+    let _room = room();
     let mut stdout = std::io::stdout().lock();
     let written = stdout
         .write_all(text.as_bytes())
@@ -50,6 +85,7 @@ pub(crate) use outln;
 /// Writes `text` to stderr in one write (stderr is unbuffered: a line
 /// written piecemeal costs a syscall per piece).
 pub fn err(text: &str) {
+    let _room = room();
     if let Err(e) = std::io::stderr().lock().write_all(text.as_bytes()) {
         failed(&e, Stream::Stderr);
     }

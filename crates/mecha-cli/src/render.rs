@@ -4,13 +4,13 @@ use std::collections::HashSet;
 use std::io::IsTerminal;
 use std::sync::Mutex;
 
-use clap::ValueEnum;
-use mecha_agent::{Event, EventSink, GateVerdict};
-use serde_json::json;
-
+use crate::headless::{Headless, RunSink};
 use crate::notice;
 use crate::output;
+use crate::status::Status;
 use crate::terminal::printable;
+use clap::ValueEnum;
+use mecha_agent::{Event, EventSink, GateVerdict};
 
 /// How `mecha run` reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -19,29 +19,28 @@ pub enum OutputFormat {
     Text,
     /// One JSON object on stdout when the run ends, also when it fails.
     Json,
-    /// One JSON object per event on stdout, as they happen; the last is the
-    /// object `json` prints.
+    /// An `init` event, then one JSON object per event on stdout, as they
+    /// happen; the last is the object `json` prints.
     StreamJson,
 }
 
-/// The sink for a format.
-pub fn sink(format: OutputFormat) -> Box<dyn EventSink> {
+/// The sink for a format. `quiet`: text shows no activity lines, no
+/// thinking and no status line; the answer, notices and errors still show.
+pub fn sink(format: OutputFormat, quiet: bool) -> Box<dyn RunSink> {
     match format {
-        OutputFormat::Text => Box::new(Text {
-            state: Mutex::default(),
-            stdout_is_terminal: std::io::stdout().is_terminal(),
-            stderr_is_terminal: std::io::stderr().is_terminal(),
-        }),
-        OutputFormat::Json => Box::new(Summary {
-            each_event: false,
-            tool_calls: Mutex::default(),
-            compactions: Default::default(),
-        }),
-        OutputFormat::StreamJson => Box::new(Summary {
-            each_event: true,
-            tool_calls: Mutex::default(),
-            compactions: Default::default(),
-        }),
+        OutputFormat::Text => {
+            let stderr_is_terminal = std::io::stderr().is_terminal();
+            let dim = stderr_is_terminal && crate::terminal::colour_allowed();
+            Box::new(Text {
+                state: Mutex::default(),
+                stdout_is_terminal: std::io::stdout().is_terminal(),
+                dim,
+                quiet,
+                status: (stderr_is_terminal && !quiet).then(|| Status::start(dim)),
+            })
+        }
+        OutputFormat::Json => Box::new(Headless::new(false)),
+        OutputFormat::StreamJson => Box::new(Headless::new(true)),
     }
 }
 
@@ -53,7 +52,12 @@ struct Text {
     /// A terminal gets the answer with control sequences escaped; a pipe
     /// gets it exactly as the model wrote it.
     stdout_is_terminal: bool,
-    stderr_is_terminal: bool,
+    /// Thinking and the status line are dimmed: stderr is a terminal and
+    /// NO_COLOR is not set.
+    dim: bool,
+    quiet: bool,
+    /// Only on a terminal, and not when quiet.
+    status: Option<Status>,
 }
 
 /// Dim, and back to normal: how a terminal shows thinking.
@@ -70,6 +74,8 @@ struct TextState {
     refused: HashSet<String>,
 }
 
+impl RunSink for Text {}
+
 impl EventSink for Text {
     fn emit(&self, event: Event) {
         let Ok(mut state) = self.state.lock() else {
@@ -78,25 +84,56 @@ impl EventSink for Text {
         if !matches!(event, Event::Thinking { .. } | Event::Usage { .. }) {
             self.end_thinking(&mut state);
         }
+        if let Some(status) = &self.status {
+            follow(status, &event);
+        }
+        self.show(&mut state, event);
+        if let Some(status) = &self.status {
+            status.mid_line(state.mid_line || state.thinking);
+        }
+    }
+}
+
+/// What the status line shows after `event`.
+fn follow(status: &Status, event: &Event) {
+    match event {
+        Event::Requesting { .. } | Event::Retrying { .. } => status.waiting(),
+        Event::Text { text } | Event::Thinking { text } => status.streamed(text.chars().count()),
+        // The gate may ask a question next: nothing may be drawn over it.
+        Event::ToolCall { .. } => status.hold(),
+        Event::Final { .. } => status.idle(),
+        Event::Gate { id, name, decision } => {
+            status.judged();
+            if matches!(decision, GateVerdict::Allowed { .. }) {
+                status.tool_started(id, name);
+            }
+        }
+        Event::ToolResult { id, .. } => status.tool_done(id),
+        _ => {}
+    }
+}
+
+impl Text {
+    fn show(&self, state: &mut TextState, event: Event) {
         match event {
-            Event::Thinking { text } => self.think(&mut state, &text),
+            Event::Thinking { text } => self.think(state, &text),
             Event::RedactedThinking => {
-                activity("(the model reasoned; the provider sent its thinking encrypted)");
+                self.activity("(the model reasoned; the provider sent its thinking encrypted)");
             }
             Event::OutputLimit { tool, .. } => {
-                end_answer_line(&mut state);
+                end_answer_line(state);
                 crate::terminal::report(&notice::output_limit(tool.as_deref()));
             }
             Event::EmptyTurn { .. } => crate::terminal::report(notice::EMPTY_TURN),
             Event::Narrowed { by, tools } => {
-                end_answer_line(&mut state);
-                activity(&format!(
+                end_answer_line(state);
+                self.activity(&format!(
                     "skill `{by}` narrowed this run's tools to {}",
                     tools.join(", ")
                 ));
             }
             Event::Retrying { what } => {
-                end_answer_line(&mut state);
+                end_answer_line(state);
                 crate::terminal::report(&what);
             }
             Event::Compacted {
@@ -106,8 +143,8 @@ impl EventSink for Text {
                 messages_after,
                 ..
             } => {
-                end_answer_line(&mut state);
-                activity(&format!(
+                end_answer_line(state);
+                self.activity(&format!(
                     "mecha: compacted the conversation: ~{tokens_before} → ~{tokens_after} \
                      tokens, {messages_before} → {messages_after} messages (the first message, \
                      the todo list and loaded skills kept verbatim)"
@@ -116,8 +153,8 @@ impl EventSink for Text {
             Event::CompactionFailed {
                 attempt, of, error, ..
             } => {
-                end_answer_line(&mut state);
-                activity(&format!(
+                end_answer_line(state);
+                self.activity(&format!(
                     "mecha: compaction attempt {attempt} of {of} failed: {error}"
                 ));
             }
@@ -132,16 +169,16 @@ impl EventSink for Text {
                 }
             }
             Event::ToolCall { name, input, .. } => {
-                end_answer_line(&mut state);
+                end_answer_line(state);
                 let args = serde_json::to_string(&input).unwrap_or_default();
-                activity(&format!("→ {name} {}", clip(&args, 160)));
+                self.activity(&format!("→ {name} {}", clip(&args, 160)));
             }
             Event::Gate {
                 id,
                 name,
                 decision: GateVerdict::Denied { reason, .. } | GateVerdict::Blocked { reason, .. },
             } => {
-                activity(&format!("✗ {name} refused: {}", clip(&reason, 300)));
+                self.activity(&format!("✗ {name} refused: {}", clip(&reason, 300)));
                 state.refused.insert(id);
             }
             Event::ToolResult {
@@ -153,26 +190,26 @@ impl EventSink for Text {
             } => {
                 if !state.refused.remove(&id) {
                     let mark = if is_error { "✗" } else { "←" };
-                    activity(&format!(
+                    self.activity(&format!(
                         "{mark} {name}: {} ({bytes} bytes)",
                         clip(&summary, 120)
                     ));
                 }
             }
             Event::ToolProgress { name, message, .. } => {
-                end_answer_line(&mut state);
-                activity(&format!("… {name}: {}", clip(&message, 200)));
+                end_answer_line(state);
+                self.activity(&format!("… {name}: {}", clip(&message, 200)));
             }
             Event::Final { .. } => {
-                end_answer_line(&mut state);
+                end_answer_line(state);
             }
             Event::Hook { .. } | Event::SentBack { .. } | Event::SendBackLimit { .. } => {
-                end_answer_line(&mut state);
+                end_answer_line(state);
                 if let Some(line) = event.hook_line() {
-                    activity(&format!("mecha: {}", clip(&line, 600)));
+                    self.activity(&format!("mecha: {}", clip(&line, 600)));
                 }
             }
-            Event::Gate { .. } | Event::Usage { .. } => {}
+            Event::Gate { .. } | Event::Usage { .. } | Event::Requesting { .. } => {}
         }
     }
 }
@@ -186,17 +223,25 @@ fn end_answer_line(state: &mut TextState) {
 }
 
 impl Text {
+    /// One line of tool activity on stderr, unless quiet. The line carries
+    /// model and tool text, so it is made printable first.
+    fn activity(&self, line: &str) {
+        if !self.quiet {
+            output::err_line(&printable(line));
+        }
+    }
+
     /// A piece of thinking, on stderr: on its own lines, after any answer
     /// text, dimmed on a terminal.
     fn think(&self, state: &mut TextState, text: &str) {
-        if text.is_empty() {
+        if text.is_empty() || self.quiet {
             return;
         }
         if !state.thinking {
             end_answer_line(state);
         }
         let shown = printable(text);
-        if self.stderr_is_terminal {
+        if self.dim {
             output::err(&format!("{DIM}{shown}{UNDIM}"));
         } else {
             output::err(&shown);
@@ -211,61 +256,6 @@ impl Text {
             output::err("\n");
         }
     }
-}
-
-/// The JSON formats: the run's result as one object at the end, and with
-/// `each_event`, every event as it happens before it.
-struct Summary {
-    each_event: bool,
-    tool_calls: Mutex<Vec<serde_json::Value>>,
-    /// Compactions so far, for the final object.
-    compactions: std::sync::atomic::AtomicU32,
-}
-
-impl EventSink for Summary {
-    fn emit(&self, event: Event) {
-        if let Event::ToolResult {
-            id,
-            name,
-            is_error,
-            bytes,
-            ..
-        } = &event
-            && let Ok(mut calls) = self.tool_calls.lock()
-        {
-            calls.push(json!({"id": id, "name": name, "is_error": is_error, "bytes": bytes}));
-        }
-        if matches!(event, Event::Compacted { .. }) {
-            self.compactions
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        let is_final = matches!(event, Event::Final { .. });
-        if !is_final && !self.each_event {
-            return;
-        }
-        let Ok(mut line) = serde_json::to_value(&event) else {
-            return;
-        };
-        if is_final {
-            let calls = self
-                .tool_calls
-                .lock()
-                .map(|c| c.clone())
-                .unwrap_or_default();
-            line["tool_calls"] = serde_json::Value::Array(calls);
-            line["compactions"] = self
-                .compactions
-                .load(std::sync::atomic::Ordering::Relaxed)
-                .into();
-        }
-        output::out(&format!("{line}\n"));
-    }
-}
-
-/// One line of tool activity on stderr. The line carries model and tool
-/// text, so it is made printable first.
-fn activity(line: &str) {
-    output::err_line(&printable(line));
 }
 
 fn clip(text: &str, max: usize) -> String {

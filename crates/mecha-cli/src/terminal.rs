@@ -97,6 +97,12 @@ fn is_selector(c: char) -> bool {
     matches!(c, '\u{fe00}'..='\u{fe0f}' | '\u{e0100}'..='\u{e01ef}')
 }
 
+/// Whether colour and dimming may be sent: not when NO_COLOR is set to
+/// anything but the empty string (no-color.org).
+pub fn colour_allowed() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::{ascii_needs_escape, by_category, printable};

@@ -157,7 +157,14 @@ impl Server {
 
     /// The first start. Its outcome is in [`status`](Self::status).
     pub async fn start(self: &Arc<Self>) {
+        let began = Instant::now();
         let _ = self.connection().await;
+        tracing::debug!(
+            server = %self.config.name,
+            elapsed_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
+            status = %self.status(),
+            "MCP server start"
+        );
     }
 
     pub fn tools(&self) -> Arc<Vec<Arc<ToolSpec>>> {

@@ -128,6 +128,10 @@ impl Provider for AnthropicProvider {
         format!("anthropic {} at {}", self.model, self.http.url())
     }
 
+    fn model(&self) -> Option<&str> {
+        Some(&self.model)
+    }
+
     fn accepts_images(&self) -> bool {
         self.images
     }

@@ -71,6 +71,10 @@ pub struct ProviderSettings {
     /// Anthropic and OpenAI-compatible servers). `false` for a text-only
     /// model: its images become a placeholder saying where they are saved.
     pub images: Option<bool>,
+    /// The file these settings were read from, named in messages that say
+    /// which key to change (never read from the file itself).
+    #[serde(skip)]
+    pub config_file: Option<PathBuf>,
 }
 
 /// How to configure a provider; shown when none is.
@@ -110,10 +114,24 @@ pub fn build(
 pub fn build_with(
     settings: &ProviderSettings,
     env: &dyn Fn(&str) -> Option<String>,
+    http: HttpOptions,
+) -> Result<Arc<dyn Provider>, ProviderError> {
+    let built = build_provider(settings, env, http);
+    if let Ok(provider) = &built {
+        // Kind, model and base URL: what a request goes to.
+        tracing::debug!(provider = %provider.describe(), "model provider");
+    }
+    built
+}
+
+fn build_provider(
+    settings: &ProviderSettings,
+    env: &dyn Fn(&str) -> Option<String>,
     mut http: HttpOptions,
 ) -> Result<Arc<dyn Provider>, ProviderError> {
     // An empty variable is the same as an unset one.
     let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    http.idle_timeout_hint = idle_timeout_hint(settings, http.idle_timeout);
     if let Some(secs) = settings.idle_timeout_secs {
         http.idle_timeout = Duration::from_secs(secs);
     }
@@ -241,3 +259,19 @@ fn checked_url(url: Option<Sourced<String>>) -> Result<String, ProviderError> {
 
 #[cfg(test)]
 mod tests;
+
+/// The key an idle timeout's message tells the user to raise, and where it
+/// is set, or that the default applies and where to set it.
+fn idle_timeout_hint(settings: &ProviderSettings, default: Duration) -> String {
+    let file = settings
+        .config_file
+        .as_ref()
+        .map_or_else(|| "config.toml".to_owned(), |f| f.display().to_string());
+    match settings.idle_timeout_secs {
+        Some(secs) => format!("[provider] idle_timeout_secs (set to {secs} in {file})"),
+        None => format!(
+            "[provider] idle_timeout_secs in {file} (unset: the default of {} applies)",
+            crate::http::seconds(default)
+        ),
+    }
+}

@@ -29,6 +29,9 @@ pub struct HttpOptions {
     pub backoff_max: Duration,
     /// The most time spent waiting between attempts, all retries together.
     pub retry_budget: Duration,
+    /// What an idle timeout's message tells the user to raise: the config
+    /// key, and where it is set.
+    pub idle_timeout_hint: String,
 }
 
 impl Default for HttpOptions {
@@ -40,6 +43,7 @@ impl Default for HttpOptions {
             backoff_base: Duration::from_secs(1),
             backoff_max: Duration::from_secs(30),
             retry_budget: Duration::from_secs(120),
+            idle_timeout_hint: "[provider] idle_timeout_secs in config.toml".to_owned(),
         }
     }
 }
@@ -122,10 +126,11 @@ impl HttpCore {
             Err(_) => {
                 return Err(Attempt::Fatal(ProviderError::Transport(format!(
                     "{} at {} sent no response within {} (idle timeout); the server may be \
-                     overloaded or stuck, try again or raise idle_timeout_secs",
+                     overloaded or stuck, try again or raise {}",
                     self.api,
                     self.url,
-                    seconds(self.options.idle_timeout)
+                    seconds(self.options.idle_timeout),
+                    self.options.idle_timeout_hint
                 ))));
             }
             Ok(Err(e)) if e.is_connect() => {

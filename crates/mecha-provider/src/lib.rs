@@ -113,6 +113,12 @@ pub trait Provider: Send + Sync {
     /// A short label for messages: kind, model and endpoint.
     fn describe(&self) -> String;
 
+    /// The model's name as requests carry it, for reports (`None`: no
+    /// model API behind it, as in a replay).
+    fn model(&self) -> Option<&str> {
+        None
+    }
+
     /// The model's context window in tokens, if known.
     fn context_window(&self) -> Option<u64>;
 

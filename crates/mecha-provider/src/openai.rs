@@ -121,6 +121,10 @@ impl Provider for OpenAiProvider {
         format!("openai {} at {}", self.model, self.http.url())
     }
 
+    fn model(&self) -> Option<&str> {
+        Some(&self.model)
+    }
+
     fn accepts_images(&self) -> bool {
         self.images
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 
-use crate::http::{Attempt, HttpCore, seconds, truncate};
+use crate::http::{Attempt, HttpCore, HttpOptions, seconds, truncate};
 use crate::{ProviderError, Response, StreamSink};
 use mecha_core::error_chain;
 
@@ -23,14 +23,17 @@ type Events = Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<reqwest::
 pub(crate) struct SseReader {
     events: Events,
     idle: Duration,
+    /// The key to raise, and where it is set.
+    idle_hint: String,
     api: &'static str,
 }
 
 impl SseReader {
-    pub fn new(response: reqwest::Response, idle: Duration, api: &'static str) -> Self {
+    pub fn new(response: reqwest::Response, options: &HttpOptions, api: &'static str) -> Self {
         Self {
             events: Box::pin(with_error_fields(response.bytes_stream()).eventsource()),
-            idle,
+            idle: options.idle_timeout,
+            idle_hint: options.idle_timeout_hint.clone(),
             api,
         }
     }
@@ -40,10 +43,10 @@ impl SseReader {
         match tokio::time::timeout(self.idle, self.events.next()).await {
             Err(_) => Err(ProviderError::Transport(format!(
                 "the model's stream stalled: {} sent nothing for {} (idle timeout); the server \
-                 may be overloaded or the connection silently dropped, try again or raise \
-                 idle_timeout_secs",
+                 may be overloaded or the connection silently dropped, try again or raise {}",
                 self.api,
-                seconds(self.idle)
+                seconds(self.idle),
+                self.idle_hint
             ))),
             Ok(None) => Ok(None),
             Ok(Some(Ok(event))) => Ok(Some(event)),
@@ -208,10 +211,18 @@ impl HttpCore {
     ) -> Result<Response, ProviderError> {
         let mut retries = self.retries();
         loop {
+            let began = std::time::Instant::now();
             let attempt = match self.post(body).await {
                 Ok(response) => self.decode(response, on_stream, decoder()).await,
                 Err(e) => Err(e),
             };
+            tracing::debug!(
+                url = %self.url(),
+                bytes = body.len(),
+                elapsed_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX),
+                ok = attempt.is_ok(),
+                "model request"
+            );
             match attempt {
                 Ok(response) => return Ok(response),
                 Err(Attempt::Fatal(e)) => return Err(e),
@@ -228,7 +239,7 @@ impl HttpCore {
         on_stream: &mut StreamSink<'_>,
         mut state: D,
     ) -> Result<Response, Attempt> {
-        let mut events = SseReader::new(response, self.options.idle_timeout, self.api);
+        let mut events = SseReader::new(response, &self.options, self.api);
         while let Some(event) = events.next().await? {
             if state.handle(&event, on_stream)? == Flow::Done {
                 // Reading the rest lets the connection be reused.

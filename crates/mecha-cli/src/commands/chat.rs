@@ -30,7 +30,7 @@ pub struct ChatArgs {
 }
 
 pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, Failure> {
-    let events = sink(OutputFormat::Text);
+    let events = sink(OutputFormat::Text, args.options.quiet);
     let resume = match (args.resume, args.continue_latest) {
         (Some(id), _) => Resume::Id(id),
         (None, true) => Resume::Latest,
@@ -55,6 +55,7 @@ pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, F
         agent,
         toolbox,
         mut session,
+        ..
     } = started;
     let source = if loaded.is_some() {
         SessionSource::Resume

@@ -43,4 +43,8 @@ pub struct RunOptions {
     /// threshold, but the model cannot ask for it.
     #[arg(long)]
     pub no_compact_tool: bool,
+    /// Show no activity: no tool lines, thinking or status line (the
+    /// answer, warnings and errors still show).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }

@@ -14,6 +14,7 @@ use crate::Failure;
 use crate::capped::Capped;
 use crate::commands::RunOptions;
 use crate::config::Settings;
+use crate::headless::RunStart;
 use crate::notice::{refused, silent};
 use crate::output;
 use crate::render::{OutputFormat, sink};
@@ -53,7 +54,13 @@ pub const EXIT_NO_ANSWER: u8 = 4;
 pub const EXIT_INTERRUPTED: u8 = 130;
 
 pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Failure> {
-    let events = sink(args.output_format);
+    let events = sink(args.output_format, args.options.quiet);
+    events.configured(
+        args.options
+            .model
+            .as_deref()
+            .or(settings.provider.model.as_deref()),
+    );
     // A run that cannot start still ends with the final event, so a script
     // reading JSON gets its one object whatever went wrong.
     let failed = |failure: Failure| {
@@ -102,6 +109,12 @@ pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Fa
         let started = build_agent(settings, &args.options, workspace, start)
             .await
             .map_err(failed)?;
+        events.started(&RunStart {
+            model: started.model.as_deref(),
+            session_id: started.session_id.as_deref(),
+            workspace,
+            toolbox: &started.toolbox,
+        });
         let code = drive(
             &started.agent,
             started.session,

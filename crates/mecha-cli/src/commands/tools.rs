@@ -173,6 +173,13 @@ fn schema(registry: &Registry) -> serde_json::Result<String> {
 
 /// Every tool the run keeps, and every configured server with its status.
 fn capabilities_json(toolbox: &Toolbox) -> serde_json::Result<String> {
+    serde_json::to_string_pretty(&toolbox_json(toolbox)).map(|text| text + "\n")
+}
+
+/// The sandbox, the tools with their capabilities and the MCP servers with
+/// their status: what `mecha tools --json` prints and a stream-json run's
+/// `init` event carries.
+pub fn toolbox_json(toolbox: &Toolbox) -> serde_json::Value {
     let tools: Vec<_> = toolbox
         .registry
         .iter()
@@ -237,8 +244,7 @@ fn capabilities_json(toolbox: &Toolbox) -> serde_json::Result<String> {
             "description": s.describe(),
         })
     });
-    serde_json::to_string_pretty(&json!({"sandbox": sandbox, "tools": tools, "servers": servers}))
-        .map(|text| text + "\n")
+    json!({"sandbox": sandbox, "tools": tools, "servers": servers})
 }
 
 fn human(toolbox: &Toolbox, settings: &Settings, workspace: &Path) -> serde_json::Result<String> {

@@ -237,7 +237,10 @@ impl Settings {
                 .unwrap_or_else(instructions::default_files),
             global_file: path.clone(),
             project_file: None,
-            provider: global.provider,
+            provider: ProviderSettings {
+                config_file: Some(path.clone()),
+                ..global.provider
+            },
             sandbox: global.sandbox,
             skills: SkillSettings::from_user(&global.skills, here, &path),
             subagents: subagents::check(&path, global.subagent)?,

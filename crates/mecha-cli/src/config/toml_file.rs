@@ -10,7 +10,10 @@ use super::ConfigError;
 pub(super) fn read_optional<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, ConfigError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            tracing::debug!(path = %path.display(), "no config file here");
+            return Ok(None);
+        }
         Err(source) => {
             return Err(ConfigError::Read {
                 path: path.to_path_buf(),
@@ -18,6 +21,7 @@ pub(super) fn read_optional<T: DeserializeOwned>(path: &Path) -> Result<Option<T
             });
         }
     };
+    tracing::debug!(path = %path.display(), bytes = text.len(), "read config file");
     toml::from_str(&text)
         .map(Some)
         .map_err(|e| parse_error(path, &text, &e))

@@ -84,6 +84,10 @@ pub struct Started {
     pub agent: Agent,
     pub toolbox: Toolbox,
     pub session: Session,
+    /// The model requests name, for reports (`None` in a replay).
+    pub model: Option<String>,
+    /// The id of the session file the run is journaled to, if any.
+    pub session_id: Option<String>,
 }
 
 /// Everything a run needs, wired.
@@ -132,6 +136,8 @@ pub async fn build_agent(
         session_tools.push(Arc::new(RecallTool::new(journal.path().to_path_buf())));
     }
     let parent_session = journal.as_ref().map(|j| j.id().to_owned());
+    let session_id = parent_session.clone();
+    let model = provider.model().map(str::to_owned);
     let built = wire(
         settings,
         options,
@@ -179,6 +185,8 @@ pub async fn build_agent(
         agent,
         toolbox,
         session,
+        model,
+        session_id,
     })
 }
 
@@ -208,15 +216,7 @@ async fn wire(
         session_tools,
     )
     .await?;
-    // The level-1 block: only when the skill tool survived narrowing, or
-    // the model would be told of skills it cannot load.
-    let carried = match &toolbox.skill_tool {
-        Some(tool) if toolbox.registry.get(tool.name()).is_some() => {
-            toolbox.skills.carried.as_slice()
-        }
-        _ => &[],
-    };
-    let block = level1_block(carried);
+    let block = level1_block(toolbox.carried_skills());
     if let Some(warning) = level1_warning(&block, provider.context_window()) {
         crate::output::err_line(&format!("mecha: warning: {warning}"));
     }

@@ -17,7 +17,7 @@ use mecha_agent::ToolRefresh;
 use mecha_core::{Forced, ForcedCapabilities, Registry, Rules, Tool};
 use mecha_mcp::{McpHub, NameConflict, ServerState, SpawnOptions};
 use mecha_sandbox::{HostEnv, Sandbox};
-use mecha_skills::SkillTool;
+use mecha_skills::{Skill, SkillTool};
 
 use crate::Failure;
 use crate::config::{Settings, ToolFilter};
@@ -80,6 +80,17 @@ impl Forcing {
 }
 
 impl Toolbox {
+    /// The skills the run carries: none when the skill tool did not survive
+    /// narrowing, or the model would be told of skills it cannot load.
+    pub fn carried_skills(&self) -> &[Skill] {
+        match &self.skill_tool {
+            Some(tool) if self.registry.get(tool.name()).is_some() => {
+                self.skills.carried.as_slice()
+            }
+            _ => &[],
+        }
+    }
+
     /// Stops every MCP server now rather than whenever the last tool is
     /// dropped.
     pub fn shutdown(&self) {

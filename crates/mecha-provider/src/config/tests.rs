@@ -418,3 +418,21 @@ fn compact_at_tokens_parses_beside_the_context_window() {
     );
     assert!(parse("compact_at_tokens = -1").is_err());
 }
+
+#[test]
+fn the_idle_timeout_hint_names_the_key_the_file_and_the_default() {
+    let mut s = ProviderSettings {
+        config_file: Some(PathBuf::from("/h/config.toml")),
+        ..ProviderSettings::default()
+    };
+    let default = Duration::from_secs(120);
+    assert_eq!(
+        super::idle_timeout_hint(&s, default),
+        "[provider] idle_timeout_secs in /h/config.toml (unset: the default of 120s applies)"
+    );
+    s.idle_timeout_secs = Some(7);
+    assert_eq!(
+        super::idle_timeout_hint(&s, default),
+        "[provider] idle_timeout_secs (set to 7 in /h/config.toml)"
+    );
+}

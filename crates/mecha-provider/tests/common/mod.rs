@@ -48,6 +48,7 @@ pub fn fast_http() -> HttpOptions {
         backoff_base: Duration::from_millis(1),
         backoff_max: Duration::from_millis(10),
         retry_budget: Duration::from_secs(5),
+        ..HttpOptions::default()
     }
 }
 
