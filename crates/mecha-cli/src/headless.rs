@@ -118,6 +118,8 @@ struct ResultParts {
     session_id: Option<String>,
     calls: Vec<CallRecord>,
     compactions: u32,
+    /// Every hook that ran, as its stream-json event without `type`.
+    hooks: Vec<Value>,
 }
 
 /// One tool call, as far as it got.
@@ -157,6 +159,12 @@ impl ResultParts {
                 }
             }
             Event::Compacted { .. } => self.compactions += 1,
+            Event::Hook { .. } => {
+                if let Ok(Value::Object(mut hook)) = serde_json::to_value(event) {
+                    hook.remove("type");
+                    self.hooks.push(Value::Object(hook));
+                }
+            }
             _ => {}
         }
     }
@@ -177,6 +185,7 @@ impl ResultParts {
         object["duration_ms"] = json!(duration_ms);
         object["tool_calls"] = self.calls.iter().map(CallRecord::shown).collect();
         object["compactions"] = json!(self.compactions);
+        object["hooks"] = json!(self.hooks);
         object
     }
 }
