@@ -52,6 +52,7 @@ impl Chat {
             .env("ANTHROPIC_BASE_URL", mock.anthropic_url())
             .env("TERM", "xterm")
             .env_remove("OPENAI_API_KEY")
+            .envs(e.extra_env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -314,4 +315,48 @@ async fn an_approval_question_mid_turn_is_answered_through_the_editor() {
     assert!(!e.ws.join("a.txt").exists());
     assert!(!screen.contains("went on after"), "{screen}");
     assert_eq!(mock.requests().len(), 3, "the interrupted turn was not carried on");
+}
+
+#[tokio::test]
+async fn pasted_control_characters_are_shown_escaped_and_keys_are_not_logged() {
+    if !common::have_script() {
+        return;
+    }
+    let mut e = common::env();
+    e.extra_env.push(("MECHA_LOG".into(), "debug".into()));
+    let mock = MockModel::start(vec![MockReply::text("ok")]).await;
+    let mut chat = Chat::start(&e, &mock);
+    // A bell and a backspace inside a paste: echoed, the terminal would
+    // ring and rub out the `b`.
+    chat.type_at(1, b"\x1b[200~ab\x07\x08c\x1b[201~\r").await;
+    let request = chat.next_request().await;
+    assert_eq!(last_prompt(&request), "ab\u{7}\u{8}c");
+    chat.type_at(2, b"/quit\r").await;
+    let (status, screen) = chat.end().await;
+    assert!(status.success(), "{screen}");
+    assert!(screen.contains(r"ab\u{7}\u{8}c"), "{screen:?}");
+    assert!(!screen.contains('\u{7}') && !screen.contains('\u{8}'), "{screen:?}");
+    assert!(screen.contains("DEBUG"), "debug logging is on: {screen}");
+    assert!(!screen.contains("rustyline"), "keys were logged: {screen}");
+}
+
+#[tokio::test]
+async fn the_history_file_keeps_the_last_thousand_prompts() {
+    if !common::have_script() {
+        return;
+    }
+    let e = common::env();
+    let old: String = (0..1100).map(|i| format!("old prompt {i}\n")).collect();
+    std::fs::write(e.home.join("chat_history"), format!("#V2\n{old}")).unwrap();
+    let mock = MockModel::start(vec![MockReply::text("ok")]).await;
+    let mut chat = Chat::start(&e, &mock);
+    chat.type_at(1, b"the newest\r").await;
+    chat.next_request().await;
+    chat.type_at(2, b"/quit\r").await;
+    let (status, screen) = chat.end().await;
+    assert!(status.success(), "{screen}");
+    let history = std::fs::read_to_string(e.home.join("chat_history")).unwrap();
+    let entries: Vec<&str> = history.lines().skip(1).collect();
+    assert_eq!(entries.len(), 1000, "{:?}", &entries[..3]);
+    assert_eq!(entries[998..], ["the newest", "/quit"]);
 }
