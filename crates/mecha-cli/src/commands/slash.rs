@@ -33,15 +33,12 @@ const COMMANDS: &[(&str, &str)] = &[
     ("/quit, /exit", "end the chat (so do Ctrl-D, and Ctrl-C twice on an empty line)"),
 ];
 
+/// The names `/help` lists, without their slash.
+const NAMES: &[&str] = &["help", "tools", "skills", "quit", "exit"];
+
 /// The command `line` is, if it is one (see the module's rule).
 pub fn command(line: &str, agent: &Agent, session: &Session, toolbox: &Toolbox) -> Option<Slash> {
-    let mut words = line.split_whitespace();
-    let name = words.next()?;
-    let word = name.strip_prefix('/')?;
-    if word.is_empty() || !word.bytes().all(|b| b.is_ascii_lowercase()) {
-        return None;
-    }
-    let args: Vec<&str> = words.collect();
+    let (word, args) = parse(line)?;
     let answer = match (word, args.as_slice()) {
         ("quit" | "exit", []) => return Some(Slash::Quit),
         ("help", []) => help(),
@@ -49,12 +46,23 @@ pub fn command(line: &str, agent: &Agent, session: &Session, toolbox: &Toolbox) 
         ("skills", []) => skills(toolbox),
         ("skills", [name]) => skill_body(toolbox, name),
         ("skills", _) => "/skills takes one skill's name at most: /skills NAME\n".to_owned(),
-        ("quit" | "exit" | "help" | "tools", _) => format!("{name} takes no arguments\n"),
-        (_, []) => format!("{name} is not a command here.\n{}", help()),
-        // `/usr is full`: a prompt that starts with a path.
-        (_, _) => return None,
+        (known, _) if NAMES.contains(&known) => format!("/{known} takes no arguments\n"),
+        (unknown, _) => format!("/{unknown} is not a command here.\n{}", help()),
     };
     Some(Slash::Answer(answer))
+}
+
+/// `line` as a command's name (no slash) and its arguments, if the rule
+/// makes it a command; `None`: it is a prompt for the model.
+fn parse(line: &str) -> Option<(&str, Vec<&str>)> {
+    let mut words = line.split_whitespace();
+    let word = words.next()?.strip_prefix('/')?;
+    if word.is_empty() || !word.bytes().all(|b| b.is_ascii_lowercase()) {
+        return None;
+    }
+    let args: Vec<&str> = words.collect();
+    // `/usr is full`: a prompt that starts with a path.
+    (NAMES.contains(&word) || args.is_empty()).then_some((word, args))
 }
 
 fn help() -> String {
@@ -119,4 +127,32 @@ fn tools(agent: &Agent, session: &Session) -> String {
         out.push_str(&format!("  {name}{mark}\n"));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+
+    #[test]
+    fn commands_are_told_from_prompts_that_start_with_a_path() {
+        assert_eq!(parse("/help"), Some(("help", vec![])));
+        assert_eq!(parse("  /skills  review "), Some(("skills", vec!["review"])));
+        assert_eq!(parse("/tools please"), Some(("tools", vec!["please"])));
+        // A lone unknown word is a mistyped command.
+        assert_eq!(parse("/halp"), Some(("halp", vec![])));
+        for prompt in [
+            "/etc/hosts is broken",
+            "/etc/hosts",
+            "/tmp is full",
+            "/Help",
+            "/ help",
+            "/",
+            "/usr/bin/env: not found",
+            "/v2 of the api",
+            "hello /help",
+            "",
+        ] {
+            assert_eq!(parse(prompt), None, "{prompt:?} is a prompt");
+        }
+    }
 }
