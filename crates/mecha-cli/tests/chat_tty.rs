@@ -267,7 +267,11 @@ async fn ctrl_c_clears_the_line_and_twice_on_an_empty_line_leaves() {
     let e = common::env();
     let mock = MockModel::start(vec![MockReply::text("ok")]).await;
     let mut chat = Chat::start(&e, &mock);
-    chat.type_at(1, &[b"not this".as_slice(), CTRL_C, b"this", ENTER].concat()).await;
+    chat.type_at(
+        1,
+        &[b"not this".as_slice(), CTRL_C, b"this", ENTER].concat(),
+    )
+    .await;
     let request = chat.next_request().await;
     assert_eq!(last_prompt(&request), "this");
     chat.type_at(2, CTRL_C).await;
@@ -314,7 +318,11 @@ async fn an_approval_question_mid_turn_is_answered_through_the_editor() {
     assert!(screen.contains("interrupted"), "{screen}");
     assert!(!e.ws.join("a.txt").exists());
     assert!(!screen.contains("went on after"), "{screen}");
-    assert_eq!(mock.requests().len(), 3, "the interrupted turn was not carried on");
+    assert_eq!(
+        mock.requests().len(),
+        3,
+        "the interrupted turn was not carried on"
+    );
 }
 
 #[tokio::test]
@@ -335,7 +343,10 @@ async fn pasted_control_characters_are_shown_escaped_and_keys_are_not_logged() {
     let (status, screen) = chat.end().await;
     assert!(status.success(), "{screen}");
     assert!(screen.contains(r"ab\u{7}\u{8}c"), "{screen:?}");
-    assert!(!screen.contains('\u{7}') && !screen.contains('\u{8}'), "{screen:?}");
+    assert!(
+        !screen.contains('\u{7}') && !screen.contains('\u{8}'),
+        "{screen:?}"
+    );
     assert!(screen.contains("DEBUG"), "debug logging is on: {screen}");
     assert!(!screen.contains("rustyline"), "keys were logged: {screen}");
 }

@@ -29,8 +29,14 @@ pub enum Slash {
 const COMMANDS: &[(&str, &str)] = &[
     ("/help", "these commands"),
     ("/tools", "the tools this run offers"),
-    ("/skills [NAME]", "the skills this run carries, or one skill's body"),
-    ("/quit, /exit", "end the chat (so do Ctrl-D, and Ctrl-C twice on an empty line)"),
+    (
+        "/skills [NAME]",
+        "the skills this run carries, or one skill's body",
+    ),
+    (
+        "/quit, /exit",
+        "end the chat (so do Ctrl-D, and Ctrl-C twice on an empty line)",
+    ),
 ];
 
 /// The names `/help` lists, without their slash.
@@ -136,7 +142,10 @@ mod tests {
     #[test]
     fn commands_are_told_from_prompts_that_start_with_a_path() {
         assert_eq!(parse("/help"), Some(("help", vec![])));
-        assert_eq!(parse("  /skills  review "), Some(("skills", vec!["review"])));
+        assert_eq!(
+            parse("  /skills  review "),
+            Some(("skills", vec!["review"]))
+        );
         assert_eq!(parse("/tools please"), Some(("tools", vec!["please"])));
         // A lone unknown word is a mistyped command.
         assert_eq!(parse("/halp"), Some(("halp", vec![])));

@@ -78,10 +78,7 @@ impl LineEditor {
         {
             // An unreadable history costs the recall, not the chat.
             if let Err(e) = editor.load_history(path) {
-                crate::terminal::report(&format!(
-                    "chat history {} not read: {e}",
-                    path.display()
-                ));
+                crate::terminal::report(&format!("chat history {} not read: {e}", path.display()));
             }
         }
         let cooked = rustix::termios::tcgetattr(std::io::stdin()).ok();
@@ -113,7 +110,10 @@ impl LineEditor {
 
     /// The answer to a question whose last line (no newline) is `question`.
     pub async fn answer(&self, question: &str) -> Option<String> {
-        match self.read(Ask::Answer(printable(question).into_owned())).await {
+        match self
+            .read(Ask::Answer(printable(question).into_owned()))
+            .await
+        {
             Prompt::Text(text) => Some(text),
             Prompt::Eof => None,
             // SIGINT is on its way and stops the turn (every turn listens
@@ -198,10 +198,7 @@ fn remember(editor: &mut Editor<Echo, FileHistory>, line: &str, history: Option<
     if let Some(path) = history
         && let Err(e) = editor.append_history(path)
     {
-        crate::terminal::report(&format!(
-            "chat history {} not written: {e}",
-            path.display()
-        ));
+        crate::terminal::report(&format!("chat history {} not written: {e}", path.display()));
     }
 }
 

@@ -37,19 +37,17 @@ static EDITOR: OnceLock<Option<LineEditor>> = OnceLock::new();
 /// Called before the first read, or not at all.
 pub fn edit_at_terminal(history: Option<PathBuf>) {
     EDITOR.get_or_init(|| {
-            if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
-                return None;
+        if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+            return None;
+        }
+        match LineEditor::start(history) {
+            Ok(editor) => Some(editor),
+            Err(e) => {
+                crate::terminal::report(&format!("no line editing, reading plain lines: {e}"));
+                None
             }
-            match LineEditor::start(history) {
-                Ok(editor) => Some(editor),
-                Err(e) => {
-                    crate::terminal::report(&format!(
-                        "no line editing, reading plain lines: {e}"
-                    ));
-                    None
-                }
-            }
-        });
+        }
+    });
 }
 
 fn line_editor() -> Option<&'static LineEditor> {
