@@ -73,8 +73,8 @@ enum Turn {
 
 /// How to use chat, shown when it starts.
 const HELP: &str = "mecha chat: Enter sends the prompt. End a line with \\ to go on \
-on the next; lines pasted together stay one prompt. /help lists the commands; /quit or \
-Ctrl-D ends the session.";
+on the next; lines pasted together stay one prompt. /help lists the commands; /quit, /exit \
+or Ctrl-D ends the session.";
 
 /// Where the line editor keeps prompts between chats, under MECHA_HOME.
 const HISTORY_FILE: &str = "chat_history";
