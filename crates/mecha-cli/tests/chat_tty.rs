@@ -371,3 +371,51 @@ async fn the_history_file_keeps_the_last_thousand_prompts() {
     assert_eq!(entries.len(), 1000, "{:?}", &entries[..3]);
     assert_eq!(entries[998..], ["the newest", "/quit"]);
 }
+
+#[tokio::test]
+async fn ctrl_c_while_a_tool_runs_stops_the_turn_and_chat_goes_on() {
+    if !common::have_script() {
+        return;
+    }
+    let e = common::env();
+    let shell = serde_json::json!({"command": "touch started; sleep 60"});
+    let mock = MockModel::start(vec![
+        common::tool_turn(&[("shell", shell)]),
+        MockReply::text("the next prompt"),
+    ])
+    .await;
+    let mut chat = Chat::start(&e, &mock);
+    chat.type_at(1, b"run it\r").await;
+    chat.next_request().await;
+    chat.type_at(2, b"y\r").await;
+    let start = Instant::now();
+    while !e.ws.join("started").exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{}",
+            chat.screen()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Between reads the terminal is not raw: Ctrl-C is SIGINT, as before.
+    chat.keyboard.write_all(CTRL_C).unwrap();
+    chat.type_at(3, b"next\r").await;
+    let request = chat.next_request().await;
+    assert_eq!(last_prompt(&request), "next");
+    chat.type_at(4, b"/quit\r").await;
+    let (status, screen) = chat.end().await;
+    assert!(status.success(), "{screen}");
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "the sleep was not stopped"
+    );
+    assert!(
+        screen.contains("interrupted; running tools were stopped"),
+        "{screen}"
+    );
+    assert_eq!(
+        mock.requests().len(),
+        2,
+        "the interrupted turn was not carried on"
+    );
+}
