@@ -142,14 +142,18 @@ async fn a_line_is_edited_before_it_is_sent() {
         return;
     }
     let e = common::env();
-    let mock = MockModel::start(vec![MockReply::text("ok")]).await;
+    let mock = MockModel::start(vec![MockReply::text("ok"), MockReply::text("ok")]).await;
     let mut chat = Chat::start(&e, &mock);
     // "say helo", back one, insert "l": "say hello".
     let keys = [b"say helo".as_slice(), LEFT, b"l", ENTER].concat();
     chat.type_at(1, &keys).await;
     let request = chat.next_request().await;
     assert_eq!(last_prompt(&request), "say hello");
-    chat.type_at(2, b"/quit\r").await;
+    // Enter after a trailing `\` goes on to the next line.
+    chat.type_at(2, b"one \\\rtwo\r").await;
+    let request = chat.next_request().await;
+    assert_eq!(last_prompt(&request), "one \ntwo");
+    chat.type_at(3, b"/quit\r").await;
     let (status, screen) = chat.end().await;
     assert!(status.success(), "{screen}");
 }

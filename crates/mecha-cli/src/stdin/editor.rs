@@ -18,7 +18,7 @@ use rustyline::history::FileHistory;
 use rustyline::validate::Validator;
 use rustyline::{
     Cmd, ColorMode, ConditionalEventHandler, Config, Editor, Event, EventContext, EventHandler,
-    Helper, KeyCode, KeyEvent, Modifiers, Movement, RepeatCount,
+    Helper, KeyEvent, Movement, RepeatCount,
 };
 use tokio::sync::oneshot;
 
@@ -68,10 +68,6 @@ impl LineEditor {
             EventHandler::Conditional(Box::new(CtrlC {
                 asking: Arc::clone(&asking),
             })),
-        );
-        editor.bind_sequence(
-            KeyEvent(KeyCode::Enter, Modifiers::NONE),
-            EventHandler::Conditional(Box::new(Continued)),
         );
         if let Some(path) = &history
             && path.exists()
@@ -158,19 +154,23 @@ fn read(
     history: Option<&Path>,
     asking: &AtomicBool,
 ) -> Prompt {
-    let (prompt, is_answer) = match ask {
-        Ask::Prompt => ("> ", false),
-        Ask::Answer(question) => (question.as_str(), true),
+    let question = match ask {
+        Ask::Prompt => None,
+        Ask::Answer(question) => Some(question.as_str()),
     };
-    asking.store(is_answer, Ordering::Relaxed);
-    match editor.readline(prompt) {
-        Ok(line) => {
-            if !is_answer && !line.trim().is_empty() {
-                remember(editor, &line, history);
-            }
-            Prompt::Text(line)
+    asking.store(question.is_some(), Ordering::Relaxed);
+    let Some(question) = question else {
+        let prompt = read_prompt(editor);
+        if let Prompt::Text(text) = &prompt
+            && !text.trim().is_empty()
+        {
+            remember(editor, text, history);
         }
-        Err(ReadlineError::Interrupted) if is_answer => {
+        return prompt;
+    };
+    match editor.readline(question) {
+        Ok(line) => Prompt::Text(line),
+        Err(ReadlineError::Interrupted) => {
             // Ctrl-C during a question stops the turn, as it does when the
             // terminal is not raw: the same signal, to the same listener.
             let _ = rustix::process::kill_process(
@@ -179,13 +179,41 @@ fn read(
             );
             Prompt::Interrupted
         }
-        Err(ReadlineError::Interrupted) => Prompt::Interrupted,
-        Err(ReadlineError::Eof) => Prompt::Eof,
-        Err(e) => {
-            crate::terminal::report(&format!("the line editor failed: {e}"));
-            Prompt::Eof
+        Err(e) => ended(e),
+    }
+}
+
+/// A prompt: lines read while each ends in `\\` (dropped; the line break
+/// stays), as on the plain path. A pasted backslash is not at the end of a
+/// line read, so it stays.
+fn read_prompt(editor: &mut Editor<Echo, FileHistory>) -> Prompt {
+    let mut text = String::new();
+    let mut prompt = "> ";
+    loop {
+        match editor.readline(prompt) {
+            Ok(line) => match line.strip_suffix('\\') {
+                Some(head) => {
+                    text.push_str(head);
+                    text.push('\n');
+                    prompt = ". ";
+                }
+                None => {
+                    text.push_str(&line);
+                    return Prompt::Text(text);
+                }
+            },
+            Err(ReadlineError::Interrupted) => return Prompt::Interrupted,
+            Err(e) => return ended(e),
         }
     }
+}
+
+/// End of input, or a failure of the editor, which ends input too.
+fn ended(e: ReadlineError) -> Prompt {
+    if !matches!(e, ReadlineError::Eof) {
+        crate::terminal::report(&format!("the line editor failed: {e}"));
+    }
+    Prompt::Eof
 }
 
 /// Adds `line` to the history and the file, at once: a chat that ends
@@ -215,18 +243,6 @@ impl ConditionalEventHandler for CtrlC {
         } else {
             Some(Cmd::Kill(Movement::WholeBuffer))
         }
-    }
-}
-
-/// Enter at the end of a line ending in `\` goes on to a new line, the
-/// backslash dropped, as on the plain path. A pasted backslash stays.
-struct Continued;
-
-impl ConditionalEventHandler for Continued {
-    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
-        let line = ctx.line();
-        (ctx.pos() == line.len() && line.ends_with('\\'))
-            .then(|| Cmd::Replace(Movement::BackwardChar(1), Some("\n".to_owned())))
     }
 }
 
