@@ -183,7 +183,7 @@ fn read(
     }
 }
 
-/// A prompt: lines read while each ends in `\\` (dropped; the line break
+/// A prompt: lines read while each ends in `\` (dropped; the line break
 /// stays), as on the plain path. A pasted backslash is not at the end of a
 /// line read, so it stays.
 fn read_prompt(editor: &mut Editor<Echo, FileHistory>) -> Prompt {
