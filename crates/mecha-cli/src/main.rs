@@ -303,7 +303,14 @@ fn init_logging() {
     let Some(filter) = std::env::var_os("MECHA_LOG") else {
         return;
     };
-    let filter = tracing_subscriber::EnvFilter::new(filter.to_string_lossy());
+    let filter = filter.to_string_lossy();
+    // rustyline logs every key pressed at debug: a private prompt would
+    // land in the log. Shown only when asked for by name.
+    let filter = match filter.contains("rustyline") {
+        true => filter.into_owned(),
+        false => format!("{filter},rustyline=warn"),
+    };
+    let filter = tracing_subscriber::EnvFilter::new(filter);
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -1,21 +1,27 @@
-//! Lines from stdin, read by one background thread and handed out to
-//! whoever asks next: the chat prompt or an approval question. Or, for
-//! `mecha run "task"` with a pipe on stdin, the data piped in, read once
-//! and whole before anything else could ask (nothing is asked then: there
-//! is no terminal to ask at, see `someone_to_ask`).
+//! Input from stdin, read in one place and handed out to whoever asks
+//! next: the chat prompt or an approval question. Or, for `mecha run
+//! "task"` with a pipe on stdin, the data piped in, read once and whole
+//! before anything else could ask (nothing is asked then: there is no
+//! terminal to ask at, see `someone_to_ask`).
 //!
-//! Reading from one place means an abandoned question (the run was
-//! interrupted while asking) does not keep a reader blocked on stdin that
-//! would swallow the next line the user types; the line simply goes to the
-//! next asker.
+//! `mecha chat` at a terminal reads through the line editor ([`editor`]);
+//! everywhere else (pipes, scripts, `mecha run`) one background thread
+//! reads plain lines. Either way one reader owns stdin, so an abandoned
+//! question (the run was interrupted while asking) does not leave a second
+//! reader blocked on stdin that would swallow the next line the user
+//! types; the line simply goes to the next asker.
+
+mod editor;
 
 use std::io::{self, BufRead, BufReader, IsTerminal};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use tokio::sync::{Mutex, mpsc};
 
 use crate::capped::{self, Capped};
+use editor::LineEditor;
 
 /// The most of piped data a prompt carries (about 85,000 tokens by mecha's
 /// estimate): a whole diff or log of any ordinary size, while a stream
@@ -51,6 +57,60 @@ pub fn piped_data() -> io::Result<Option<Capped>> {
     Ok((!data.text.trim().is_empty()).then_some(data))
 }
 
+/// What reading a prompt gave.
+#[derive(Debug)]
+pub enum Prompt {
+    Text(String),
+    /// End of input (Ctrl-D on an empty line).
+    Eof,
+    /// Ctrl-C on an empty line, in the line editor. (On the plain path
+    /// Ctrl-C is a signal, and chat listens for it itself.)
+    Interrupted,
+}
+
+static EDITOR: OnceLock<Option<LineEditor>> = OnceLock::new();
+
+/// Reads through the line editor from now on, with history in `history`,
+/// if stdin and stdout are both a terminal (the editor draws on stdout).
+/// Called before the first read, or not at all.
+pub fn edit_at_terminal(history: Option<PathBuf>) {
+    EDITOR.get_or_init(|| {
+        if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+            return None;
+        }
+        match LineEditor::start(history) {
+            Ok(editor) => Some(editor),
+            Err(e) => {
+                crate::terminal::report(&format!("no line editing, reading plain lines: {e}"));
+                None
+            }
+        }
+    });
+}
+
+fn line_editor() -> Option<&'static LineEditor> {
+    EDITOR.get().and_then(Option::as_ref)
+}
+
+/// Leaves the terminal as it was before the line editor touched it.
+pub fn restore_terminal() {
+    if let Some(editor) = line_editor() {
+        editor.restore_terminal();
+    }
+}
+
+/// The answer to a question: `question` is its last line, written before
+/// reading (to stderr on the plain path, as the editor's prompt in it).
+pub async fn answer(question: &str) -> Option<String> {
+    match line_editor() {
+        Some(editor) => editor.answer(question).await,
+        None => {
+            crate::output::err(&crate::terminal::printable(question));
+            next_line().await
+        }
+    }
+}
+
 /// One line, and whether more input was already waiting behind it.
 struct Line {
     text: String,
@@ -68,15 +128,28 @@ const PASTE_GAP: Duration = Duration::from_millis(20);
 
 /// The next line typed (without its newline), or `None` at end of input.
 /// Cancel-safe: dropping the future consumes nothing.
-pub async fn next_line() -> Option<String> {
+async fn next_line() -> Option<String> {
     receiver().lock().await.recv().await.map(|line| line.text)
 }
 
-/// The next prompt, or `None` at end of input: a line, joined with the
-/// lines after it while it ends in `\` (the backslash is dropped) or while
-/// they were pasted together with it, blank lines included. Dropping the
-/// future mid-prompt loses the lines read so far; chat ends then anyway.
-pub async fn next_prompt() -> Option<String> {
+/// The next prompt, after showing `> `. In the line editor, what was
+/// edited (a bracketed paste is part of it, newlines and all). On the plain
+/// path, a line, joined with the lines after it while it ends in `\` (the
+/// backslash is dropped) or while they were pasted together with it, blank
+/// lines included. Dropping the future mid-prompt loses the lines read so
+/// far; chat ends then anyway.
+pub async fn next_prompt() -> Prompt {
+    if let Some(editor) = line_editor() {
+        return editor.prompt().await;
+    }
+    crate::output::err("> ");
+    match plain_prompt().await {
+        Some(text) => Prompt::Text(text),
+        None => Prompt::Eof,
+    }
+}
+
+async fn plain_prompt() -> Option<String> {
     let mut lines = receiver().lock().await;
     let mut prompt: Option<String> = None;
     loop {

@@ -92,12 +92,12 @@ impl TerminalApprover {
         loop {
             let unseen = lines.len() - shown;
             if unseen > 0 {
-                say(&format!(
+                let question = format!(
                     "  … {unseen} more line{} to see before this can be allowed. [m]ore / \
                      [w]hole / [n]o: ",
                     if unseen == 1 { "" } else { "s" }
-                ));
-                let end = match next_answer().await {
+                );
+                let end = match next_answer(&question).await {
                     Answer::More => (shown + PAGE_LINES).min(lines.len()),
                     Answer::Whole => lines.len(),
                     Answer::Yes | Answer::Always => {
@@ -110,8 +110,7 @@ impl TerminalApprover {
                 shown = end;
                 continue;
             }
-            say(&choices);
-            return match (next_answer().await, standing) {
+            return match (next_answer(&choices).await, standing) {
                 (Answer::Yes, _) => Decision::Allow,
                 (Answer::Always, Some(answer)) => {
                     if let Ok(mut rules) = self.standing.lock() {
@@ -184,9 +183,11 @@ fn say(text: &str) {
     crate::output::err(&printable(text));
 }
 
-async fn next_answer() -> Answer {
+/// Asks `question` (one line, made printable where it is shown) and reads
+/// the answer.
+async fn next_answer(question: &str) -> Answer {
     // End of input: nobody is left to say yes.
-    let Some(line) = crate::stdin::next_line().await else {
+    let Some(line) = crate::stdin::answer(question).await else {
         return Answer::No;
     };
     match line.trim().to_ascii_lowercase().as_str() {

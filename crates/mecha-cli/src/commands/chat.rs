@@ -10,11 +10,12 @@ use mecha_agent::{Agent, AgentError, EventSink, Outcome, Session, SessionSource}
 use crate::Failure;
 use crate::commands::RunOptions;
 use crate::commands::run::{EXIT_INTERRUPTED, INTERRUPTED, finish_with_notice, reported};
-use crate::commands::slash;
+use crate::commands::slash::{self, Slash};
 use crate::config::Settings;
 use crate::output;
 use crate::render::{OutputFormat, sink};
 use crate::session::{self, Resume};
+use crate::stdin::Prompt;
 use crate::wiring::{Start, Started, Toolbox, build_agent};
 
 #[derive(Args, Debug)]
@@ -79,23 +80,47 @@ enum Turn {
 
 /// How to use chat, shown when it starts.
 const HELP: &str = "mecha chat: Enter sends the prompt. End a line with \\ to go on \
-on the next; lines pasted together stay one prompt. /skills and /tools list what this run \
-carries; /exit or Ctrl-D ends the session.";
+on the next; lines pasted together stay one prompt. /help lists the commands; /quit, /exit \
+or Ctrl-D ends the session.";
 
-/// Reads prompts until `/exit` or the end of input. An empty prompt is
+/// Where the line editor keeps prompts between chats, under MECHA_HOME.
+const HISTORY_FILE: &str = "chat_history";
+
+/// Reads prompts until `/quit` or the end of input. An empty prompt is
 /// skipped: a stray Enter, or a blank line in pasted text, must not end the
 /// session and lose what follows.
 fn converse(
     runtime: &tokio::runtime::Runtime,
     agent: &Agent,
     toolbox: &Toolbox,
+    session: Session,
+    events: &dyn EventSink,
+) -> Result<u8, Failure> {
+    let history = crate::config::mecha_home()
+        .ok()
+        .map(|home| home.join(HISTORY_FILE));
+    crate::stdin::edit_at_terminal(history);
+    output::err_line(HELP);
+    let ended = prompts(runtime, agent, toolbox, session, events);
+    crate::stdin::restore_terminal();
+    ended
+}
+
+fn prompts(
+    runtime: &tokio::runtime::Runtime,
+    agent: &Agent,
+    toolbox: &Toolbox,
     mut session: Session,
     events: &dyn EventSink,
 ) -> Result<u8, Failure> {
-    output::err_line(HELP);
+    // Ctrl-C on an empty line in the editor: once warns, twice leaves.
+    let mut ctrl_c = false;
     loop {
-        output::err("> ");
-        // Ctrl-C at the prompt leaves chat; during a turn it stops the turn.
+        // On the plain path Ctrl-C at the prompt is a signal and leaves
+        // chat; in the editor it is a key (below). During a turn it stops
+        // the turn. `interrupted()` is listening before the editor first
+        // reads (select! makes every branch's future before polling one),
+        // so the editor's own SIGINT handler saves and restores ours.
         let prompt = runtime.block_on(async {
             tokio::select! {
                 prompt = crate::stdin::next_prompt() => Ok(prompt),
@@ -104,20 +129,28 @@ fn converse(
             }
         });
         let prompt = match prompt {
-            Ok(Some(prompt)) => prompt,
-            Ok(None) => return Ok(0),
+            Ok(Prompt::Text(prompt)) => prompt,
+            Ok(Prompt::Eof) => return Ok(0),
+            Ok(Prompt::Interrupted) if ctrl_c => return Ok(EXIT_INTERRUPTED),
+            Ok(Prompt::Interrupted) => {
+                ctrl_c = true;
+                output::err_line("mecha: Ctrl-C again, Ctrl-D or /quit ends the chat");
+                continue;
+            }
             Err(code) => return Ok(code),
         };
+        ctrl_c = false;
         let prompt = prompt.trim();
         if prompt.is_empty() {
             continue;
         }
-        if matches!(prompt, "/exit" | "/quit") {
-            return Ok(0);
-        }
-        if let Some(answer) = slash::answer(prompt, agent, &session, toolbox) {
-            output::out(&crate::terminal::printable(&answer));
-            continue;
+        match slash::command(prompt, agent, &session, toolbox) {
+            Some(Slash::Quit) => return Ok(0),
+            Some(Slash::Answer(answer)) => {
+                output::out(&crate::terminal::printable(&answer));
+                continue;
+            }
+            None => {}
         }
         let before = session.messages.len();
         let outcome = runtime.block_on(async {
