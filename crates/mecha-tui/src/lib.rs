@@ -6,11 +6,15 @@
 //! in it), [`history`] draws it (with [`markdown`] for answers),
 //! [`status`] the status line with the interlock's state, [`editor`] the
 //! prompt, [`modal`] the approval question. Everything from the model or a
-//! tool passes [`escape`] before it reaches a cell.
+//! tool passes [`escape`] before it reaches a cell. [`screen`] places the
+//! parts; [`app`] is the state and what each key or event does to it;
+//! [`bridge`] carries the agent's events and approval questions to the
+//! screen (with [`ModalApprover`], an approver that asks in the modal);
+//! [`run`] is the loop that draws on change and drives a turn.
 //!
-//! It does not run the agent, read configuration or own the terminal's
-//! modes: mecha-cli wires a run to it, and nothing here depends on the
-//! binary.
+//! It does not build the agent, read configuration or set the terminal's
+//! modes: mecha-cli wires a run to it (implementing [`run::Conversation`]
+//! over its agent and session), and nothing here depends on the binary.
 
 pub mod app;
 pub mod bridge;
@@ -19,6 +23,7 @@ pub mod escape;
 pub mod history;
 pub mod markdown;
 pub mod modal;
+pub mod run;
 pub mod screen;
 pub mod status;
 pub mod theme;

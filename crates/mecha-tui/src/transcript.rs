@@ -277,7 +277,8 @@ impl Transcript {
         });
     }
 
-    fn notice(&mut self, kind: NoticeKind, text: String) {
+    /// A line of mecha's own (a failed turn, an interrupt).
+    pub fn notice(&mut self, kind: NoticeKind, text: String) {
         self.push(Entry::Notice { kind, text });
     }
 
