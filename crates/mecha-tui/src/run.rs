@@ -1,0 +1,132 @@
+//! The loop that ties the screen to a conversation: one task draws when
+//! something changed, feeds the app the agent's events and questions and
+//! the terminal's keys, and drives the running turn, so a question is
+//! answered in the same task that waits on the turn and nothing blocks.
+//!
+//! An interrupted turn is dropped and the conversation rewound to before
+//! its prompt, as `mecha chat` does: a turn cut short leaves calls without
+//! results, which no API accepts.
+
+use std::future::Future;
+use std::pin::pin;
+
+use crossterm::event::Event as TermEvent;
+use ratatui::Terminal;
+use ratatui::backend::Backend;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::app::{Action, App};
+use crate::bridge::ToScreen;
+use crate::transcript::NoticeKind;
+
+/// A conversation the screen can send prompts to.
+pub trait Conversation {
+    /// Runs one prompt to its end; the error says what went wrong.
+    fn send(&mut self, prompt: &str) -> impl Future<Output = Result<(), String>>;
+    /// Forgets a turn that was cut short.
+    fn rewind(&mut self);
+}
+
+/// The inputs the loop waits on.
+pub struct Inputs {
+    pub agent: UnboundedReceiver<ToScreen>,
+    pub terminal: UnboundedReceiver<TermEvent>,
+}
+
+/// What ended the loop.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// The user quit.
+    Quit,
+    /// The terminal's events ended (it closed).
+    Closed,
+}
+
+/// Runs until the user quits; draws only when something changed.
+pub async fn drive<B: Backend, C: Conversation>(
+    terminal: &mut Terminal<B>,
+    app: &mut App,
+    conversation: &mut C,
+    inputs: &mut Inputs,
+) -> Result<Exit, B::Error> {
+    loop {
+        draw(terminal, app)?;
+        // Biased: the agent's news before the next key, so a key meant for
+        // a question never reaches the prompt because it came first.
+        let action = tokio::select! {
+            biased;
+            Some(message) = inputs.agent.recv() => {
+                app.on_agent(message);
+                Action::None
+            }
+            event = inputs.terminal.recv() => match event {
+                Some(event) => app.on_terminal(event),
+                None => return Ok(Exit::Closed),
+            },
+        };
+        let prompt = match action {
+            Action::Send(prompt) => prompt,
+            Action::Quit => return Ok(Exit::Quit),
+            Action::None | Action::Interrupt => continue,
+        };
+        if let Some(exit) = turn(terminal, app, conversation, inputs, &prompt).await? {
+            return Ok(exit);
+        }
+    }
+}
+
+/// One turn, with the screen live while it runs.
+async fn turn<B: Backend, C: Conversation>(
+    terminal: &mut Terminal<B>,
+    app: &mut App,
+    conversation: &mut C,
+    inputs: &mut Inputs,
+    prompt: &str,
+) -> Result<Option<Exit>, B::Error> {
+    let (ended, exit) = {
+        let mut send = pin!(conversation.send(prompt));
+        loop {
+            draw(terminal, app)?;
+            tokio::select! {
+                biased;
+                outcome = &mut send => break (Some(outcome), None),
+                Some(message) = inputs.agent.recv() => app.on_agent(message),
+                event = inputs.terminal.recv() => match event.map(|e| app.on_terminal(e)) {
+                    Some(Action::Interrupt) => break (None, None),
+                    Some(Action::Quit) => break (None, Some(Exit::Quit)),
+                    None => break (None, Some(Exit::Closed)),
+                    Some(Action::None | Action::Send(_)) => {}
+                },
+            }
+        }
+    };
+    // What the turn said before it ended is shown before what follows.
+    while let Ok(message) = inputs.agent.try_recv() {
+        app.on_agent(message);
+    }
+    match ended {
+        Some(Ok(())) => {}
+        Some(Err(error)) => app.transcript.notice(NoticeKind::Error, error),
+        None => {
+            conversation.rewind();
+            app.transcript.notice(
+                NoticeKind::Warning,
+                "interrupted: the turn was stopped and forgotten".to_owned(),
+            );
+        }
+    }
+    app.turn_over();
+    draw(terminal, app)?;
+    Ok(exit)
+}
+
+fn draw<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> Result<(), B::Error> {
+    if app.take_dirty() {
+        terminal.draw(|frame| app.draw(frame))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;

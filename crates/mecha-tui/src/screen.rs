@@ -1,0 +1,66 @@
+//! Where each part goes: the transcript above, the prompt editor below it,
+//! the status line at the bottom, and an approval question over all of
+//! them. Nothing is drawn here; each part draws itself.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout};
+use ratatui::text::Line;
+use ratatui::widgets::Widget;
+
+use crate::editor::Editor;
+use crate::history;
+use crate::modal::Approval;
+use crate::status::{self, RunInfo};
+use crate::theme::Theme;
+use crate::transcript::Transcript;
+
+/// Everything one frame shows.
+#[derive(Debug)]
+pub struct View<'a> {
+    pub transcript: &'a Transcript,
+    pub editor: &'a Editor,
+    pub info: &'a RunInfo,
+    /// The question being asked, if one is.
+    pub approval: Option<&'a mut Approval>,
+    /// Lines scrolled back from the transcript's end.
+    pub scroll_back: u16,
+    pub theme: Theme,
+    /// A line of mecha's own in place of the status line's (e.g. "press
+    /// Ctrl-C again to quit").
+    pub hint: Option<&'a str>,
+}
+
+/// Draws one frame.
+pub fn draw(frame: &mut Frame<'_>, view: View<'_>) {
+    let area = frame.area();
+    let [transcript, editor, status_line] = Layout::vertical([
+        Constraint::Fill(1),
+        Constraint::Length(view.editor.height()),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    let buf = frame.buffer_mut();
+    history::render(
+        view.transcript,
+        view.theme,
+        view.scroll_back,
+        transcript,
+        buf,
+    );
+    let cursor = view.editor.render(view.theme, editor, buf);
+    match view.hint {
+        Some(hint) => Line::styled(hint, view.theme.warn()).render(status_line, buf),
+        None => status::render(
+            view.info,
+            view.transcript.context_tokens(),
+            view.transcript.taint(),
+            view.theme,
+            status_line,
+            buf,
+        ),
+    }
+    match view.approval {
+        Some(approval) => approval.render(view.theme, transcript.union(editor), frame.buffer_mut()),
+        None => frame.set_cursor_position(cursor),
+    }
+}
