@@ -6,14 +6,12 @@
 //! 52) or reorder text with bidirectional overrides. Characters that print as
 //! nothing (zero-width spaces, tag characters, variation selectors after a
 //! plain letter) could hide a payload in what looks like plain text. The
-//! rules are those of mecha-cli's `printable`, applied to one line of a span:
+//! rules are mecha-core's (`needs_escape`), applied to one line of a span:
 //! a tab becomes spaces (a tab in a cell moves the terminal's cursor past
 //! cells ratatui believes it drew) and a line break is the caller's to split
 //! on, so it is escaped here too.
 
 use std::borrow::Cow;
-
-use unicode_general_category::{GeneralCategory, get_general_category};
 
 /// The spaces a tab stands for; cells have no tab stops.
 const TAB: &str = "    ";
@@ -52,40 +50,9 @@ pub fn owned(text: &str) -> String {
     line(text).into_owned()
 }
 
+/// A line break is the caller's to split on, so here it is escaped too.
 fn needs_escape(c: char, previous: Option<char>) -> bool {
-    // ASCII answered without the category tables: nearly all text is ASCII.
-    if c.is_ascii() {
-        return c.is_ascii_control() && c != '\t';
-    }
-    use GeneralCategory::*;
-    match get_general_category(c) {
-        Control | Format | LineSeparator | ParagraphSeparator => true,
-        // Looks like a space, is not one to a shell or a path.
-        SpaceSeparator => true,
-        _ => invisible_mark(c, previous),
-    }
-}
-
-/// Letters and marks that print as nothing. Emoji presentation selectors
-/// are kept after a non-ASCII character, where they pick how a symbol is
-/// drawn; after anything else they carry only hidden bits.
-fn invisible_mark(c: char, previous: Option<char>) -> bool {
-    match c {
-        '\u{fe0e}' | '\u{fe0f}' => previous.is_none_or(|p| p.is_ascii() || is_selector(p)),
-        '\u{034f}'
-        | '\u{115f}'
-        | '\u{1160}'
-        | '\u{17b4}'
-        | '\u{17b5}'
-        | '\u{3164}'
-        | '\u{ffa0}'
-        | '\u{180b}'..='\u{180f}' => true,
-        _ => is_selector(c),
-    }
-}
-
-fn is_selector(c: char) -> bool {
-    matches!(c, '\u{fe00}'..='\u{fe0f}' | '\u{e0100}'..='\u{e01ef}')
+    c == '\n' || mecha_core::needs_escape(c, previous)
 }
 
 #[cfg(test)]
