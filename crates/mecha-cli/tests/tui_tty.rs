@@ -29,7 +29,7 @@ struct Tui {
     child: Child,
     keyboard: ChildStdin,
     screen: Arc<Mutex<Vec<u8>>>,
-    reader: std::thread::JoinHandle<()>,
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Tui {
@@ -73,7 +73,7 @@ impl Tui {
             child,
             keyboard,
             screen,
-            reader,
+            reader: Some(reader),
         }
     }
 
@@ -98,11 +98,22 @@ impl Tui {
     /// on one row (async: the mock model answers on this same runtime
     /// meanwhile).
     async fn wait_for(&self, text: &str) {
+        self.wait_until(text, |shown| shown.contains(text)).await;
+    }
+
+    /// Waits until `text` is shown as a finished answer: while one streams
+    /// an ellipsis follows it, and the turn is over once that goes.
+    async fn wait_answered(&self, text: &str) {
+        self.wait_until(text, |shown| shown.contains(text) && !shown.contains('…'))
+            .await;
+    }
+
+    async fn wait_until(&self, what: &str, done: impl Fn(&str) -> bool) {
         let start = Instant::now();
-        while !cells(&self.screen()).contains(text) {
+        while !done(&cells(&self.screen())) {
             assert!(
                 start.elapsed() < Duration::from_secs(30),
-                "never shown: {text:?} in\n{}",
+                "never shown: {what:?} in\n{}",
                 cells(&self.screen())
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -117,14 +128,39 @@ impl Tui {
     /// Waits for mecha and the shell to end; the exit status and
     /// everything written.
     async fn end(mut self) -> (ExitStatus, String) {
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "mecha never ended:\n{}",
+                cells(&self.screen())
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let screen = Arc::clone(&self.screen);
+        let reader = self.reader.take();
         tokio::task::spawn_blocking(move || {
-            let status = self.child.wait().unwrap();
-            self.reader.join().unwrap();
-            let screen = String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned();
+            // script has exited and closed its output: the reader is done.
+            if let Some(reader) = reader {
+                reader.join().unwrap();
+            }
+            let screen = String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
             (status, screen)
         })
         .await
         .unwrap()
+    }
+}
+
+impl Drop for Tui {
+    /// A failed test leaves nothing running: with script gone the
+    /// pseudo-terminal closes and mecha gets SIGHUP.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -190,7 +226,7 @@ fn assert_restored(screen: &str) {
     assert!(
         mecha.trim_end_matches(['\r', '\n']).ends_with(RESTORED),
         "the terminal was not restored last: {:?}",
-        &mecha[mecha.len().saturating_sub(200)..]
+        mecha.chars().rev().take(200).collect::<String>()
     );
     let words: Vec<&str> = after.split_whitespace().collect();
     assert!(words.contains(&"icanon"), "raw mode was left on: {after}");
@@ -207,7 +243,7 @@ async fn a_prompt_is_answered_on_the_screen_and_ctrl_c_twice_quits() {
     let mut tui = Tui::start(&e, &mock, "tui");
     tui.wait_written(READY).await;
     tui.type_keys(b"what is it\r");
-    tui.wait_for("forty-two").await;
+    tui.wait_answered("forty-two").await;
     tui.type_keys(CTRL_C);
     tui.wait_for("again to quit").await;
     tui.type_keys(CTRL_C);
@@ -242,7 +278,7 @@ async fn mecha_alone_at_a_terminal_opens_the_tui_and_a_call_is_approved_in_the_m
     tui.wait_for("wants to run `fs_write`").await;
     assert!(!e.ws.join("a.txt").exists(), "written before the yes");
     tui.type_keys(b"y");
-    tui.wait_for("written it").await;
+    tui.wait_answered("written it").await;
     assert_eq!(
         std::fs::read_to_string(e.ws.join("a.txt")).unwrap(),
         "one\n"
@@ -253,4 +289,58 @@ async fn mecha_alone_at_a_terminal_opens_the_tui_and_a_call_is_approved_in_the_m
     assert!(status.success(), "{status:?}: {screen}");
     assert_restored(&screen);
     assert_eq!(mock.requests().len(), 2);
+}
+
+/// The processes whose parent is `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // After the command's name in parentheses: state, then the parent.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let parent = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
+        if parent == Some(pid) {
+            found.extend(entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()));
+        }
+    }
+    found
+}
+
+/// The `mecha` under `script`'s shell.
+fn mecha_pid(script: u32) -> u32 {
+    let mut todo = children(script);
+    while let Some(pid) = todo.pop() {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.trim() == "mecha" {
+            return pid;
+        }
+        todo.extend(children(pid));
+    }
+    panic!("no mecha under script {script}");
+}
+
+#[tokio::test]
+async fn sigterm_restores_the_terminal() {
+    if !common::have_script() {
+        return;
+    }
+    let e = common::env();
+    let mock = MockModel::start(vec![]).await;
+    let mut tui = Tui::start(&e, &mock, "tui");
+    tui.wait_written(READY).await;
+    tui.type_keys(b"half a prompt");
+    tui.wait_for("half a prompt").await;
+    let pid = mecha_pid(tui.child.id());
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let (status, screen) = tui.end().await;
+    assert_eq!(status.code(), Some(130), "{screen}");
+    assert_restored(&screen);
 }
