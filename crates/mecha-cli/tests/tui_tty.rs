@@ -188,10 +188,8 @@ fn cells(written: &str) -> String {
                     }
                     params.push(c);
                 }
-                let numbers: Vec<usize> = params
-                    .split(';')
-                    .map(|n| n.parse().unwrap_or(1))
-                    .collect();
+                let numbers: Vec<usize> =
+                    params.split(';').map(|n| n.parse().unwrap_or(1)).collect();
                 match last {
                     'H' => {
                         row = numbers[0].max(1) - 1;
@@ -304,7 +302,12 @@ fn children(pid: u32) -> Vec<u32> {
         };
         let parent = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
         if parent == Some(pid) {
-            found.extend(entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()));
+            found.extend(
+                entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|n| n.parse::<u32>().ok()),
+            );
         }
     }
     found
