@@ -104,8 +104,12 @@ impl Tui {
     /// Waits until `text` is shown as a finished answer: while one streams
     /// an ellipsis follows it, and the turn is over once that goes.
     async fn wait_answered(&self, text: &str) {
-        self.wait_until(text, |shown| shown.contains(text) && !shown.contains('…'))
-            .await;
+        self.wait_until(text, |shown| {
+            shown
+                .split_once(text)
+                .is_some_and(|(_, after)| !after.contains('…'))
+        })
+        .await;
     }
 
     async fn wait_until(&self, what: &str, done: impl Fn(&str) -> bool) {
@@ -289,7 +293,8 @@ async fn mecha_alone_at_a_terminal_opens_the_tui_and_a_call_is_approved_in_the_m
     assert_eq!(mock.requests().len(), 2);
 }
 
-/// The processes whose parent is `pid`.
+/// The live processes whose parent is `pid` (a zombie has ended, and
+/// waits only to be reaped).
 fn children(pid: u32) -> Vec<u32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -300,8 +305,10 @@ fn children(pid: u32) -> Vec<u32> {
         let Some((_, rest)) = stat.rsplit_once(')') else {
             continue;
         };
-        let parent = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
-        if parent == Some(pid) {
+        let mut fields = rest.split_whitespace();
+        let state = fields.next();
+        let parent = fields.next().and_then(|p| p.parse().ok());
+        if parent == Some(pid) && state != Some("Z") {
             found.extend(
                 entry
                     .file_name()
@@ -346,4 +353,58 @@ async fn sigterm_restores_the_terminal() {
     let (status, screen) = tui.end().await;
     assert_eq!(status.code(), Some(130), "{screen}");
     assert_restored(&screen);
+}
+
+#[tokio::test]
+async fn ctrl_c_stops_a_running_sleep_and_the_conversation_goes_on() {
+    if !common::have_script() {
+        return;
+    }
+    let e = common::env();
+    let marker = e.ws.join("started");
+    let command = format!("touch {}; sleep 1000", marker.display());
+    let mock = MockModel::start(vec![
+        common::tool_turn(&[("shell", serde_json::json!({ "command": command }))]),
+        MockReply::text("after the interrupt"),
+    ])
+    .await;
+    let mut tui = Tui::start(&e, &mock, "tui");
+    tui.wait_written(READY).await;
+    tui.type_keys(b"sleep\r");
+    tui.wait_for("wants to run `shell`").await;
+    tui.type_keys(b"y");
+    let start = Instant::now();
+    while !marker.exists() {
+        assert!(start.elapsed() < Duration::from_secs(30), "never ran");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mecha = mecha_pid(tui.child.id());
+    assert!(!children(mecha).is_empty(), "the shell call is running");
+    tui.type_keys(CTRL_C);
+    tui.wait_for("interrupted").await;
+    // The call's process group was killed with the turn.
+    let start = Instant::now();
+    while !children(mecha).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "left running: {:?}",
+            children(mecha)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tui.type_keys(b"go on\r");
+    tui.wait_answered("after the interrupt").await;
+    tui.type_keys(CTRL_C);
+    tui.wait_for("again to quit").await;
+    tui.type_keys(CTRL_C);
+    let (status, screen) = tui.end().await;
+    assert!(status.success(), "{status:?}: {screen}");
+    assert_restored(&screen);
+    // The interrupted exchange was forgotten: the next request holds the
+    // new prompt and no call without a result.
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    let sent = requests[1].body["messages"].to_string();
+    assert!(sent.contains("go on"), "{sent}");
+    assert!(!sent.contains("sleep 1000"), "{sent}");
 }
