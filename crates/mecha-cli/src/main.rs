@@ -17,6 +17,7 @@ mod hooks;
 mod instructions;
 mod notice;
 mod output;
+mod raw_screen;
 mod render;
 mod session;
 mod skills;
@@ -46,8 +47,9 @@ struct Cli {
     #[arg(long, global = true, value_name = "PATH")]
     mcp_file: Vec<PathBuf>,
 
+    /// None: the terminal UI at a terminal, the help elsewhere.
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -67,6 +69,8 @@ enum Configured {
     Run(commands::run::RunArgs),
     /// Talk to the agent line by line; history and taint carry over.
     Chat(commands::chat::ChatArgs),
+    /// The terminal UI (what `mecha` alone opens at a terminal).
+    Tui(commands::tui::TuiArgs),
     /// List the tools a run would get, with the active sandbox.
     Tools(commands::tools::ToolsArgs),
     /// The skills a run would carry, and the ones config withheld.
@@ -159,9 +163,15 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<u8, Failure> {
     let command = match cli.command {
-        Command::Completions(args) => return commands::completions::run(&args),
-        Command::Doctor(args) => Err(args),
-        Command::Configured(command) => Ok(command),
+        Some(Command::Completions(args)) => return commands::completions::run(&args),
+        Some(Command::Doctor(args)) => Err(args),
+        Some(Command::Configured(command)) => Ok(command),
+        None if at_terminal() => Ok(Configured::Tui(commands::tui::TuiArgs::default())),
+        None => {
+            // Nobody to show a screen to: say what mecha does instead.
+            output::err_line(cli_command().render_help().to_string().trim_end());
+            return Ok(2);
+        }
     };
     let workspace = match cli.workspace {
         Some(dir) => dir,
@@ -184,6 +194,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
     match command {
         Configured::Run(args) => commands::run::run(args, settings, &workspace),
         Configured::Chat(args) => commands::chat::run(args, settings, &workspace),
+        Configured::Tui(args) => commands::tui::run(args, settings, &workspace),
         Configured::Tools(args) => commands::tools::run(args, settings, &workspace),
         Configured::Skills(args) => commands::skills::run(args, settings),
         Configured::Hooks(args) => commands::hooks::run(args, settings, &workspace),
@@ -191,6 +202,12 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Configured::Sessions(command) => commands::sessions::run(command),
         Configured::Config(args) => commands::config::run(args, settings, &workspace),
     }
+}
+
+/// Whether a screen can be shown: both stdin and stdout are terminals.
+pub(crate) fn at_terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
 
 /// Every layer of configuration: the user's file, the project's, and the

@@ -30,6 +30,17 @@ pub enum Resume {
     Latest,
 }
 
+impl Resume {
+    /// What `--resume ID` and `--continue` ask for (clap lets one through).
+    pub fn chosen(id: Option<String>, latest: bool) -> Self {
+        match (id, latest) {
+            (Some(id), _) => Self::Id(id),
+            (None, true) => Self::Latest,
+            (None, false) => Self::Fresh,
+        }
+    }
+}
+
 /// The session to resume, if any, checked against this workspace before
 /// anything starts. What loading noticed (a torn last line) is said.
 pub fn load(resume: &Resume, workspace: &Path) -> Result<Option<Loaded>, Failure> {

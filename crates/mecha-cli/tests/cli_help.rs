@@ -33,6 +33,24 @@ fn completions_generate_for_each_shell_and_name_the_subcommands() {
 }
 
 #[test]
+fn mecha_alone_without_a_terminal_prints_the_help_and_exits_2() {
+    // stdin and stdout are not terminals here: there is no screen to open.
+    let o = mecha(&[]);
+    assert_eq!(o.status.code(), Some(2));
+    let help = String::from_utf8_lossy(&o.stderr);
+    for word in ["Usage: mecha", "tui", "chat", "Exit codes:"] {
+        assert!(help.contains(word), "the help lacks {word}: {help}");
+    }
+    assert!(o.stdout.is_empty());
+    // Asked for by name, the TUI says what to use instead.
+    let o = mecha(&["tui"]);
+    assert_eq!(o.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(said.contains("needs a terminal"), "{said}");
+    assert!(said.contains("mecha chat"), "{said}");
+}
+
+#[test]
 fn every_help_names_the_files_the_environment_and_the_exit_codes() {
     let o = mecha(&["--help"]);
     assert!(o.status.success());
@@ -40,6 +58,7 @@ fn every_help_names_the_files_the_environment_and_the_exit_codes() {
     let subcommands = [
         "run",
         "chat",
+        "tui",
         "tools",
         "skills",
         "hooks",

@@ -9,6 +9,8 @@
 mod current;
 mod preview;
 
+pub use preview::preview;
+
 use std::sync::Mutex;
 
 use async_trait::async_trait;

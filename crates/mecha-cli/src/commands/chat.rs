@@ -16,7 +16,7 @@ use crate::output;
 use crate::render::{OutputFormat, sink};
 use crate::session::{self, Resume};
 use crate::stdin::Prompt;
-use crate::wiring::{Start, Started, Toolbox, build_agent};
+use crate::wiring::{Asking, Start, Started, Toolbox, build_agent};
 
 #[derive(Args, Debug)]
 pub struct ChatArgs {
@@ -32,16 +32,13 @@ pub struct ChatArgs {
 
 pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, Failure> {
     let events = sink(OutputFormat::Text, args.options.quiet);
-    let resume = match (args.resume, args.continue_latest) {
-        (Some(id), _) => Resume::Id(id),
-        (None, true) => Resume::Latest,
-        (None, false) => Resume::Fresh,
-    };
+    let resume = Resume::chosen(args.resume, args.continue_latest);
     let loaded = session::load(&resume, workspace)?;
     let start = Start {
         command: "chat",
         resumed: loaded.as_ref(),
         replay: None,
+        asking: Asking::Terminal,
     };
     let runtime = crate::runtime()?;
     let started = runtime.block_on(build_agent(settings, &args.options, workspace, start))?;

@@ -11,11 +11,12 @@ pub mod sessions;
 pub mod skills;
 mod slash;
 pub mod tools;
+pub mod tui;
 
 use clap::Args;
 
 /// Options of every command that runs the agent.
-#[derive(Args, Debug, Clone)]
+#[derive(Args, Debug, Clone, Default)]
 pub struct RunOptions {
     /// Allow every call without asking (a `prompt` rule still asks, and
     /// read-only mode and the interlock still hold).

@@ -19,7 +19,7 @@ use crate::notice::{refused, silent};
 use crate::output;
 use crate::render::{OutputFormat, sink};
 use crate::session::{self, Replay, Resume};
-use crate::wiring::{Start, build_agent};
+use crate::wiring::{Asking, Start, build_agent};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -98,6 +98,7 @@ pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Fa
         command: "run",
         resumed: loaded.as_ref().filter(|_| replay.is_none()),
         replay,
+        asking: Asking::Terminal,
     };
     let source = if start.resumed.is_some() {
         SessionSource::Resume

@@ -6,12 +6,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use mecha_agent::{Agent, ChildJournals, Gate, Hook, Limits, Lineage, Runtime, Session};
-use mecha_core::{Approver, Journal, ModeApprover, Record, Taint, Tool, ToolCtx};
+use mecha_core::{Approver, Journal, ModeApprover, PermissionMode, Record, Taint, Tool, ToolCtx};
 use mecha_hooks::HookContext;
 use mecha_provider::{Provider, ProviderError, Script, ScriptedProvider};
 use mecha_session::{Loaded, RecallTool};
 use mecha_skills::level1_block;
 use mecha_tools::Compact;
+use mecha_tui::{ModalApprover, ToScreen};
+use tokio::sync::mpsc::UnboundedSender;
 
 use super::{McpRefresh, Toolbox, build_toolbox, register_subagents};
 use crate::Failure;
@@ -76,6 +78,31 @@ pub struct Start<'a> {
     /// Plays these model turns instead of asking the configured provider;
     /// nothing is stored and nothing compacts.
     pub replay: Option<Script>,
+    /// Where approval questions are asked.
+    pub asking: Asking,
+}
+
+/// Where a call that needs approval is asked about: the one choice of
+/// approver for the run, its subagents included.
+#[derive(Debug)]
+pub enum Asking {
+    /// On the terminal (stderr and stdin) when someone is at both ends;
+    /// with nobody there the permission mode alone decides.
+    Terminal,
+    /// In the terminal UI's approval modal.
+    Modal(UnboundedSender<ToScreen>),
+}
+
+impl Asking {
+    fn approver(self, mode: PermissionMode, ctx: &ToolCtx) -> Arc<dyn Approver> {
+        match self {
+            Self::Modal(screen) => Arc::new(ModalApprover::new(mode, screen)),
+            Self::Terminal if crate::stdin::someone_to_ask() => {
+                Arc::new(TerminalApprover::new(mode, ctx.clone()))
+            }
+            Self::Terminal => Arc::new(ModeApprover(mode)),
+        }
+    }
 }
 
 /// A run, wired: the agent, its tools (to shut the MCP servers down when
@@ -88,6 +115,10 @@ pub struct Started {
     pub model: Option<String>,
     /// The id of the session file the run is journaled to, if any.
     pub session_id: Option<String>,
+    /// The model's context window, when known.
+    pub window: Option<u64>,
+    /// The tools' context: the workspace, for showing what a call changes.
+    pub ctx: ToolCtx,
 }
 
 /// Everything a run needs, wired.
@@ -131,13 +162,14 @@ pub async fn build_agent(
     // The history is worth searching when there is more of it than this
     // prompt: a conversation, or a run that picks one up.
     if let Some(journal) = &journal
-        && (start.command == "chat" || start.resumed.is_some())
+        && (matches!(start.command, "chat" | "tui") || start.resumed.is_some())
     {
         session_tools.push(Arc::new(RecallTool::new(journal.path().to_path_buf())));
     }
     let parent_session = journal.as_ref().map(|j| j.id().to_owned());
     let session_id = parent_session.clone();
     let model = provider.model().map(str::to_owned);
+    let window = provider.context_window();
     let built = wire(
         settings,
         options,
@@ -145,9 +177,10 @@ pub async fn build_agent(
         provider,
         session_tools,
         parent_session,
+        start.asking,
     )
     .await;
-    let (mut agent, toolbox, instructed) = match built {
+    let (mut agent, toolbox, instructed, ctx) = match built {
         Ok(built) => built,
         Err(failure) => {
             // A session that never started would only clutter the list.
@@ -187,11 +220,13 @@ pub async fn build_agent(
         session,
         model,
         session_id,
+        window,
+        ctx,
     })
 }
 
-/// The toolbox and the agent around `provider`, and the taint the project's
-/// instructions give the conversation.
+/// The toolbox and the agent around `provider`, the taint the project's
+/// instructions give the conversation, and the tools' context.
 async fn wire(
     mut settings: Settings,
     options: &RunOptions,
@@ -199,7 +234,8 @@ async fn wire(
     provider: Arc<dyn Provider>,
     session_tools: Vec<Arc<dyn Tool>>,
     parent_session: Option<String>,
-) -> Result<(Agent, Toolbox, Taint), Failure> {
+    asking: Asking,
+) -> Result<(Agent, Toolbox, Taint, ToolCtx), Failure> {
     // Planning sees only what cannot change anything: the other tools are
     // absent, not merely refused.
     let flags = SkillFlags {
@@ -230,11 +266,7 @@ async fn wire(
         .map_err(|e| Failure::Run(anyhow::anyhow!("cannot set up the workspace: {e}")))?;
     let ctx = protect_mecha_files(ctx, &settings)?;
     let mode = settings.permission_mode;
-    let approver: Arc<dyn Approver> = if crate::stdin::someone_to_ask() {
-        Arc::new(TerminalApprover::new(mode, ctx.clone()))
-    } else {
-        Arc::new(ModeApprover(mode))
-    };
+    let approver = asking.approver(mode, &ctx);
     let hook: Option<Arc<dyn Hook>> = (!settings.hooks.is_empty()).then(|| {
         Arc::new(UserHooks {
             set: Arc::new(settings.hooks.clone()),
@@ -280,7 +312,7 @@ async fn wire(
         toolbox.registry.clone(),
         system_prompt(workspace, &block, project_section.as_deref()),
         gate,
-        ctx,
+        ctx.clone(),
         limits,
     );
     if let Some(hook) = hook {
@@ -301,7 +333,7 @@ async fn wire(
         }));
     }
     let taint = instructions.taint(&toolbox.forcing);
-    Ok((agent, toolbox, taint))
+    Ok((agent, toolbox, taint, ctx))
 }
 
 /// How each `[[subagent]]` reaches a model: the run's provider, or one of

@@ -5,7 +5,7 @@
 mod agent;
 mod subagents;
 
-pub use agent::{Start, Started, build_agent};
+pub use agent::{Asking, Start, Started, build_agent};
 pub use subagents::register_subagents;
 
 use std::collections::{BTreeMap, BTreeSet};
