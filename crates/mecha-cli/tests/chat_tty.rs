@@ -1,15 +1,15 @@
-//! `mecha chat` at a real terminal (a pseudo-terminal made by util-linux
-//! `script`), typed at through its line editor: editing, history across
+//! `mecha chat` at a real terminal (a pseudo-terminal with mecha as its
+//! session leader), typed at through its line editor: editing, history across
 //! chats, bracketed paste, Ctrl-C, slash commands, and an approval
 //! question in the middle of a turn.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
-use std::io::{Read, Write};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
+
+use common::pty::{PATIENCE, Terminal};
 
 use mecha_testkit::{MockModel, MockReply, RecordedRequest};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -26,10 +26,7 @@ const CTRL_C: &[u8] = b"\x03";
 
 /// A chat under a pseudo-terminal.
 struct Chat {
-    child: Child,
-    keyboard: ChildStdin,
-    screen: Arc<Mutex<Vec<u8>>>,
-    reader: std::thread::JoinHandle<()>,
+    terminal: Terminal,
     requests: UnboundedReceiver<RecordedRequest>,
 }
 
@@ -40,89 +37,53 @@ impl Chat {
             format!("[provider]\nkind = \"anthropic\"\n{}", e.extra_config),
         )
         .unwrap();
-        let command = format!(
-            "{} -C {} chat",
-            assert_cmd::cargo::cargo_bin("mecha").display(),
-            e.ws.display()
-        );
-        let mut child = Command::new("script")
-            .args(["-qec", &command, "/dev/null"])
+        let mut mecha = Command::new(assert_cmd::cargo::cargo_bin("mecha"));
+        mecha
+            .arg("-C")
+            .arg(&e.ws)
+            .arg("chat")
             .env("MECHA_HOME", &e.home)
             .env("ANTHROPIC_API_KEY", "k")
             .env("ANTHROPIC_BASE_URL", mock.anthropic_url())
             .env("TERM", "xterm")
             .env_remove("OPENAI_API_KEY")
-            .envs(e.extra_env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let keyboard = child.stdin.take().unwrap();
-        let mut stdout = child.stdout.take().unwrap();
-        let screen = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&screen);
-        let reader = std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stdout.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        });
+            .envs(e.extra_env.iter().map(|(k, v)| (k, v)));
         Self {
-            child,
-            keyboard,
-            screen,
-            reader,
+            terminal: Terminal::start(&mecha, 24, 200),
             requests: mock.subscribe(),
         }
     }
 
     fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
+        self.terminal.screen()
     }
 
     /// Waits until the editor has begun its `n`th read. Async: the mock
     /// model answers on this same runtime meanwhile.
     async fn wait_reading(&self, n: usize) {
-        let start = Instant::now();
-        while self.screen().matches(READING).count() < n {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "the editor never began read {n}: {:?}",
-                self.screen()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let what = format!("the editor's read {n}");
+        self.terminal
+            .wait_until(&what, |screen| screen.matches(READING).count() >= n)
+            .await;
     }
 
     /// Waits for the `n`th read, then types `keys`.
     async fn type_at(&mut self, n: usize, keys: &[u8]) {
         self.wait_reading(n).await;
-        self.keyboard.write_all(keys).unwrap();
-        self.keyboard.flush().unwrap();
+        self.terminal.type_keys(keys);
     }
 
     async fn next_request(&mut self) -> RecordedRequest {
-        tokio::time::timeout(Duration::from_secs(30), self.requests.recv())
+        tokio::time::timeout(PATIENCE, self.requests.recv())
             .await
             .unwrap_or_else(|_| panic!("mecha sent no request: {:?}", self.screen()))
             .unwrap()
     }
 
     /// Waits for chat to end; its exit status and everything on screen.
-    async fn end(mut self) -> (ExitStatus, String) {
-        tokio::task::spawn_blocking(move || {
-            let status = self.child.wait().unwrap();
-            // script has exited and closed its output: the reader is done.
-            self.reader.join().unwrap();
-            let screen = String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned();
-            (status, screen)
-        })
-        .await
-        .unwrap()
+    async fn end(self) -> (ExitStatus, String) {
+        let ended = self.terminal.end().await;
+        (ended.status, ended.screen)
     }
 }
 
@@ -138,7 +99,7 @@ fn last_prompt(request: &RecordedRequest) -> String {
 
 #[tokio::test]
 async fn a_line_is_edited_before_it_is_sent() {
-    if !common::have_script() {
+    if !common::have_setsid() {
         return;
     }
     let e = common::env();
@@ -160,7 +121,7 @@ async fn a_line_is_edited_before_it_is_sent() {
 
 #[tokio::test]
 async fn up_recalls_a_prompt_from_an_earlier_chat_and_the_history_is_private() {
-    if !common::have_script() {
+    if !common::have_setsid() {
         return;
     }
     let e = common::env();
@@ -190,7 +151,7 @@ async fn up_recalls_a_prompt_from_an_earlier_chat_and_the_history_is_private() {
 
 #[tokio::test]
 async fn a_bracketed_paste_of_three_lines_is_one_prompt() {
-    if !common::have_script() {
+    if !common::have_setsid() {
         return;
     }
     let e = common::env();
@@ -204,10 +165,10 @@ async fn a_bracketed_paste_of_three_lines_is_one_prompt() {
     chat.type_at(1, b"\x1b[200~line one\r").await;
     for part in [b"\rline two\r".as_slice(), b"line three\x1b[201~"] {
         tokio::time::sleep(Duration::from_millis(150)).await;
-        chat.keyboard.write_all(part).unwrap();
+        chat.terminal.type_keys(part);
     }
     tokio::time::sleep(Duration::from_millis(150)).await;
-    chat.keyboard.write_all(ENTER).unwrap();
+    chat.terminal.type_keys(ENTER);
     let first = chat.next_request().await;
     assert_eq!(last_prompt(&first), "line one\n\nline two\nline three");
     chat.type_at(2, b"typed alone\r").await;
@@ -221,7 +182,7 @@ async fn a_bracketed_paste_of_three_lines_is_one_prompt() {
 
 #[tokio::test]
 async fn slash_commands_are_answered_by_mecha_and_never_reach_the_model() {
-    if !common::have_script() {
+    if !common::have_setsid() {
         return;
     }
     let e = common::env();
@@ -242,7 +203,7 @@ async fn slash_commands_are_answered_by_mecha_and_never_reach_the_model() {
 
 #[tokio::test]
 async fn an_unknown_command_lists_the_commands_and_a_path_is_a_prompt() {
-    if !common::have_script() {
+    if !common::have_setsid() {
         return;
     }
     let e = common::env();
@@ -265,7 +226,7 @@ async fn an_unknown_command_lists_the_commands_and_a_path_is_a_prompt() {
 
 #[tokio::test]
 async fn ctrl_c_clears_the_line_and_twice_on_an_empty_line_leaves() {
-    if !common::have_script() {
+    if !common::have_setsid() {
         return;
     }
     let e = common::env();
@@ -288,7 +249,7 @@ async fn ctrl_c_clears_the_line_and_twice_on_an_empty_line_leaves() {
 
 #[tokio::test]
 async fn an_approval_question_mid_turn_is_answered_through_the_editor() {
-    if !common::have_script() {
+    if !common::have_setsid() {
         return;
     }
     let e = common::env();
@@ -331,7 +292,7 @@ async fn an_approval_question_mid_turn_is_answered_through_the_editor() {
 
 #[tokio::test]
 async fn pasted_control_characters_are_shown_escaped_and_keys_are_not_logged() {
-    if !common::have_script() {
+    if !common::have_setsid() {
         return;
     }
     let mut e = common::env();
@@ -357,7 +318,7 @@ async fn pasted_control_characters_are_shown_escaped_and_keys_are_not_logged() {
 
 #[tokio::test]
 async fn the_history_file_keeps_the_last_thousand_prompts() {
-    if !common::have_script() {
+    if !common::have_setsid() {
         return;
     }
     let e = common::env();
@@ -378,7 +339,7 @@ async fn the_history_file_keeps_the_last_thousand_prompts() {
 
 #[tokio::test]
 async fn ctrl_c_while_a_tool_runs_stops_the_turn_and_chat_goes_on() {
-    if !common::have_script() {
+    if !common::have_setsid() {
         return;
     }
     let e = common::env();
@@ -402,13 +363,13 @@ async fn ctrl_c_while_a_tool_runs_stops_the_turn_and_chat_goes_on() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // Between reads the terminal is not raw: Ctrl-C is SIGINT, as before.
-    chat.keyboard.write_all(CTRL_C).unwrap();
+    chat.terminal.type_keys(CTRL_C);
     chat.type_at(3, b"next\r").await;
     let request = chat.next_request().await;
     assert_eq!(last_prompt(&request), "next");
     chat.type_at(4, b"/quit\r").await;
     let (status, screen) = chat.end().await;
-    assert!(status.success(), "{screen}");
+    assert!(status.success(), "{status:?}: {screen}");
     assert!(
         start.elapsed() < Duration::from_secs(30),
         "the sleep was not stopped"

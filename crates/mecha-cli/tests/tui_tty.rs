@@ -1,14 +1,15 @@
-//! `mecha tui` at a real terminal (a pseudo-terminal made by util-linux
-//! `script`): a prompt typed and answered on the screen, a call approved
+//! `mecha tui` at a real terminal (a pseudo-terminal with mecha as its
+//! session leader): a prompt typed and answered on the screen, a call approved
 //! in the modal, Ctrl-C twice to quit, and the terminal restored after.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
-use std::io::{Read, Write};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use common::pty::{Ended, Terminal};
+use rustix::termios::LocalModes;
 
 use mecha_testkit::{MockModel, MockReply};
 
@@ -18,18 +19,12 @@ const READY: &str = "\u{1b}[?1049h\u{1b}[?2004h";
 /// What it writes last: bracketed paste off, the shell's screen back, the
 /// cursor shown.
 const RESTORED: &str = "\u{1b}[?2004l\u{1b}[?1049l\u{1b}[?25h";
-/// Printed by the shell after mecha ends, with the terminal's line
-/// discipline: `icanon` is back on only if raw mode was left.
-const AFTER: &str = "AFTER:";
 
 const CTRL_C: &[u8] = b"\x03";
 
 /// A TUI under a pseudo-terminal of 100x30.
 struct Tui {
-    child: Child,
-    keyboard: ChildStdin,
-    screen: Arc<Mutex<Vec<u8>>>,
-    reader: Option<std::thread::JoinHandle<()>>,
+    terminal: Terminal,
 }
 
 impl Tui {
@@ -39,132 +34,63 @@ impl Tui {
             format!("[provider]\nkind = \"anthropic\"\n{}", e.extra_config),
         )
         .unwrap();
-        let command = format!(
-            "stty rows 30 cols 100; {} -C {} {args}; code=$?; echo {AFTER}; stty -a; exit $code",
-            assert_cmd::cargo::cargo_bin("mecha").display(),
-            e.ws.display()
-        );
-        let mut child = Command::new("script")
-            .args(["-qec", &command, "/dev/null"])
+        let mut mecha = Command::new(assert_cmd::cargo::cargo_bin("mecha"));
+        mecha
+            .arg("-C")
+            .arg(&e.ws)
+            .args(args.split_whitespace())
             .env("MECHA_HOME", &e.home)
             .env("ANTHROPIC_API_KEY", "k")
             .env("ANTHROPIC_BASE_URL", mock.anthropic_url())
             .env("TERM", "xterm")
-            .env_remove("OPENAI_API_KEY")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let keyboard = child.stdin.take().unwrap();
-        let mut stdout = child.stdout.take().unwrap();
-        let screen = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&screen);
-        let reader = std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stdout.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        });
+            .env_remove("OPENAI_API_KEY");
         Self {
-            child,
-            keyboard,
-            screen,
-            reader: Some(reader),
+            terminal: Terminal::start(&mecha, ROWS as u16, COLS as u16),
         }
     }
 
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
+    fn pid(&self) -> u32 {
+        self.terminal.pid()
     }
 
     /// Waits until what was written holds `bytes`.
     async fn wait_written(&self, bytes: &str) {
-        let start = Instant::now();
-        while !self.screen().contains(bytes) {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "never written: {bytes:?} in {:?}",
-                self.screen()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let what = format!("{bytes:?} written");
+        self.terminal
+            .wait_until(&what, |screen| screen.contains(bytes))
+            .await;
     }
 
     /// Waits until the screen, as a terminal would show it, holds `text`
     /// on one row (async: the mock model answers on this same runtime
     /// meanwhile).
     async fn wait_for(&self, text: &str) {
-        self.wait_until(text, |shown| shown.contains(text)).await;
+        let what = format!("{text:?} shown");
+        self.terminal
+            .wait_until(&what, |screen| cells(screen).contains(text))
+            .await;
     }
 
     /// Waits until `text` is shown as a finished answer: while one streams
     /// an ellipsis follows it, and the turn is over once that goes.
     async fn wait_answered(&self, text: &str) {
-        self.wait_until(text, |shown| {
-            shown
-                .split_once(text)
-                .is_some_and(|(_, after)| !after.contains('…'))
-        })
-        .await;
-    }
-
-    async fn wait_until(&self, what: &str, done: impl Fn(&str) -> bool) {
-        let start = Instant::now();
-        while !done(&cells(&self.screen())) {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "never shown: {what:?} in\n{}",
-                cells(&self.screen())
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let what = format!("{text:?} answered");
+        self.terminal
+            .wait_until(&what, |screen| {
+                cells(screen)
+                    .split_once(text)
+                    .is_some_and(|(_, after)| !after.contains('…'))
+            })
+            .await;
     }
 
     fn type_keys(&mut self, keys: &[u8]) {
-        self.keyboard.write_all(keys).unwrap();
-        self.keyboard.flush().unwrap();
+        self.terminal.type_keys(keys);
     }
 
-    /// Waits for mecha and the shell to end; the exit status and
-    /// everything written.
-    async fn end(mut self) -> (ExitStatus, String) {
-        let start = Instant::now();
-        let status = loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "mecha never ended:\n{}",
-                cells(&self.screen())
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
-        let screen = Arc::clone(&self.screen);
-        let reader = self.reader.take();
-        tokio::task::spawn_blocking(move || {
-            // script has exited and closed its output: the reader is done.
-            if let Some(reader) = reader {
-                reader.join().unwrap();
-            }
-            let screen = String::from_utf8_lossy(&screen.lock().unwrap()).into_owned();
-            (status, screen)
-        })
-        .await
-        .unwrap()
-    }
-}
-
-impl Drop for Tui {
-    /// A failed test leaves nothing running: with script gone the
-    /// pseudo-terminal closes and mecha gets SIGHUP.
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    /// Waits for mecha to end.
+    async fn end(self) -> Ended {
+        self.terminal.end().await
     }
 }
 
@@ -221,23 +147,23 @@ fn cells(written: &str) -> String {
 }
 
 /// Checks that mecha's last output restored the terminal: its modes'
-/// sequences are the last thing before the shell's line, and the line
-/// discipline is canonical with echo again.
-fn assert_restored(screen: &str) {
-    let (mecha, after) = screen.split_once(AFTER).expect("the shell went on");
+/// sequences are the last thing it wrote, and the line discipline is
+/// canonical with echo again.
+fn assert_restored(ended: &Ended) {
+    let screen = &ended.screen;
     assert!(
-        mecha.trim_end_matches(['\r', '\n']).ends_with(RESTORED),
+        screen.trim_end_matches(['\r', '\n']).ends_with(RESTORED),
         "the terminal was not restored last: {:?}",
-        mecha.chars().rev().take(200).collect::<String>()
+        screen.chars().rev().take(200).collect::<String>()
     );
-    let words: Vec<&str> = after.split_whitespace().collect();
-    assert!(words.contains(&"icanon"), "raw mode was left on: {after}");
-    assert!(words.contains(&"echo"), "echo was left off: {after}");
+    let modes = ended.modes.local_modes;
+    assert!(modes.contains(LocalModes::ICANON), "raw mode was left on");
+    assert!(modes.contains(LocalModes::ECHO), "echo was left off");
 }
 
 #[tokio::test]
 async fn a_prompt_is_answered_on_the_screen_and_ctrl_c_twice_quits() {
-    if !common::have_script() {
+    if !common::have_setsid() {
         return;
     }
     let e = common::env();
@@ -249,9 +175,14 @@ async fn a_prompt_is_answered_on_the_screen_and_ctrl_c_twice_quits() {
     tui.type_keys(CTRL_C);
     tui.wait_for("again to quit").await;
     tui.type_keys(CTRL_C);
-    let (status, screen) = tui.end().await;
-    assert!(status.success(), "{status:?}: {screen}");
-    assert_restored(&screen);
+    let ended = tui.end().await;
+    assert!(
+        ended.status.success(),
+        "{:?}: {}",
+        ended.status,
+        ended.screen
+    );
+    assert_restored(&ended);
     let requests = mock.requests();
     assert_eq!(requests.len(), 1);
     let messages = requests[0].body["messages"].as_array().unwrap();
@@ -263,7 +194,7 @@ async fn a_prompt_is_answered_on_the_screen_and_ctrl_c_twice_quits() {
 
 #[tokio::test]
 async fn mecha_alone_at_a_terminal_opens_the_tui_and_a_call_is_approved_in_the_modal() {
-    if !common::have_script() {
+    if !common::have_setsid() {
         return;
     }
     let e = common::env();
@@ -287,9 +218,14 @@ async fn mecha_alone_at_a_terminal_opens_the_tui_and_a_call_is_approved_in_the_m
     );
     tui.type_keys(CTRL_C);
     tui.type_keys(CTRL_C);
-    let (status, screen) = tui.end().await;
-    assert!(status.success(), "{status:?}: {screen}");
-    assert_restored(&screen);
+    let ended = tui.end().await;
+    assert!(
+        ended.status.success(),
+        "{:?}: {}",
+        ended.status,
+        ended.screen
+    );
+    assert_restored(&ended);
     assert_eq!(mock.requests().len(), 2);
 }
 
@@ -320,22 +256,9 @@ fn children(pid: u32) -> Vec<u32> {
     found
 }
 
-/// The `mecha` under `script`'s shell.
-fn mecha_pid(script: u32) -> u32 {
-    let mut todo = children(script);
-    while let Some(pid) = todo.pop() {
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-        if comm.trim() == "mecha" {
-            return pid;
-        }
-        todo.extend(children(pid));
-    }
-    panic!("no mecha under script {script}");
-}
-
 #[tokio::test]
 async fn sigterm_restores_the_terminal() {
-    if !common::have_script() {
+    if !common::have_setsid() {
         return;
     }
     let e = common::env();
@@ -344,20 +267,20 @@ async fn sigterm_restores_the_terminal() {
     tui.wait_written(READY).await;
     tui.type_keys(b"half a prompt");
     tui.wait_for("half a prompt").await;
-    let pid = mecha_pid(tui.child.id());
+    let pid = tui.pid();
     let killed = Command::new("kill")
         .args(["-TERM", &pid.to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
-    let (status, screen) = tui.end().await;
-    assert_eq!(status.code(), Some(130), "{screen}");
-    assert_restored(&screen);
+    let ended = tui.end().await;
+    assert_eq!(ended.status.code(), Some(130), "{}", ended.screen);
+    assert_restored(&ended);
 }
 
 #[tokio::test]
 async fn ctrl_c_stops_a_running_sleep_and_the_conversation_goes_on() {
-    if !common::have_script() {
+    if !common::have_setsid() {
         return;
     }
     let e = common::env();
@@ -378,7 +301,7 @@ async fn ctrl_c_stops_a_running_sleep_and_the_conversation_goes_on() {
         assert!(start.elapsed() < Duration::from_secs(30), "never ran");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let mecha = mecha_pid(tui.child.id());
+    let mecha = tui.pid();
     assert!(!children(mecha).is_empty(), "the shell call is running");
     tui.type_keys(CTRL_C);
     tui.wait_for("interrupted").await;
@@ -397,9 +320,14 @@ async fn ctrl_c_stops_a_running_sleep_and_the_conversation_goes_on() {
     tui.type_keys(CTRL_C);
     tui.wait_for("again to quit").await;
     tui.type_keys(CTRL_C);
-    let (status, screen) = tui.end().await;
-    assert!(status.success(), "{status:?}: {screen}");
-    assert_restored(&screen);
+    let ended = tui.end().await;
+    assert!(
+        ended.status.success(),
+        "{:?}: {}",
+        ended.status,
+        ended.screen
+    );
+    assert_restored(&ended);
     // The interrupted exchange was forgotten: the next request holds the
     // new prompt and no call without a result.
     let requests = mock.requests();

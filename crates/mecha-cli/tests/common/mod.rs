@@ -1,6 +1,8 @@
 //! Running the real `mecha` binary against the mock model server.
 #![allow(dead_code)]
 
+pub mod pty;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -184,6 +186,16 @@ pub fn have_script() -> bool {
         "script",
         "the terminal tests",
         "`script` from util-linux (apt-get install util-linux)",
+    )
+}
+
+/// Whether util-linux `setsid` is here, which [`pty::Terminal`] starts
+/// programs with.
+pub fn have_setsid() -> bool {
+    have(
+        "setsid",
+        "the terminal tests",
+        "`setsid` from util-linux (apt-get install util-linux)",
     )
 }
 
