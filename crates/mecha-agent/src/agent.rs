@@ -141,11 +141,11 @@ pub trait ToolRefresh: Send + Sync {
 }
 
 /// The tools of a run and their definitions, replaced together.
-struct ToolSet {
-    registry: Registry,
+pub(crate) struct ToolSet {
+    pub(crate) registry: Registry,
     /// Computed once per set: the tool list is the front of the cached
     /// prefix and must be byte-identical on every request.
-    definitions: Vec<ToolDefinition>,
+    pub(crate) definitions: Vec<ToolDefinition>,
 }
 
 impl ToolSet {
@@ -254,7 +254,7 @@ impl Agent {
 
     /// The tools as they stand, after any change announced since the last
     /// turn.
-    async fn current_tools(&self) -> Arc<ToolSet> {
+    pub(crate) async fn current_tools(&self) -> Arc<ToolSet> {
         let current = self.snapshot();
         let Some(refresh) = &self.refresh else {
             return current;

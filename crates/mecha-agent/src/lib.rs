@@ -32,3 +32,4 @@ pub use subagent::{
     AnswerShape, ChildJournals, DEFAULT_SUBAGENT_TURNS, Lineage, Profile, Runtime, SubagentTool,
 };
 pub use surface::Surface;
+pub use window::AskedCompaction;

@@ -9,7 +9,86 @@ use crate::compaction::{self, COMPACTION_ATTEMPTS, Failed, Prefix};
 use crate::events::{Event, EventSink};
 use mecha_core::Record;
 
+/// What a compaction the user asked for did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AskedCompaction {
+    /// The history was summarized; sizes are estimates, in tokens.
+    Done {
+        tokens_before: u64,
+        tokens_after: u64,
+    },
+    /// Everything in the history is recent: there is nothing older to
+    /// summarize yet.
+    NothingOlder,
+    /// Every attempt failed; the history is as it was.
+    Failed(String),
+    /// This run does not compact (no context window is known).
+    Off,
+}
+
+/// Passes events on, keeping the sizes of a compaction that went by.
+struct Watching<'a> {
+    events: &'a dyn EventSink,
+    done: std::sync::Mutex<Option<(u64, u64)>>,
+}
+
+impl EventSink for Watching<'_> {
+    fn emit(&self, event: Event) {
+        if let Event::Compacted {
+            tokens_before,
+            tokens_after,
+            ..
+        } = &event
+            && let Ok(mut done) = self.done.lock()
+        {
+            *done = Some((*tokens_before, *tokens_after));
+        }
+        self.events.emit(event);
+    }
+}
+
 impl Agent {
+    /// Compacts now, whatever the threshold says: a front end's
+    /// `/compact`. The same summary, journal record and events as a
+    /// compaction at the threshold.
+    pub async fn compact_now(
+        &self,
+        session: &mut Session,
+        events: &dyn EventSink,
+    ) -> AskedCompaction {
+        if self.compaction.is_none() {
+            return AskedCompaction::Off;
+        }
+        let tools = self.current_tools().await;
+        session.compact_requested = true;
+        let watching = Watching {
+            events,
+            done: std::sync::Mutex::new(None),
+        };
+        let mut gave_up = None;
+        // A history that still does not fit is for the next prompt to
+        // report, when it would send it; nothing is sent here.
+        let _ = self
+            .keep_in_window(
+                session,
+                &tools.registry,
+                &tools.definitions,
+                0,
+                &mut gave_up,
+                &watching,
+            )
+            .await;
+        let done = watching.done.lock().ok().and_then(|done| *done);
+        match (done, gave_up) {
+            (Some((tokens_before, tokens_after)), _) => AskedCompaction::Done {
+                tokens_before,
+                tokens_after,
+            },
+            (None, Some(error)) => AskedCompaction::Failed(error),
+            (None, None) => AskedCompaction::NothingOlder,
+        }
+    }
+
     /// Before a prompt joins the conversation: refuses one that could not
     /// fit the window even alone, with the system prompt and `definitions`
     /// beside it, which no compaction could help. An unknown window checks

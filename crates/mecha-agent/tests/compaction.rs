@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use mecha_agent::{
-    AgentError, CompactionPolicy, Event, GateStage, GateVerdict, SUMMARY_HEADER, SUMMARY_REQUEST,
+    AgentError, AskedCompaction, CompactionPolicy, Event, GateStage, GateVerdict, SUMMARY_HEADER,
+    SUMMARY_REQUEST,
 };
 use mecha_core::{
     Block, CARRIED_HEADER, Capabilities, Egress, Journal, Message, Record, Registry, Role, Tool,
@@ -454,6 +455,53 @@ async fn the_compact_tool_asks_for_a_compaction_before_the_next_request() {
     let last = seen.last().unwrap();
     assert!(last[1].text().starts_with(SUMMARY_HEADER));
     assert_eq!(carried_copies(last), (1, 1, 1));
+}
+
+#[tokio::test]
+async fn compact_now_summarizes_under_the_threshold_and_says_when_there_is_nothing_older() {
+    let log = Log::default();
+    let dir = tempfile::tempdir().unwrap();
+    let queue = Queue::new(long_task(3));
+    let provider = Summarizer::new(Arc::clone(&queue), 0);
+    let roomy = CompactionPolicy {
+        threshold: 1_000_000,
+        window: 2_000_000,
+        reply_tokens: 1_000,
+    };
+    let agent = agent(
+        provider.clone(),
+        registry(&log),
+        allow_all_gate(),
+        dir.path(),
+    )
+    .with_compaction(roomy);
+    let events = Recorder::default();
+    let mut session = session();
+    // Nothing said yet: nothing to summarize, and no request for it.
+    assert_eq!(
+        agent.compact_now(&mut session, &events).await,
+        AskedCompaction::NothingOlder
+    );
+    assert_eq!(provider.asked.lock().unwrap().len(), 0);
+    agent.send(&mut session, "go", &events).await.unwrap();
+    let before = session.messages.len();
+    let done = agent.compact_now(&mut session, &events).await;
+    assert!(
+        matches!(done, AskedCompaction::Done { tokens_before, tokens_after } if tokens_after < tokens_before),
+        "{done:?}"
+    );
+    assert_eq!(provider.asked.lock().unwrap().len(), 1, "one summary, now");
+    assert!(session.messages.len() < before);
+    assert!(session.messages[1].text().starts_with(SUMMARY_HEADER));
+    assert!(
+        events
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|e| matches!(e, Event::Compacted { .. })),
+        "the screen hears of it as of any compaction"
+    );
 }
 
 #[tokio::test]
