@@ -10,10 +10,11 @@ use serde_json::Value;
 use crate::bridge::{Question, ToScreen};
 use crate::editor::{Edit, Editor};
 use crate::modal::{Answer, Approval};
+use crate::picker::{Picked, Picker};
 use crate::screen::{self, View};
 use crate::status::RunInfo;
 use crate::theme::Theme;
-use crate::transcript::Transcript;
+use crate::transcript::{NoticeKind, Transcript};
 
 /// What a call's approval shows as its body: the command, or for a file
 /// write the diff. The binary knows the tools and passes its own.
@@ -42,6 +43,8 @@ pub struct App {
     /// Questions that came while another was on screen (parallel
     /// subagents ask at once), asked in turn.
     queued: Vec<Question>,
+    /// A list on screen (`/skills`), until picked from or closed.
+    picking: Option<Picker>,
     /// A turn is running.
     busy: bool,
     /// Ctrl-C was pressed at an empty prompt; a second one quits.
@@ -61,6 +64,7 @@ impl App {
             preview,
             asking: None,
             queued: Vec::new(),
+            picking: None,
             busy: false,
             quit_armed: false,
             scroll_back: 0,
@@ -88,6 +92,7 @@ impl App {
         self.dirty = true;
         match message {
             ToScreen::Event(event) => self.transcript.apply(&event),
+            ToScreen::Notice(text) => self.transcript.notice(NoticeKind::Warning, text),
             ToScreen::Ask(question) => {
                 if self.asking.is_some() {
                     self.queued.push(question);
@@ -147,6 +152,22 @@ impl App {
                 Action::None
             };
         }
+        if let Some(picker) = &mut self.picking {
+            let picked = if ctrl_c {
+                Some(Picked::Closed)
+            } else {
+                picker.key(key)
+            };
+            match picked {
+                Some(Picked::Chosen(text)) => {
+                    self.picking = None;
+                    self.transcript.notice(NoticeKind::Info, text);
+                }
+                Some(Picked::Closed) => self.picking = None,
+                None => {}
+            }
+            return Action::None;
+        }
         if ctrl_c {
             return self.ctrl_c();
         }
@@ -170,6 +191,12 @@ impl App {
             }
             Edit::Changed | Edit::Ignored => Action::None,
         }
+    }
+
+    /// Shows `picker` until something is picked from it or it is closed.
+    pub fn pick(&mut self, picker: Picker) {
+        self.picking = Some(picker);
+        self.dirty = true;
     }
 
     /// During a turn it stops the turn; at an empty prompt, pressed twice,
@@ -198,6 +225,7 @@ impl App {
                 editor: &self.editor,
                 info: &self.info,
                 approval: self.asking.as_mut().map(|(modal, _)| modal),
+                picker: self.picking.as_mut(),
                 scroll_back: self.scroll_back,
                 theme: self.theme,
                 hint: self.quit_armed.then_some("press Ctrl-C again to quit"),

@@ -25,6 +25,9 @@ use crate::modal::{Answer, Offer};
 pub enum ToScreen {
     Event(Event),
     Ask(Question),
+    /// A line mecha would have written to stderr (a server that died, a
+    /// hook's failure): stderr is under the screen while it is up.
+    Notice(String),
 }
 
 /// A call waiting for the person's answer.

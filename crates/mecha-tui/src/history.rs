@@ -71,11 +71,17 @@ fn entry_lines(entry: &Entry, theme: Theme, out: &mut Vec<Line<'static>>) {
         Entry::Tool(tool) => tool_lines(tool, theme, out),
         Entry::Notice { kind, text } => {
             let style = match kind {
+                NoticeKind::Info => Default::default(),
                 NoticeKind::Hook | NoticeKind::Compaction => theme.dim(),
                 NoticeKind::Warning => theme.warn(),
                 NoticeKind::Error => theme.alert(),
             };
-            out.push(Line::styled(format!("· {}", escape::line(text)), style));
+            // Each line escaped alone: a line break is the text's own, any
+            // other control character is shown, not obeyed.
+            for (i, line) in text.lines().enumerate() {
+                let lead = if i == 0 { "· " } else { "  " };
+                out.push(Line::styled(format!("{lead}{}", escape::line(line)), style));
+            }
         }
     }
 }

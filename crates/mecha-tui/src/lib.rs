@@ -5,7 +5,8 @@
 //! [`transcript`] folds the agent's events into what is shown (no terminal
 //! in it), [`history`] draws it (with [`markdown`] for answers),
 //! [`status`] the status line with the interlock's state, [`editor`] the
-//! prompt, [`modal`] the approval question. Everything from the model or a
+//! prompt, [`modal`] the approval question, [`picker`] a list to pick
+//! from (`/skills`). Everything from the model or a
 //! tool passes [`escape`] before it reaches a cell. [`screen`] places the
 //! parts; [`app`] is the state and what each key or event does to it;
 //! [`bridge`] carries the agent's events and approval questions to the
@@ -23,6 +24,7 @@ pub mod escape;
 pub mod history;
 pub mod markdown;
 pub mod modal;
+pub mod picker;
 pub mod run;
 pub mod screen;
 pub mod status;
@@ -33,6 +35,8 @@ pub use app::{Action, App, Preview};
 pub use bridge::{ChannelSink, ModalApprover, Question, ToScreen};
 pub use editor::{Edit, Editor};
 pub use modal::{Answer, Approval, Offer};
+pub use picker::{PickItem, Picked, Picker};
+pub use run::{Reply, Switch};
 pub use screen::{View, draw};
 pub use status::RunInfo;
 pub use theme::Theme;

@@ -17,12 +17,39 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::app::{Action, App};
 use crate::bridge::ToScreen;
+use crate::picker::Picker;
 use crate::transcript::NoticeKind;
+
+/// What mecha itself answers to a command typed at the prompt (`/tools`).
+#[derive(Debug)]
+pub enum Reply {
+    /// Text to show in the transcript (escaped when drawn).
+    Show(String),
+    /// A list to pick from.
+    Pick(Picker),
+    Quit,
+    /// Leave this conversation for another; whoever runs the screen makes
+    /// it and drives the same app again.
+    Switch(Switch),
+}
+
+/// The conversation a [`Reply::Switch`] asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Switch {
+    /// A new, empty session (`/clear`).
+    Fresh,
+    /// A stored session, by its id or a unique start of it (`/resume ID`).
+    Resume(String),
+    /// This session, with another model (`/model NAME`).
+    Model(String),
+}
 
 /// A conversation the screen can send prompts to.
 pub trait Conversation {
-    /// Runs one prompt to its end; the error says what went wrong.
-    fn send(&mut self, prompt: &str) -> impl Future<Output = Result<(), String>>;
+    /// Runs one prompt to its end, or answers it if it is a command; the
+    /// error says what went wrong. Both run as a turn, so a command that
+    /// takes a while (`/compact` asks the model) can be interrupted too.
+    fn send(&mut self, input: &str) -> impl Future<Output = Result<Option<Reply>, String>>;
     /// Forgets a turn that was cut short.
     fn rewind(&mut self);
 }
@@ -40,6 +67,8 @@ pub enum Exit {
     Quit,
     /// The terminal's events ended (it closed).
     Closed,
+    /// The user asked for another conversation.
+    Switch(Switch),
 }
 
 /// Runs until the user quits; draws only when something changed.
@@ -104,20 +133,37 @@ async fn turn<B: Backend, C: Conversation>(
     while let Ok(message) = inputs.agent.try_recv() {
         app.on_agent(message);
     }
-    match ended {
-        Some(Ok(())) => {}
-        Some(Err(error)) => app.transcript.notice(NoticeKind::Error, error),
+    let exit = match ended {
+        Some(Ok(Some(reply))) => answered(app, reply).or(exit),
+        Some(Ok(None)) => exit,
+        Some(Err(error)) => {
+            app.transcript.notice(NoticeKind::Error, error);
+            exit
+        }
         None => {
             conversation.rewind();
+            app.transcript.interrupted();
             app.transcript.notice(
                 NoticeKind::Warning,
                 "interrupted: the turn was stopped and forgotten".to_owned(),
             );
+            exit
         }
-    }
+    };
     app.turn_over();
     draw(terminal, app)?;
     Ok(exit)
+}
+
+/// Shows mecha's answer to a command; the exit it asks for, if any.
+fn answered(app: &mut App, reply: Reply) -> Option<Exit> {
+    match reply {
+        Reply::Show(text) => app.transcript.notice(NoticeKind::Info, text),
+        Reply::Pick(picker) => app.pick(picker),
+        Reply::Quit => return Some(Exit::Quit),
+        Reply::Switch(switch) => return Some(Exit::Switch(switch)),
+    }
+    None
 }
 
 fn draw<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> Result<(), B::Error> {

@@ -21,7 +21,7 @@ struct Fake {
 }
 
 impl Conversation for Fake {
-    async fn send(&mut self, _prompt: &str) -> Result<(), String> {
+    async fn send(&mut self, _prompt: &str) -> Result<Option<Reply>, String> {
         let input = json!({"command": "sleep 100"});
         let offer = Offer::for_call("shell", &input, None);
         let (question, answer) = Question::new(None, "shell", &input, offer);
@@ -33,7 +33,7 @@ impl Conversation for Fake {
             self.screen
                 .send(ToScreen::Event(Event::Text { text }))
                 .unwrap();
-            return Ok(());
+            return Ok(None);
         }
         self.screen
             .send(ToScreen::Event(Event::ToolCall {

@@ -10,6 +10,7 @@ use ratatui::widgets::Widget;
 use crate::editor::Editor;
 use crate::history;
 use crate::modal::Approval;
+use crate::picker::Picker;
 use crate::status::{self, RunInfo};
 use crate::theme::Theme;
 use crate::transcript::Transcript;
@@ -22,6 +23,8 @@ pub struct View<'a> {
     pub info: &'a RunInfo,
     /// The question being asked, if one is.
     pub approval: Option<&'a mut Approval>,
+    /// A list to pick from (under a question, if both are up).
+    pub picker: Option<&'a mut Picker>,
     /// Lines scrolled back from the transcript's end.
     pub scroll_back: u16,
     pub theme: Theme,
@@ -59,8 +62,10 @@ pub fn draw(frame: &mut Frame<'_>, view: View<'_>) {
             buf,
         ),
     }
-    match view.approval {
-        Some(approval) => approval.render(view.theme, transcript.union(editor), frame.buffer_mut()),
-        None => frame.set_cursor_position(cursor),
+    let over = transcript.union(editor);
+    match (view.approval, view.picker) {
+        (Some(approval), _) => approval.render(view.theme, over, frame.buffer_mut()),
+        (None, Some(picker)) => picker.render(view.theme, over, frame.buffer_mut()),
+        (None, None) => frame.set_cursor_position(cursor),
     }
 }

@@ -50,6 +50,8 @@ pub enum Entry {
 /// What a notice is about, for its style.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoticeKind {
+    /// mecha's answer to a command typed at the prompt (`/tools`).
+    Info,
     Hook,
     Compaction,
     /// Something went wrong or was cut short.
@@ -272,6 +274,22 @@ impl Transcript {
     /// A line of mecha's own (a failed turn, an interrupt).
     pub fn notice(&mut self, kind: NoticeKind, text: String) {
         self.push(Entry::Notice { kind, text });
+    }
+
+    /// The turn was stopped: a call still waiting or running will never
+    /// finish, and the screen must not say it might.
+    pub fn interrupted(&mut self) {
+        self.end_stream();
+        for entry in &mut self.entries {
+            if let Entry::Tool(tool) = entry
+                && matches!(tool.status, ToolStatus::Waiting | ToolStatus::Running)
+            {
+                tool.status = ToolStatus::Failed {
+                    summary: "stopped: the turn was interrupted".to_owned(),
+                };
+            }
+        }
+        self.revision += 1;
     }
 
     /// Adds an entry; whatever was streaming has finished.

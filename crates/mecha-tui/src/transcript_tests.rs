@@ -275,3 +275,32 @@ fn every_change_moves_the_revision() {
     assert!(tool(&t, 1).expanded);
     assert_ne!(t.revision(), after_text);
 }
+
+#[test]
+fn an_interrupt_ends_every_call_still_waiting_or_running() {
+    let mut t = Transcript::new();
+    t.apply(&call("1", "shell"));
+    t.apply(&call("2", "shell"));
+    t.apply(&gate(
+        "2",
+        GateVerdict::Allowed {
+            stage: GateStage::Approval,
+        },
+    ));
+    t.interrupted();
+    let statuses: Vec<&ToolStatus> = t
+        .entries()
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Tool(tool) => Some(&tool.status),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(statuses.len(), 2);
+    for status in statuses {
+        assert!(
+            matches!(status, ToolStatus::Failed { summary } if summary.contains("interrupted")),
+            "{status:?}"
+        );
+    }
+}

@@ -2,9 +2,12 @@
 
 #![allow(clippy::unwrap_used)]
 
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mecha_agent::{Event, GateStage, GateVerdict, RunEnd};
 use mecha_core::{StopReason, Taint, Usage};
-use mecha_tui::{Approval, Editor, Offer, RunInfo, Theme, Transcript, View, draw};
+use mecha_tui::{
+    Approval, Editor, NoticeKind, Offer, PickItem, Picker, RunInfo, Theme, Transcript, View, draw,
+};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::style::Color;
@@ -98,6 +101,7 @@ fn screen_with(
                     editor,
                     info,
                     approval,
+                    picker: None,
                     scroll_back: 0,
                     theme,
                     hint: None,
@@ -310,4 +314,63 @@ fn no_color_gives_no_colours() {
     };
     assert_eq!(coloured(Theme::new(false)), 0);
     assert!(coloured(Theme::new(true)) > 0);
+}
+
+#[test]
+fn the_skills_picker_marks_a_withheld_skill() {
+    let item = |name: &str, note: Option<&str>, description: &str| PickItem {
+        name: name.into(),
+        note: note.map(str::to_owned),
+        description: description.into(),
+        shown: String::new(),
+    };
+    let mut picker = Picker::new(
+        "skills this run carries",
+        vec![
+            item("pdf-forms", None, "Fill in PDF forms"),
+            item(
+                "deploy",
+                Some("withheld: needs `shell`, not in this run"),
+                "Deploy the site",
+            ),
+        ],
+    );
+    picker.key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE));
+    let t = fed(&[text("ready")]);
+    let editor = Editor::new();
+    let info = info();
+    let mut terminal = Terminal::new(TestBackend::new(80, 12)).unwrap();
+    terminal
+        .draw(|frame| {
+            draw(
+                frame,
+                View {
+                    transcript: &t,
+                    editor: &editor,
+                    info: &info,
+                    approval: None,
+                    picker: Some(&mut picker),
+                    scroll_back: 0,
+                    theme: Theme::new(false),
+                    hint: None,
+                },
+            );
+        })
+        .unwrap();
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
+fn a_command_answered_by_mecha() {
+    let mut t = Transcript::new();
+    t.prompt("/tools");
+    t.notice(
+        NoticeKind::Info,
+        "tools this run offers (2):\n  fs_read  reads private data\n  web_fetch  untrusted \u{1b}[2J content".into(),
+    );
+    let terminal = screen(60, 8, &t, &Editor::new(), None);
+    for cell in terminal.backend().buffer().content() {
+        assert!(!cell.symbol().chars().any(char::is_control));
+    }
+    insta::assert_snapshot!(terminal.backend());
 }

@@ -1,0 +1,180 @@
+//! A list to pick one item from, over the transcript: what `/skills`
+//! shows. Up and Down move, Enter picks, Esc closes. An item can carry a
+//! note beside its name (why a skill is withheld), and what picking it
+//! shows (a skill's body).
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Paragraph, Widget};
+
+use crate::escape;
+use crate::theme::Theme;
+
+/// One line of the list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PickItem {
+    pub name: String,
+    /// Said beside the name, e.g. `withheld: …`.
+    pub note: Option<String>,
+    pub description: String,
+    /// What picking it shows in the transcript.
+    pub shown: String,
+}
+
+/// The list and the item under the cursor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Picker {
+    title: String,
+    items: Vec<PickItem>,
+    selected: usize,
+    /// The first item shown.
+    scroll: usize,
+}
+
+/// What a key did to the list.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Picked {
+    /// Enter on this item: show what it carries.
+    Chosen(String),
+    Closed,
+}
+
+impl Picker {
+    /// `title` is mecha's own; items' text passes the escaper when drawn.
+    pub fn new(title: &str, items: Vec<PickItem>) -> Self {
+        Self {
+            title: title.to_owned(),
+            items,
+            selected: 0,
+            scroll: 0,
+        }
+    }
+
+    /// A key; `Some` once the list is done with.
+    pub fn key(&mut self, key: KeyEvent) -> Option<Picked> {
+        if key.kind == KeyEventKind::Release {
+            return None;
+        }
+        let last = self.items.len().saturating_sub(1);
+        match key.code {
+            KeyCode::Esc | KeyCode::Char('q') => return Some(Picked::Closed),
+            KeyCode::Enter => {
+                return Some(match self.items.get(self.selected) {
+                    Some(item) => Picked::Chosen(item.shown.clone()),
+                    None => Picked::Closed,
+                });
+            }
+            KeyCode::Down | KeyCode::Char('j') => self.selected = (self.selected + 1).min(last),
+            KeyCode::Up | KeyCode::Char('k') => self.selected = self.selected.saturating_sub(1),
+            KeyCode::Home => self.selected = 0,
+            KeyCode::End => self.selected = last,
+            _ => {}
+        }
+        None
+    }
+
+    /// Draws the list over the middle of `area`, the cursor's item always
+    /// in view.
+    pub fn render(&mut self, theme: Theme, area: Rect, buf: &mut Buffer) {
+        let footer = "↑↓ move · Enter shows it · Esc closes";
+        let wanted = u16::try_from(self.items.len().max(1)).unwrap_or(u16::MAX);
+        let height = wanted.saturating_add(3).min(area.height);
+        let [_, modal, _] = Layout::vertical([
+            Constraint::Fill(1),
+            Constraint::Length(height),
+            Constraint::Fill(1),
+        ])
+        .areas(area);
+        let block = Block::bordered().title(format!(" {} ", self.title));
+        let inner = block.inner(modal);
+        Clear.render(modal, buf);
+        block.render(modal, buf);
+        let [list, foot] =
+            Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(inner);
+        let rows = usize::from(list.height).max(1);
+        if self.selected < self.scroll {
+            self.scroll = self.selected;
+        } else if self.selected >= self.scroll + rows {
+            self.scroll = self.selected + 1 - rows;
+        }
+        let lines: Vec<Line<'_>> = if self.items.is_empty() {
+            vec![Line::styled("(none)", theme.dim())]
+        } else {
+            self.items
+                .iter()
+                .enumerate()
+                .skip(self.scroll)
+                .take(rows)
+                .map(|(i, item)| item_line(item, i == self.selected, theme))
+                .collect()
+        };
+        Paragraph::new(lines).render(list, buf);
+        Line::styled(footer, theme.dim()).render(foot, buf);
+    }
+}
+
+fn item_line(item: &PickItem, selected: bool, theme: Theme) -> Line<'static> {
+    let mark = if selected { "› " } else { "  " };
+    let name_style = if selected {
+        theme.selected()
+    } else {
+        Default::default()
+    };
+    let mut spans = vec![
+        Span::raw(mark),
+        Span::styled(escape::line(&item.name).into_owned(), name_style),
+    ];
+    if let Some(note) = &item.note {
+        spans.push(Span::styled(
+            format!("  [{}]", escape::line(note)),
+            theme.warn(),
+        ));
+    }
+    if !item.description.is_empty() {
+        spans.push(Span::styled(
+            format!("  {}", escape::line(&item.description)),
+            theme.dim(),
+        ));
+    }
+    Line::from(spans)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crossterm::event::KeyModifiers;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    fn item(name: &str) -> PickItem {
+        PickItem {
+            name: name.to_owned(),
+            note: None,
+            description: String::new(),
+            shown: format!("body of {name}"),
+        }
+    }
+
+    #[test]
+    fn arrows_move_within_the_list_and_enter_picks_the_one_under_the_cursor() {
+        let mut picker = Picker::new("skills", vec![item("a"), item("b")]);
+        assert_eq!(picker.key(key(KeyCode::Up)), None);
+        assert_eq!(picker.key(key(KeyCode::Down)), None);
+        assert_eq!(picker.key(key(KeyCode::Down)), None);
+        assert_eq!(
+            picker.key(key(KeyCode::Enter)),
+            Some(Picked::Chosen("body of b".to_owned()))
+        );
+        assert_eq!(picker.key(key(KeyCode::Esc)), Some(Picked::Closed));
+    }
+
+    #[test]
+    fn enter_on_an_empty_list_closes_it() {
+        let mut picker = Picker::new("skills", Vec::new());
+        assert_eq!(picker.key(key(KeyCode::Enter)), Some(Picked::Closed));
+    }
+}
