@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 use mecha_core::{
-    Block, Call, EXTERNAL_HEADER, Journal, Message, Registry, Role, Slot, StopReason, Taint,
+    Block, Call, EXTERNAL_HEADER, Journal, Message, Registry, Role, Slot, StopReason, Taint, Tool,
     ToolCall, ToolCtx, ToolDefinition, ToolOutput, Usage, run_turn,
 };
 use mecha_provider::{Provider, ProviderError, Request, Streamed};
@@ -280,6 +280,12 @@ impl Agent {
             .names()
             .map(str::to_owned)
             .collect()
+    }
+
+    /// The tools the agent holds now, sorted by name (for a front end
+    /// showing what each can do).
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.snapshot().registry.iter().cloned().collect()
     }
 
     pub(crate) fn provider(&self) -> &Arc<dyn Provider> {

@@ -194,7 +194,10 @@ fn run(cli: Cli) -> Result<u8, Failure> {
     match command {
         Configured::Run(args) => commands::run::run(args, settings, &workspace),
         Configured::Chat(args) => commands::chat::run(args, settings, &workspace),
-        Configured::Tui(args) => commands::tui::run(args, settings, &workspace),
+        Configured::Tui(args) => {
+            let reload = || Ok(load_settings(&home, &workspace, &cli.mcp_file)?);
+            commands::tui::run(args, settings, &workspace, &reload)
+        }
         Configured::Tools(args) => commands::tools::run(args, settings, &workspace),
         Configured::Skills(args) => commands::skills::run(args, settings),
         Configured::Hooks(args) => commands::hooks::run(args, settings, &workspace),

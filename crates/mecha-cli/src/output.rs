@@ -82,9 +82,28 @@ macro_rules! outln {
 }
 pub(crate) use outln;
 
+/// Where stderr's text goes instead while a full screen is up, which a
+/// write to the terminal would tear.
+type Diversion = Box<dyn Fn(&str) + Send>;
+static DIVERTED: Mutex<Option<Diversion>> = Mutex::new(None);
+
+/// Sends what [`err`] is given to `to` instead of stderr, until called
+/// again with `None`.
+pub fn divert(to: Option<Diversion>) {
+    *DIVERTED.lock().unwrap_or_else(PoisonError::into_inner) = to;
+}
+
 /// Writes `text` to stderr in one write (stderr is unbuffered: a line
 /// written piecemeal costs a syscall per piece).
 pub fn err(text: &str) {
+    if let Some(to) = DIVERTED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+    {
+        to(text.trim_end_matches('\n'));
+        return;
+    }
     let _room = room();
     if let Err(e) = std::io::stderr().lock().write_all(text.as_bytes()) {
         failed(&e, Stream::Stderr);

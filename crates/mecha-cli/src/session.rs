@@ -66,6 +66,15 @@ pub fn load(resume: &Resume, workspace: &Path) -> Result<Option<Loaded>, Failure
     Ok(Some(loaded))
 }
 
+/// What a resumed session brings back, for the user.
+pub fn resumed_line(loaded: &Loaded) -> String {
+    printable(&format!(
+        "resumed session {} ({} turns so far); its history, taint and loaded skills are back",
+        loaded.header.id, loaded.state.turns
+    ))
+    .into_owned()
+}
+
 /// A session resumes only in its own workspace: its paths, its history
 /// and its taint are about that directory.
 fn same_workspace(loaded: &Loaded, workspace: &Path) -> Result<(), Failure> {

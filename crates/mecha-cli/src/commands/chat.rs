@@ -10,7 +10,7 @@ use mecha_agent::{Agent, AgentError, EventSink, Outcome, Session, SessionSource}
 use crate::Failure;
 use crate::commands::RunOptions;
 use crate::commands::run::{EXIT_INTERRUPTED, INTERRUPTED, finish_with_notice, reported};
-use crate::commands::slash::{self, Slash};
+use crate::commands::slash::{self, Front, Slash};
 use crate::config::Settings;
 use crate::output;
 use crate::render::{OutputFormat, sink};
@@ -43,11 +43,7 @@ pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, F
     let runtime = crate::runtime()?;
     let started = runtime.block_on(build_agent(settings, &args.options, workspace, start))?;
     if let Some(loaded) = &loaded {
-        output::err_line(&crate::terminal::printable(&format!(
-            "mecha: resumed session {} ({} turns so far); its history, taint and loaded skills \
-             are back",
-            loaded.header.id, loaded.state.turns
-        )));
+        output::err_line(&format!("mecha: {}", session::resumed_line(loaded)));
     }
     let Started {
         agent,
@@ -141,13 +137,19 @@ fn prompts(
         if prompt.is_empty() {
             continue;
         }
-        match slash::command(prompt, agent, &session, toolbox) {
-            Some(Slash::Quit) => return Ok(0),
-            Some(Slash::Answer(answer)) => {
-                output::out(&crate::terminal::printable(&answer));
-                continue;
-            }
-            None => {}
+        if let Some(command) = slash::command(prompt, Front::Chat, agent, &session, toolbox) {
+            let answer = match command {
+                Slash::Quit => return Ok(0),
+                Slash::Answer(answer) => answer,
+                Slash::Skills => slash::skills(toolbox),
+                Slash::Compact => {
+                    slash::compacted(&runtime.block_on(agent.compact_now(&mut session, events)))
+                }
+                // Chat is answered that these are the TUI's.
+                Slash::Switch(_) => continue,
+            };
+            output::out(&crate::terminal::printable(&answer));
+            continue;
         }
         let before = session.messages.len();
         let outcome = runtime.block_on(async {

@@ -73,10 +73,13 @@ fn list(store: &Store, json: bool) -> Result<u8, Failure> {
         )));
         return Ok(0);
     }
-    let width = terminal_width();
-    let out: String = all.iter().map(|l| line(l, width) + "\n").collect();
-    crate::output::out(&out);
+    crate::output::out(&lines(&all, terminal_width()));
     Ok(0)
+}
+
+/// Sessions one a line, each at most `width` characters, escaped.
+pub fn lines(all: &[Listing], width: usize) -> String {
+    all.iter().map(|l| line(l, width) + "\n").collect()
 }
 
 fn show(store: &Store, id: &str) -> Result<u8, Failure> {

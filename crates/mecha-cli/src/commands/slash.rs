@@ -1,11 +1,13 @@
-//! `mecha chat`'s slash commands, answered by mecha and never sent to the
-//! model: `/help`, `/quit` (`/exit`), and those that ask what this run
-//! carries, `/skills` (and `/skills NAME`) and `/tools`. What the run
-//! carries comes from the running agent (its skill tool, its tools and the
-//! session's surface), not from config again: `--skill` and a narrowing
-//! change a run without changing a file. What config withheld comes from
-//! the toolbox, since a withheld skill is absent from the agent and must
-//! still be shown.
+//! The slash commands of `mecha chat` and the TUI, answered by mecha and
+//! never sent to the model: `/help`, `/quit` (`/exit`), those that ask what
+//! this run carries (`/tools`, `/skills`, `/skills NAME`), `/sessions`,
+//! `/compact`, and the TUI's own `/clear`, `/resume ID` and `/model NAME`,
+//! which change the conversation itself. What the run carries comes from
+//! the running agent (its tools, its skill tool and the session's
+//! surface), not from config again: `--skill` and a narrowing change a run
+//! without changing a file. What config withheld comes from the toolbox,
+//! since a withheld skill is absent from the agent and must still be
+//! shown.
 //!
 //! Which lines are commands: a line whose first word is `/` and lowercase
 //! letters, when that word is a command's name, or when it is the whole
@@ -13,47 +15,106 @@
 //! model, so a prompt that starts with a path (`/etc/hosts is broken`,
 //! `/tmp is full`) is a prompt.
 
-use mecha_agent::{Agent, Session};
+use mecha_agent::{Agent, AskedCompaction, Session};
+use mecha_core::{Capabilities, Egress, Tool};
+use mecha_tui::{PickItem, Switch};
 
+use crate::commands::tools::ARMED_MARK;
 use crate::wiring::Toolbox;
 
-/// What a slash command asks of chat.
+/// Which front end reads the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Front {
+    Chat,
+    Tui,
+}
+
+/// What a slash command asks of the front end.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Slash {
     /// Show this (outside text in it is not yet made printable).
     Answer(String),
     Quit,
+    /// `/skills`: chat prints [`skills`], the TUI lets one pick from
+    /// [`skill_items`].
+    Skills,
+    /// `/compact`: summarize the conversation now ([`compacted`] says how
+    /// it went).
+    Compact,
+    /// Leave this conversation for another (the TUI only).
+    Switch(Switch),
 }
 
-/// The commands, as `/help` lists them.
-const COMMANDS: &[(&str, &str)] = &[
-    ("/help", "these commands"),
-    ("/tools", "the tools this run offers"),
+/// The commands, as `/help` lists them, and whether chat has them.
+const COMMANDS: &[(&str, &str, bool)] = &[
+    ("/help", "these commands", true),
+    (
+        "/tools",
+        "the tools this run offers, with what each can do",
+        true,
+    ),
     (
         "/skills [NAME]",
-        "the skills this run carries, or one skill's body",
+        "the skills this run carries (and those withheld), or one skill's body",
+        true,
     ),
     (
-        "/quit, /exit",
-        "end the chat (so do Ctrl-D, and Ctrl-C twice on an empty line)",
+        "/compact",
+        "summarize the conversation now, to free the context",
+        true,
     ),
+    ("/sessions", "the stored sessions, newest first", true),
+    ("/resume ID", "go on with a stored session", false),
+    (
+        "/clear",
+        "start a new session; this one stays stored",
+        false,
+    ),
+    (
+        "/model NAME",
+        "go on with this session on another model",
+        false,
+    ),
+    ("/quit, /exit", "end the session", true),
 ];
 
-/// The names `/help` lists, without their slash.
-const NAMES: &[&str] = &["help", "tools", "skills", "quit", "exit"];
+/// Every command's name, without its slash.
+const NAMES: &[&str] = &[
+    "help", "tools", "skills", "compact", "sessions", "resume", "clear", "model", "quit", "exit",
+];
+
+/// The most sessions `/sessions` lists.
+const SESSIONS_SHOWN: usize = 20;
 
 /// The command `line` is, if it is one (see the module's rule).
-pub fn command(line: &str, agent: &Agent, session: &Session, toolbox: &Toolbox) -> Option<Slash> {
+pub fn command(
+    line: &str,
+    front: Front,
+    agent: &Agent,
+    session: &Session,
+    toolbox: &Toolbox,
+) -> Option<Slash> {
     let (word, args) = parse(line)?;
     let answer = match (word, args.as_slice()) {
         ("quit" | "exit", []) => return Some(Slash::Quit),
-        ("help", []) => help(),
+        ("help", []) => help(front),
         ("tools", []) => tools(agent, session),
-        ("skills", []) => skills(toolbox),
+        ("skills", []) => return Some(Slash::Skills),
         ("skills", [name]) => skill_body(toolbox, name),
         ("skills", _) => "/skills takes one skill's name at most: /skills NAME\n".to_owned(),
+        ("compact", []) => return Some(Slash::Compact),
+        ("sessions", []) => sessions(),
+        ("resume" | "clear" | "model", _) if front == Front::Chat => format!(
+            "/{word} changes the conversation, which the terminal UI does: run `mecha`. In \
+             chat, end it and start `mecha chat --resume ID` (or `--model NAME`).\n"
+        ),
+        ("resume", [id]) => return Some(Slash::Switch(Switch::Resume((*id).to_owned()))),
+        ("resume", _) => "/resume takes a session's id: /resume ID (/sessions lists them)\n".into(),
+        ("clear", []) => return Some(Slash::Switch(Switch::Fresh)),
+        ("model", [name]) => return Some(Slash::Switch(Switch::Model((*name).to_owned()))),
+        ("model", _) => "/model takes the model's name: /model NAME\n".to_owned(),
         (known, _) if NAMES.contains(&known) => format!("/{known} takes no arguments\n"),
-        (unknown, _) => format!("/{unknown} is not a command here.\n{}", help()),
+        (unknown, _) => format!("/{unknown} is not a command here.\n{}", help(front)),
     };
     Some(Slash::Answer(answer))
 }
@@ -71,45 +132,80 @@ fn parse(line: &str) -> Option<(&str, Vec<&str>)> {
     (NAMES.contains(&word) || args.is_empty()).then_some((word, args))
 }
 
-fn help() -> String {
+fn help(front: Front) -> String {
     let mut out = String::from("commands (answered by mecha, not sent to the model):\n");
-    for (name, what) in COMMANDS {
-        out.push_str(&format!("  {name:<16}{what}\n"));
+    for (name, what, in_chat) in COMMANDS {
+        if front == Front::Tui || *in_chat {
+            out.push_str(&format!("  {name:<16}{what}\n"));
+        }
     }
-    out.push_str(
-        "Keys: Enter sends; a line ending in \\ goes on to the next; a paste stays one prompt; \
-         Up and Down recall earlier prompts; Ctrl-C clears the line.\n",
-    );
+    out.push_str(match front {
+        Front::Chat => {
+            "Keys: Enter sends; a line ending in \\ goes on to the next; a paste stays one \
+             prompt; Up and Down recall earlier prompts; Ctrl-C clears the line.\n"
+        }
+        Front::Tui => {
+            "Keys: Enter sends; Alt-Enter or Ctrl-J starts a new line; Up and Down recall \
+             earlier prompts; PageUp and PageDown scroll; Ctrl-C stops a turn, clears the \
+             prompt, and twice on an empty prompt quits.\n"
+        }
+    });
     out
 }
 
-fn skills(toolbox: &Toolbox) -> String {
-    let carried = toolbox
-        .skill_tool
-        .as_ref()
-        .map(|tool| tool.carried())
-        .unwrap_or_default();
-    let mut out = format!("skills this run carries ({}):\n", carried.len());
-    for name in &carried {
-        let description = toolbox
-            .skill_tool
-            .as_ref()
-            .and_then(|tool| tool.get(name))
-            .map(|skill| skill.description.trim().to_owned())
-            .unwrap_or_default();
-        out.push_str(&format!("  {name}  {description}\n"));
-    }
-    for (skill, why) in &toolbox.skills.withheld {
-        out.push_str(&format!("  {}  [withheld: {why}]\n", skill.name));
-    }
-    for failure in &toolbox.skills.failures {
-        out.push_str(&format!(
-            "  {}  [failed: {}]\n",
-            failure.dir_name, failure.reason
-        ));
+/// The skills this run carries, then those config withheld and those that
+/// failed to load, each with why: chat's `/skills`.
+pub fn skills(toolbox: &Toolbox) -> String {
+    let items = skill_items(toolbox);
+    let carried = items.iter().filter(|item| item.note.is_none()).count();
+    let mut out = format!("skills this run carries ({carried}):\n");
+    for item in &items {
+        match &item.note {
+            None => out.push_str(&format!("  {}  {}\n", item.name, item.description)),
+            Some(note) => out.push_str(&format!("  {}  [{note}]\n", item.name)),
+        }
     }
     out.push_str("/skills NAME shows a skill's body.\n");
     out
+}
+
+/// The same list, for the TUI to pick from: picking a carried skill shows
+/// its body, any other says why it is not here.
+pub fn skill_items(toolbox: &Toolbox) -> Vec<PickItem> {
+    let tool = toolbox.skill_tool.as_ref();
+    let carried = tool.map(|tool| tool.carried()).unwrap_or_default();
+    let mut items: Vec<PickItem> = carried
+        .iter()
+        .map(|name| PickItem {
+            name: (*name).to_owned(),
+            note: None,
+            description: tool
+                .and_then(|tool| tool.get(name))
+                .map(|skill| skill.description.trim().to_owned())
+                .unwrap_or_default(),
+            shown: skill_body(toolbox, name),
+        })
+        .collect();
+    for (skill, why) in &toolbox.skills.withheld {
+        items.push(PickItem {
+            name: skill.name.clone(),
+            note: Some(format!("withheld: {why}")),
+            description: skill.description.trim().to_owned(),
+            shown: skill_body(toolbox, &skill.name),
+        });
+    }
+    for failure in &toolbox.skills.failures {
+        items.push(PickItem {
+            name: failure.dir_name.clone(),
+            note: Some(format!("failed: {}", failure.reason)),
+            description: String::new(),
+            shown: format!(
+                "the skill in `{}` did not load: {}\n",
+                failure.dir_name, failure.reason
+            ),
+        });
+    }
+    items
 }
 
 fn skill_body(toolbox: &Toolbox, name: &str) -> String {
@@ -122,17 +218,110 @@ fn skill_body(toolbox: &Toolbox, name: &str) -> String {
     }
 }
 
+/// Each tool with what it can do, as the interlock counts it.
 fn tools(agent: &Agent, session: &Session) -> String {
-    let names = agent.tool_names();
-    let mut out = format!("tools this run offers ({}):\n", names.len());
-    for name in &names {
-        let mark = match &session.surface {
-            Some(surface) if !surface.allows(name) => "  [outside the surface a skill narrowed to]",
-            _ => "",
-        };
-        out.push_str(&format!("  {name}{mark}\n"));
+    let tools = agent.tools();
+    let width = tools.iter().map(|t| t.name().len()).max().unwrap_or(0);
+    let mut out = format!("tools this run offers ({}):\n", tools.len());
+    for tool in &tools {
+        let name = tool.name();
+        let mut marks = vec![can_do(tool.as_ref())];
+        if tool.capabilities().refused_when_armed() {
+            marks.push(ARMED_MARK.to_owned());
+        }
+        if let Some(surface) = &session.surface
+            && !surface.allows(name)
+        {
+            marks.push("[outside the surface a skill narrowed to]".to_owned());
+        }
+        out.push_str(&format!("  {name:width$}  {}\n", marks.join("  ")));
     }
     out
+}
+
+/// What a tool's capabilities say it does, in words.
+fn can_do(tool: &dyn Tool) -> String {
+    let Capabilities {
+        private_data,
+        untrusted_input,
+        egress,
+        destructive,
+    } = tool.capabilities();
+    let mut words = Vec::new();
+    if private_data {
+        words.push("reads private data");
+    }
+    if untrusted_input {
+        words.push("brings untrusted content");
+    }
+    match egress {
+        Egress::None => {}
+        Egress::Blind => words.push("sends to a fixed place"),
+        Egress::Chosen => words.push("sends where the model says"),
+    }
+    if destructive {
+        words.push("can overwrite or delete");
+    }
+    if words.is_empty() {
+        words.push(if tool.read_only() {
+            "read-only"
+        } else {
+            "no risk declared"
+        });
+    }
+    words.join(", ")
+}
+
+fn sessions() -> String {
+    let listed = crate::commands::sessions::store().and_then(|store| {
+        store
+            .list()
+            .map_err(crate::commands::sessions::failure)
+            .map(|all| (store, all))
+    });
+    match listed {
+        Err(e) => format!("cannot list the sessions: {e}\n"),
+        Ok((store, all)) if all.is_empty() => {
+            format!(
+                "no sessions yet (they are kept in {})\n",
+                store.dir().display()
+            )
+        }
+        Ok((_, all)) => {
+            let shown = &all[..all.len().min(SESSIONS_SHOWN)];
+            let mut out = crate::commands::sessions::lines(shown, 100);
+            if all.len() > shown.len() {
+                out.push_str(&format!(
+                    "and {} older: `mecha sessions list` shows all\n",
+                    all.len() - shown.len()
+                ));
+            }
+            out.push_str("/resume ID goes on with one (a unique start of its id will do).\n");
+            out
+        }
+    }
+}
+
+/// What `/compact` did, in words.
+pub fn compacted(asked: &AskedCompaction) -> String {
+    match asked {
+        AskedCompaction::Done {
+            tokens_before,
+            tokens_after,
+        } => format!(
+            "compacted: the conversation went from about {tokens_before} to {tokens_after} \
+             tokens; the earlier part is now the model's summary\n"
+        ),
+        AskedCompaction::NothingOlder => {
+            "nothing to compact yet: everything in the conversation is recent\n".to_owned()
+        }
+        AskedCompaction::Failed(error) => {
+            format!("compaction failed; the conversation is as it was: {error}\n")
+        }
+        AskedCompaction::Off => "this run does not compact: the model's context window is \
+                                 unknown (set [provider] context_window)\n"
+            .to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -147,6 +336,7 @@ mod tests {
             Some(("skills", vec!["review"]))
         );
         assert_eq!(parse("/tools please"), Some(("tools", vec!["please"])));
+        assert_eq!(parse("/model gpt-5"), Some(("model", vec!["gpt-5"])));
         // A lone unknown word is a mistyped command.
         assert_eq!(parse("/halp"), Some(("halp", vec![])));
         for prompt in [

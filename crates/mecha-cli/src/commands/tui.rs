@@ -1,7 +1,8 @@
 //! `mecha tui`, and `mecha` alone at a terminal: the conversation on
 //! mecha-tui's screen. The agent is wired as chat's (same session journal,
 //! hooks and tools) but asks for approval in the screen's modal; this
-//! module only connects the two and owns the terminal's modes.
+//! module only connects the two, owns the terminal's modes, and makes a new
+//! conversation when `/clear`, `/resume` or `/model` asks for one.
 
 use std::io;
 use std::path::Path;
@@ -9,20 +10,23 @@ use std::path::Path;
 use clap::Args;
 use mecha_agent::{Agent, Session, SessionSource};
 use mecha_sandbox::Sandbox;
+use mecha_session::Loaded;
 use mecha_tui::run::{Conversation, Exit, Inputs, drive};
-use mecha_tui::{App, ChannelSink, Preview, RunInfo, Theme};
+use mecha_tui::{App, ChannelSink, NoticeKind, Picker, Preview, Reply, RunInfo, Switch, Theme};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use tokio::runtime::Runtime;
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 use crate::Failure;
 use crate::commands::RunOptions;
 use crate::commands::run::{EXIT_INTERRUPTED, finish_with_notice, reported};
+use crate::commands::slash::{self, Front, Slash};
 use crate::config::Settings;
+use crate::output;
 use crate::raw_screen::{self, RawScreen};
 use crate::session::{self, Resume};
-use crate::wiring::{Asking, Start, Started, build_agent};
+use crate::wiring::{Asking, Start, Started, Toolbox, build_agent};
 
 #[derive(Args, Debug, Default)]
 pub struct TuiArgs {
@@ -36,7 +40,17 @@ pub struct TuiArgs {
     options: RunOptions,
 }
 
-pub fn run(args: TuiArgs, settings: Settings, workspace: &Path) -> Result<u8, Failure> {
+/// Reads the configuration afresh, for each new conversation.
+pub type Reload<'a> = &'a dyn Fn() -> Result<Settings, Failure>;
+
+type Screen = Terminal<CrosstermBackend<io::Stdout>>;
+
+pub fn run(
+    args: TuiArgs,
+    settings: Settings,
+    workspace: &Path,
+    reload: Reload<'_>,
+) -> Result<u8, Failure> {
     if !crate::at_terminal() {
         return Err(Failure::Usage(
             "`mecha tui` needs a terminal on stdin and stdout; for pipes and scripts use \
@@ -48,86 +62,224 @@ pub fn run(args: TuiArgs, settings: Settings, workspace: &Path) -> Result<u8, Fa
         &Resume::chosen(args.resume, args.continue_latest),
         workspace,
     )?;
-    let strict_sends = settings.block_sends_after_private;
-    let (screen, news) = unbounded_channel();
-    let start = Start {
-        command: "tui",
-        resumed: loaded.as_ref(),
-        replay: None,
-        asking: Asking::Modal(screen.clone()),
-    };
     let runtime = crate::runtime()?;
-    let Started {
-        agent,
-        toolbox,
-        mut session,
-        model,
-        session_id,
-        window,
-        ctx,
-    } = runtime.block_on(build_agent(settings, &args.options, workspace, start))?;
-    let sink = ChannelSink(screen);
-    let source = match loaded {
-        Some(_) => SessionSource::Resume,
-        None => SessionSource::Startup,
-    };
-    // Its hooks' events wait in the channel for the first frame.
-    runtime.block_on(agent.start_session(&mut session, source, &sink));
-    let info = RunInfo {
-        model: model.unwrap_or_default(),
-        window,
-        session: session_id.unwrap_or_default(),
-        sandbox: toolbox
-            .sandbox
-            .as_ref()
-            .map_or_else(|| "none".to_owned(), Sandbox::describe),
-        strict_sends,
-    };
-    let preview: Preview = Box::new(move |tool, input| crate::approve::preview(tool, input, &ctx));
-    let mut app = App::new(info, Theme::from_env(), preview);
-    let mut talk = Talk {
-        agent: &agent,
-        session,
-        sink,
-        before: None,
-    };
-    let ended = show(&runtime, &mut app, &mut talk, news);
-    toolbox.shutdown();
-    runtime.shutdown_background();
-    ended
-}
-
-/// Runs the screen until the user quits, the terminal closes or a signal
-/// (SIGTERM, SIGHUP) asks mecha to stop; the terminal is restored on each.
-fn show(
-    runtime: &Runtime,
-    app: &mut App,
-    talk: &mut Talk<'_>,
-    news: UnboundedReceiver<mecha_tui::ToScreen>,
-) -> Result<u8, Failure> {
     let failed = |e: io::Error| Failure::Run(anyhow::anyhow!("the terminal UI failed: {e}"));
     let raw = RawScreen::enter().map_err(failed)?;
-    let mut terminal = Terminal::new(CrosstermBackend::new(io::stdout())).map_err(failed)?;
+    let mut screen = Terminal::new(CrosstermBackend::new(io::stdout())).map_err(failed)?;
+    let (to_screen, news) = unbounded_channel();
     let mut inputs = Inputs {
         agent: news,
         terminal: raw_screen::events().map_err(failed)?,
     };
-    let ended = runtime.block_on(async {
-        tokio::select! {
-            ended = drive(&mut terminal, app, talk, &mut inputs) => Some(ended),
-            () = crate::interrupted() => None,
-        }
-    });
-    drop(terminal);
+    // While the screen is up, a line mecha would write to stderr (a server
+    // that died, a hook that failed) is shown on it instead of tearing it.
+    let diverted = to_screen.clone();
+    output::divert(Some(Box::new(move |text| {
+        let _ = diverted.send(mecha_tui::ToScreen::Notice(text.to_owned()));
+    })));
+    let mut session = Sessions {
+        runtime: &runtime,
+        workspace,
+        options: args.options,
+        to_screen,
+        app: None,
+    };
+    let ended = session.converse(&mut screen, &mut inputs, settings, loaded, reload);
+    output::divert(None);
+    drop(screen);
     drop(raw);
-    match ended {
-        Some(Ok(Exit::Quit | Exit::Closed)) => Ok(0),
-        Some(Err(e)) => Err(failed(e)),
-        None => {
-            // The turn that was running is dropped with its tools; the
-            // session keeps only whole exchanges, as after a Ctrl-C.
-            talk.rewind();
-            Ok(EXIT_INTERRUPTED)
+    // What came after the last frame (or before the first) is not lost.
+    while let Ok(mecha_tui::ToScreen::Notice(text)) = inputs.agent.try_recv() {
+        output::err_line(&text);
+    }
+    runtime.shutdown_background();
+    ended
+}
+
+/// The conversations of one screen, one after another.
+struct Sessions<'a> {
+    runtime: &'a Runtime,
+    workspace: &'a Path,
+    options: RunOptions,
+    to_screen: UnboundedSender<mecha_tui::ToScreen>,
+    /// The screen's state, kept from one conversation to the next.
+    app: Option<App>,
+}
+
+/// How one conversation ended.
+enum Next {
+    /// mecha is done, with this exit code.
+    Done(u8),
+    /// Another conversation: this stored session, or a new one.
+    Switch(Option<Box<Loaded>>),
+}
+
+impl Sessions<'_> {
+    /// Runs conversations until the user quits, the terminal closes or a
+    /// signal (SIGTERM, SIGHUP) asks mecha to stop. Each new one reads the
+    /// configuration afresh.
+    fn converse(
+        &mut self,
+        screen: &mut Screen,
+        inputs: &mut Inputs,
+        settings: Settings,
+        mut loaded: Option<Loaded>,
+        reload: Reload<'_>,
+    ) -> Result<u8, Failure> {
+        let mut settings = Some(settings);
+        loop {
+            let settings = match settings.take() {
+                Some(settings) => settings,
+                None => reload()?,
+            };
+            let strict_sends = settings.block_sends_after_private;
+            let start = Start {
+                command: "tui",
+                resumed: loaded.as_ref(),
+                replay: None,
+                asking: Asking::Modal(self.to_screen.clone()),
+            };
+            let started = self.runtime.block_on(build_agent(
+                settings,
+                &self.options,
+                self.workspace,
+                start,
+            ))?;
+            let next = self.one(screen, inputs, started, loaded.as_ref(), strict_sends);
+            match next? {
+                Next::Done(code) => return Ok(code),
+                Next::Switch(next) => loaded = next.map(|next| *next),
+            }
+        }
+    }
+
+    /// One conversation, on the screen until it ends.
+    fn one(
+        &mut self,
+        screen: &mut Screen,
+        inputs: &mut Inputs,
+        started: Started,
+        loaded: Option<&Loaded>,
+        strict_sends: bool,
+    ) -> Result<Next, Failure> {
+        let Started {
+            agent,
+            toolbox,
+            mut session,
+            model,
+            session_id,
+            window,
+            ctx,
+        } = started;
+        let sink = ChannelSink(self.to_screen.clone());
+        let source = match loaded {
+            Some(_) => SessionSource::Resume,
+            None => SessionSource::Startup,
+        };
+        // Its hooks' events wait in the channel for the first frame.
+        self.runtime
+            .block_on(agent.start_session(&mut session, source, &sink));
+        let info = RunInfo {
+            model: model.unwrap_or_default(),
+            window,
+            session: session_id.clone().unwrap_or_default(),
+            sandbox: toolbox
+                .sandbox
+                .as_ref()
+                .map_or_else(|| "none".to_owned(), Sandbox::describe),
+            strict_sends,
+        };
+        let switched = self.app.is_some();
+        let mut app = match self.app.take() {
+            Some(mut app) => {
+                app.info = info;
+                app
+            }
+            None => {
+                let preview: Preview =
+                    Box::new(move |tool, input| crate::approve::preview(tool, input, &ctx));
+                App::new(info, Theme::from_env(), preview)
+            }
+        };
+        match (loaded, &session_id) {
+            (Some(loaded), _) => {
+                let mut line = session::resumed_line(loaded);
+                if let Some(model) = &self.options.model {
+                    line.push_str(&format!("; the model is {model}"));
+                }
+                app.transcript.notice(NoticeKind::Info, line);
+            }
+            // After /clear: say where the last one went.
+            (None, Some(id)) if switched => app.transcript.notice(
+                NoticeKind::Info,
+                format!("a new session, {id}; the last one is stored (/sessions, /resume ID)"),
+            ),
+            (None, _) => {}
+        }
+        let mut talk = Talk {
+            agent: &agent,
+            toolbox: &toolbox,
+            session,
+            sink,
+            before: None,
+        };
+        let next = loop {
+            let ended = self.runtime.block_on(async {
+                tokio::select! {
+                    ended = drive(screen, &mut app, &mut talk, inputs) => Some(ended),
+                    () = crate::interrupted() => None,
+                }
+            });
+            let switch = match ended {
+                Some(Ok(Exit::Quit | Exit::Closed)) => break Ok(Next::Done(0)),
+                Some(Ok(Exit::Switch(switch))) => switch,
+                Some(Err(e)) => {
+                    break Err(Failure::Run(anyhow::anyhow!("the terminal UI failed: {e}")));
+                }
+                None => {
+                    // The turn that was running is dropped with its tools;
+                    // the session keeps only whole exchanges, as after a
+                    // Ctrl-C.
+                    talk.rewind();
+                    break Ok(Next::Done(EXIT_INTERRUPTED));
+                }
+            };
+            match self.next(switch, session_id.as_deref()) {
+                Ok(next) => break Ok(next),
+                // Nothing changed: this conversation goes on.
+                Err(why) => app.transcript.notice(NoticeKind::Warning, why),
+            }
+        };
+        toolbox.shutdown();
+        self.app = Some(app);
+        next
+    }
+
+    /// The conversation `switch` asks for, checked before this one ends;
+    /// `Err` says why it cannot be had.
+    fn next(&mut self, switch: Switch, current: Option<&str>) -> Result<Next, String> {
+        let load = |id: &str| {
+            session::load(&Resume::Id(id.to_owned()), self.workspace).map_err(|e| match e {
+                Failure::Usage(why) => why,
+                Failure::Run(e) => format!("{e:#}"),
+            })
+        };
+        match switch {
+            Switch::Fresh => Ok(Next::Switch(None)),
+            Switch::Resume(id) => load(&id).map(|l| Next::Switch(l.map(Box::new))),
+            Switch::Model(name) => {
+                let Some(current) = current else {
+                    return Err(
+                        "this session is not stored (the session store could not be \
+                                written), so it cannot go on with another model; /clear starts \
+                                a new one"
+                            .to_owned(),
+                    );
+                };
+                let loaded = load(current)?;
+                self.options.model = Some(name);
+                Ok(Next::Switch(loaded.map(Box::new)))
+            }
         }
     }
 }
@@ -135,16 +287,39 @@ fn show(
 /// The agent and its session, as the screen talks to them.
 struct Talk<'a> {
     agent: &'a Agent,
+    toolbox: &'a Toolbox,
     session: Session,
     sink: ChannelSink,
     /// The session's length before the running prompt, to rewind to.
     before: Option<usize>,
 }
 
+impl Talk<'_> {
+    async fn command(&mut self, command: Slash) -> Reply {
+        match command {
+            Slash::Answer(text) => Reply::Show(text),
+            Slash::Quit => Reply::Quit,
+            Slash::Skills => Reply::Pick(Picker::new(
+                "skills this run carries",
+                slash::skill_items(self.toolbox),
+            )),
+            Slash::Compact => {
+                let asked = self.agent.compact_now(&mut self.session, &self.sink).await;
+                Reply::Show(slash::compacted(&asked))
+            }
+            Slash::Switch(switch) => Reply::Switch(switch),
+        }
+    }
+}
+
 impl Conversation for Talk<'_> {
-    async fn send(&mut self, prompt: &str) -> Result<(), String> {
+    async fn send(&mut self, input: &str) -> Result<Option<Reply>, String> {
+        let command = slash::command(input, Front::Tui, self.agent, &self.session, self.toolbox);
+        if let Some(command) = command {
+            return Ok(Some(self.command(command).await));
+        }
         self.before = Some(self.session.messages.len());
-        let sent = self.agent.send(&mut self.session, prompt, &self.sink).await;
+        let sent = self.agent.send(&mut self.session, input, &self.sink).await;
         match sent {
             Ok(outcome) => {
                 self.before = None;
@@ -152,7 +327,7 @@ impl Conversation for Talk<'_> {
                 // there is none: the screen shows it.
                 let (text, end) = reported(outcome, true);
                 finish_with_notice(&self.sink, &self.session, text, end, false);
-                Ok(())
+                Ok(None)
             }
             Err(e) => {
                 // A turn cut short leaves calls without results, which no
