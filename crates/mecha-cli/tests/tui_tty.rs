@@ -336,3 +336,74 @@ async fn ctrl_c_stops_a_running_sleep_and_the_conversation_goes_on() {
     assert!(sent.contains("go on"), "{sent}");
     assert!(!sent.contains("sleep 1000"), "{sent}");
 }
+
+fn skill(home: &std::path::Path, name: &str, description: &str, body: &str) {
+    let folder = home.join("skills").join(name);
+    std::fs::create_dir_all(&folder).unwrap();
+    let text = format!("---\nname: {name}\ndescription: {description}\n---\n{body}");
+    std::fs::write(folder.join("SKILL.md"), text).unwrap();
+}
+
+#[tokio::test]
+async fn slash_commands_list_tools_pick_a_skill_and_switch_session_and_model() {
+    if !common::have_setsid() {
+        return;
+    }
+    let mut e = common::env();
+    skill(
+        &e.home,
+        "alpha-letter",
+        "Answer a letter.",
+        "1. Check the deadline.\n",
+    );
+    skill(&e.home, "zeta-report", "Write the report.", "Summarise.\n");
+    e.extra_config = "[skills]\ndisabled = [\"zeta-report\"]\n".to_owned();
+    let mock = MockModel::start(vec![MockReply::text("hello"), MockReply::text("again")]).await;
+    let mut tui = Tui::start(&e, &mock, "tui");
+    tui.wait_written(READY).await;
+    tui.type_keys(b"/tools\r");
+    tui.wait_for("tools this run offers").await;
+    tui.wait_for("reads private data").await;
+    tui.type_keys(b"/skills\r");
+    tui.wait_for("[withheld: [skills] disabled in").await;
+    // The carried skill is first; Enter shows its body.
+    tui.type_keys(b"\r");
+    tui.wait_for("Check the deadline").await;
+    tui.type_keys(b"/nope\r");
+    tui.wait_for("/nope is not a command here").await;
+    tui.type_keys(b"/sessions\r");
+    tui.wait_for("/resume ID goes on with one").await;
+    let first_session = std::fs::read_dir(e.home.join("sessions")).unwrap().count();
+    tui.type_keys(b"/clear\r");
+    tui.wait_for("a new session").await;
+    tui.type_keys(b"hi\r");
+    tui.wait_answered("hello").await;
+    tui.type_keys(b"/model other-model\r");
+    tui.wait_for("the model is other-model").await;
+    tui.type_keys(b"more\r");
+    tui.wait_answered("again").await;
+    tui.type_keys(CTRL_C);
+    tui.wait_for("again to quit").await;
+    tui.type_keys(CTRL_C);
+    let ended = tui.end().await;
+    assert!(
+        ended.status.success(),
+        "{:?}: {}",
+        ended.status,
+        ended.screen
+    );
+    // Commands never reached the model; the prompts did, the second on the
+    // new model with the first still in its history.
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert_ne!(requests[0].body["model"], "other-model");
+    assert_eq!(requests[1].body["model"], "other-model");
+    let history = requests[1].body["messages"].to_string();
+    assert!(
+        history.contains("hi") && history.contains("hello"),
+        "{history}"
+    );
+    assert!(!history.contains("/tools"), "{history}");
+    let sessions = std::fs::read_dir(e.home.join("sessions")).unwrap().count();
+    assert!(sessions > first_session, "/clear made no new session");
+}

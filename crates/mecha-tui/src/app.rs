@@ -81,6 +81,13 @@ impl App {
         self.busy
     }
 
+    /// Another conversation took this one's place (`/clear`, `/resume`,
+    /// `/model`): what the status line says of it.
+    pub fn switched(&mut self, info: RunInfo) {
+        self.info = info;
+        self.dirty = true;
+    }
+
     /// The turn ended (answered, failed or interrupted).
     pub fn turn_over(&mut self) {
         self.busy = false;

@@ -192,7 +192,7 @@ impl Sessions<'_> {
         let switched = self.app.is_some();
         let mut app = match self.app.take() {
             Some(mut app) => {
-                app.info = info;
+                app.switched(info);
                 app
             }
             None => {
