@@ -179,6 +179,10 @@ impl App {
             return self.ctrl_c();
         }
         self.quit_armed = false;
+        if key.code == KeyCode::Char('o') && key.modifiers.contains(KeyModifiers::CONTROL) {
+            self.transcript.toggle_details();
+            return Action::None;
+        }
         match key.code {
             KeyCode::PageUp => self.scroll_back = self.scroll_back.saturating_add(10),
             KeyCode::PageDown => self.scroll_back = self.scroll_back.saturating_sub(10),

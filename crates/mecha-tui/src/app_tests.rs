@@ -100,3 +100,31 @@ fn frames_are_due_only_after_a_change() {
     assert!(a.take_dirty());
     assert!(!a.take_dirty());
 }
+
+#[test]
+fn ctrl_o_shows_and_hides_every_call_in_full() {
+    let mut a = app();
+    for id in ["1", "2"] {
+        a.on_agent(ToScreen::Event(Event::ToolCall {
+            id: id.into(),
+            name: "shell".into(),
+            input: json!({"command": "ls"}),
+        }));
+    }
+    let ctrl_o = TermEvent::Key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL));
+    let expanded = |a: &App| {
+        a.transcript
+            .entries()
+            .iter()
+            .filter_map(|e| match e {
+                crate::transcript::Entry::Tool(tool) => Some(tool.expanded),
+                _ => None,
+            })
+            .collect::<Vec<bool>>()
+    };
+    assert_eq!(a.on_terminal(ctrl_o.clone()), Action::None);
+    assert_eq!(expanded(&a), [true, true]);
+    assert!(a.editor.text().is_empty(), "Ctrl-O is not typed");
+    a.on_terminal(ctrl_o);
+    assert_eq!(expanded(&a), [false, false]);
+}

@@ -124,12 +124,22 @@ impl Transcript {
         self.push(Entry::Prompt(text.to_owned()));
     }
 
-    /// Shows or hides the whole input and result of the call `id`.
-    pub fn toggle(&mut self, id: &str) {
-        if let Some(tool) = self.tool_mut(id) {
-            tool.expanded = !tool.expanded;
-            self.revision += 1;
+    /// Shows every call's whole input and result (Ctrl-O), or, when all
+    /// are shown already, hides them again.
+    pub fn toggle_details(&mut self) {
+        let tools = || {
+            self.entries.iter().filter_map(|e| match e {
+                Entry::Tool(tool) => Some(tool),
+                _ => None,
+            })
+        };
+        let expand = tools().any(|tool| !tool.expanded);
+        for entry in &mut self.entries {
+            if let Entry::Tool(tool) = entry {
+                tool.expanded = expand;
+            }
         }
+        self.revision += 1;
     }
 
     /// Folds one event in.

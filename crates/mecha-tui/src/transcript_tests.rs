@@ -271,7 +271,7 @@ fn every_change_moves_the_revision() {
     let after_text = t.revision();
     assert_ne!(before, after_text);
     t.apply(&call("1", "shell"));
-    t.toggle("1");
+    t.toggle_details();
     assert!(tool(&t, 1).expanded);
     assert_ne!(t.revision(), after_text);
 }

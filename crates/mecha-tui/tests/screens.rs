@@ -176,7 +176,7 @@ fn a_refused_call() {
             summary: "refused by mecha's interlock".into(),
         },
     ]);
-    t.toggle("1");
+    t.toggle_details();
     insta::assert_snapshot!(screen(70, 10, &t, &Editor::new(), None).backend());
 }
 
