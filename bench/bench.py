@@ -37,6 +37,9 @@ environment and stdin from /dev/null. Nothing leaves the machine.
                request (bench_sessions.py).
   hooks        wall time per fs_read round with a no-op `pre_tool` hook
                minus without: what a hook adds to one call (bench_hooks.py).
+  tui          `mecha tui` at a pseudo-terminal: its CPU while 10,000
+               tokens stream, minus what `mecha run` spends on the same
+               stream, and its peak memory after 500 turns (bench_tui.py).
 
 Units are decimal: 1 KB = 1000 bytes, 1 MB = 1000 KB. Targets are checked
 against the median (start-up also shows p90). A missed target is reported,
@@ -63,6 +66,7 @@ from bench_sandbox import measure_confined
 from bench_sessions import measure_sessions
 from bench_hooks import measure_hooks
 from bench_skills import measure_skills
+from bench_tui import measure_tui
 
 ROOT = Path(__file__).resolve().parent.parent
 GNU_TIME = "/usr/bin/time"
@@ -76,6 +80,8 @@ TARGETS = {
     "confined_added_ms": 5.0,
     "startup_1000_skills_ms": 50.0,
     "resume_10k_ms": 200.0,
+    "tui_stream_cpu_pct": 5.0,
+    "tui_500_turns_mb": 40.0,
 }
 
 
@@ -422,6 +428,7 @@ def main() -> int:
         skills = measure_skills(h, measure_startup, [10, 100, 1000], max(5, args.runs // 3))
         sessions = measure_sessions(h, max(5, args.runs // 3))
         hooks = measure_hooks(h, cpu_run, max(10, args.rounds // 5), args.repeat)
+        tui = measure_tui(h)
         schema = tools_schema_bytes(h)
     finally:
         h.close()
@@ -456,6 +463,10 @@ def main() -> int:
     resume = sessions["resume"]
     rows.append(("resume a 10,000-message session (median)", f"{resume['median_ms']:.1f} ms",
                  f"{TARGETS['resume_10k_ms']:.0f} ms", verdict(resume["median_ms"], TARGETS["resume_10k_ms"])))
+    rows.append(("TUI's own CPU streaming 10,000 tokens", f"{tui['screen_cpu_pct']:.1f} % of a core",
+                 f"{TARGETS['tui_stream_cpu_pct']:.0f} %", verdict(tui["screen_cpu_pct"], TARGETS["tui_stream_cpu_pct"])))
+    rows.append(("TUI memory after 500 turns (VmHWM)", f"{tui['peak_mb']:.1f} MB",
+                 f"{TARGETS['tui_500_turns_mb']:.0f} MB", verdict(tui["peak_mb"], TARGETS["tui_500_turns_mb"])))
     widths = [max(len(r[i]) for r in rows + [("metric", "mecha", "target", "")]) for i in range(4)]
     line = "  ".join("{:<%d}" % w for w in widths)
     print(line.format("metric", "mecha", "target", "result"))
@@ -491,6 +502,10 @@ def main() -> int:
     if confined:
         print(f"  shell `true` per round: {confined['plain_ms']:.2f} ms unconfined, "
               f"{confined['confined_ms']:.2f} ms under bwrap (medians of {args.repeat})")
+    print(f"  TUI: {tui['tokens']} tokens streamed in {tui['stream_s']:.2f} s took {tui['stream_cpu_s']:.2f} s "
+          f"of CPU ({tui['stream_cpu_pct']:.1f} %), `mecha run` {tui['headless_cpu_s']:.2f} s of it; after "
+          f"{tui['turns']} turns RSS {tui['rss_mb']:.1f} MB, peak {tui['peak_mb']:.1f} MB, "
+          f"{tui['cpu_total_s']:.1f} s of CPU in all, {tui['screen_mb']:.1f} MB written to the terminal")
     print(f"  load average {load_before[0]:.2f} before, {load_after[0]:.2f} after, on {os.cpu_count()} CPUs")
     print()
     print("for the README:")
@@ -511,6 +526,9 @@ def main() -> int:
           f"{resume['median_ms']:.1f} / {resume['p90_ms']:.1f} ms | ≤ 200 ms |")
     print(f"| `mecha sessions show` of it (median / p90) | {show['median_ms']:.1f} / {show['p90_ms']:.1f} ms | |")
     print(f"| time a no-op pre_tool hook adds to one tool call | {hooks['added_ms']:.2f} ms | |")
+    print(f"| the TUI's own CPU while 10,000 tokens stream (2,000 a second) | "
+          f"{tui['screen_cpu_pct']:.1f} % of a core | ≤ 5 % |")
+    print(f"| the TUI's memory after a 500-turn session (peak RSS) | {tui['peak_mb']:.1f} MB | ≤ 40 MB |")
     if confined:
         print(f"| time bwrap adds to one shell call | {confined['added_ms']:.2f} ms | ≤ 5 ms |")
     return 0

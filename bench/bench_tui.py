@@ -5,7 +5,9 @@ speaks Anthropic's streaming format.
 - streaming: one answer of 10,000 one-word deltas, paced at 2,000 a second
   (faster than real models, so the figure is conservative); the CPU mecha
   used while it streamed (utime + stime from /proc) over the wall time of
-  the stream, in per cent of one core.
+  the stream, in per cent of one core. The same stream to `mecha run`
+  (which prints it as it comes) is the agent's share; the difference is
+  the screen's own.
 - long session: 500 prompts typed one after another, each answered with a
   short paragraph; mecha's resident and peak memory after the last
   (VmRSS, VmHWM).
@@ -148,7 +150,7 @@ class Tui:
             key, _, value = line.partition(":")
             status[key] = value.strip()
         kb = lambda key: int(status[key].split()[0])  # noqa: E731
-        return kb("VmRSS") / 1024, kb("VmHWM") / 1024
+        return kb("VmRSS") / 1000, kb("VmHWM") / 1000
 
     def quit(self) -> None:
         self.type(b"\x03")
@@ -171,11 +173,27 @@ def wait(condition, what: str, seconds: float = 60) -> None:
 
 
 def settle(tui: Tui) -> None:
-    """Waits until the screen has been still for a moment."""
+    """Waits until the screen has been still for longer than a frame takes
+    to come (frames are at least 33 ms apart while a turn runs)."""
     last = -1
     while tui.written != last:
         last = tui.written
-        time.sleep(0.02)
+        time.sleep(0.08)
+
+
+def headless(h, home: Path, url: str, server: ModelServer) -> float:
+    """The CPU `mecha run` spends on the same long stream."""
+    server.long = True
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "MECHA_HOME": str(home),
+           "ANTHROPIC_API_KEY": "x", "ANTHROPIC_BASE_URL": url}
+    argv = [str(h.mecha), "-C", str(h.workspace()), "run", "--yes", "stream please"]
+    with open(os.devnull, "wb") as sink:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise BenchError(f"mecha run on the long stream exited with {proc.returncode}")
+    return usage.ru_utime + usage.ru_stime
 
 
 def measure_tui(h) -> dict:
@@ -198,7 +216,8 @@ def measure_tui(h) -> dict:
         time.sleep(0.3)
         stream_s = server.stream_ended - began
         stream_cpu = tui.cpu_s() - cpu_before
-        for n in range(2, TURNS + 1):
+        headless_cpu = headless(h, home, url, server)
+        for n in range(3, TURNS + 2):
             tui.type(f"prompt {n}\r".encode())
             wait(lambda: server.answered >= n, f"answer {n}")
             # The turn ends once the answer is drawn; the next prompt must
@@ -217,6 +236,8 @@ def measure_tui(h) -> dict:
         "stream_s": stream_s,
         "stream_cpu_s": stream_cpu,
         "stream_cpu_pct": 100 * stream_cpu / stream_s,
+        "headless_cpu_s": headless_cpu,
+        "screen_cpu_pct": 100 * (stream_cpu - headless_cpu) / stream_s,
         "turns": TURNS,
         "rss_mb": rss_mb,
         "peak_mb": peak_mb,
@@ -224,16 +245,3 @@ def measure_tui(h) -> dict:
         "screen_mb": tui.written / 1e6,
     }
 
-
-if __name__ == "__main__":
-    import sys
-    import tempfile
-
-    class H:
-        pass
-
-    h = H()
-    h.mecha = Path(sys.argv[1])
-    h.workdir = Path(tempfile.mkdtemp())
-    h.workspace = lambda: Path(tempfile.mkdtemp(dir=h.workdir))
-    print(json.dumps(measure_tui(h), indent=1))

@@ -7,7 +7,8 @@
 # request's size (Anthropic and OpenAI), harness CPU per tool round, four
 # `sleep 1` calls in one turn, start-up with 10/100/1,000 skills, what
 # bwrap adds to a shell call, and showing and resuming a 10,000-message
-# session, and
+# session, the TUI's CPU while a long answer streams and its memory after
+# 500 turns, and
 # prints them against the targets, plus a
 # table to paste into the README. A missed target is not an error; the exit
 # status is non-zero only when something could not be measured.

@@ -52,6 +52,10 @@ pub struct App {
     scroll_back: u16,
     /// Something changed since the last frame.
     dirty: bool,
+    /// What changed is a key's doing or a question: drawn at once, not
+    /// at the next paced frame (a question's end must be seen before it
+    /// can be answered yes).
+    urgent: bool,
 }
 
 impl App {
@@ -69,12 +73,24 @@ impl App {
             quit_armed: false,
             scroll_back: 0,
             dirty: true,
+            urgent: true,
         }
     }
 
     /// Whether a frame is due; true once after each change.
     pub fn take_dirty(&mut self) -> bool {
+        self.urgent = false;
         std::mem::replace(&mut self.dirty, false)
+    }
+
+    /// Whether the next frame should not wait for its turn.
+    pub fn is_urgent(&self) -> bool {
+        self.urgent
+    }
+
+    /// Whether something changed since the last frame.
+    pub fn is_dirty(&self) -> bool {
+        self.dirty
     }
 
     pub fn busy(&self) -> bool {
@@ -119,11 +135,13 @@ impl App {
             question.offer.clone(),
         );
         self.asking = Some((modal, question));
+        self.urgent = true;
     }
 
     /// Something from the terminal.
     pub fn on_terminal(&mut self, event: TermEvent) -> Action {
         self.dirty = true;
+        self.urgent = true;
         match event {
             TermEvent::Key(key) if key.kind != KeyEventKind::Release => self.on_key(key),
             TermEvent::Paste(text) if self.asking.is_none() => {

@@ -22,7 +22,8 @@ const INPUT_CHARS: usize = 60;
 const PROGRESS_SHOWN: usize = 3;
 
 /// Draws the end of `transcript` into `area`, `scroll_back` lines up from
-/// the bottom.
+/// the bottom. Only the newest entries that fill the view are laid out:
+/// a frame costs what the screen shows, not how long the session is.
 pub fn render(
     transcript: &Transcript,
     theme: Theme,
@@ -30,24 +31,41 @@ pub fn render(
     area: Rect,
     buf: &mut Buffer,
 ) {
-    let paragraph = Paragraph::new(lines(transcript, theme)).wrap(Wrap { trim: false });
-    let total = u16::try_from(paragraph.line_count(area.width)).unwrap_or(u16::MAX);
+    let wanted = usize::from(area.height) + usize::from(scroll_back);
+    let mut newest_first: Vec<Vec<Line<'static>>> = Vec::new();
+    let mut rows = 0;
+    for (i, entry) in transcript.entries().iter().enumerate().rev() {
+        let mut lines = Vec::new();
+        // A blank line between entries; a call sits under what asked it.
+        if i > 0 && !matches!(entry, Entry::Tool(_)) {
+            lines.push(Line::default());
+        }
+        entry_lines(entry, theme, &mut lines);
+        // From the entry's end, only as many lines as the view still
+        // needs: a long answer streaming in is not wrapped whole per frame.
+        let mut kept = Vec::new();
+        while rows < wanted {
+            let Some(line) = lines.pop() else { break };
+            rows += Paragraph::new(vec![line.clone()])
+                .wrap(Wrap { trim: false })
+                .line_count(area.width);
+            kept.push(line);
+        }
+        kept.reverse();
+        newest_first.push(kept);
+        if rows >= wanted {
+            break;
+        }
+    }
+    let lines: Vec<Line<'static>> = newest_first.into_iter().rev().flatten().collect();
+    let total = u16::try_from(rows).unwrap_or(u16::MAX);
     let top = total
         .saturating_sub(area.height)
         .saturating_sub(scroll_back);
-    paragraph.scroll((top, 0)).render(area, buf);
-}
-
-/// Every entry as lines, a blank line between entries.
-pub fn lines(transcript: &Transcript, theme: Theme) -> Vec<Line<'static>> {
-    let mut out = Vec::new();
-    for entry in transcript.entries() {
-        if !out.is_empty() && !matches!(entry, Entry::Tool(_)) {
-            out.push(Line::default());
-        }
-        entry_lines(entry, theme, &mut out);
-    }
-    out
+    Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .scroll((top, 0))
+        .render(area, buf);
 }
 
 fn entry_lines(entry: &Entry, theme: Theme, out: &mut Vec<Line<'static>>) {

@@ -9,6 +9,9 @@
 
 use std::future::Future;
 use std::pin::pin;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use crossterm::event::Event as TermEvent;
 use ratatui::Terminal;
@@ -112,13 +115,15 @@ async fn turn<B: Backend, C: Conversation>(
     inputs: &mut Inputs,
     prompt: &str,
 ) -> Result<Option<Exit>, B::Error> {
+    let mut pace = Pace::default();
     let (ended, exit) = {
         let mut send = pin!(conversation.send(prompt));
         loop {
-            draw(terminal, app)?;
+            let later = pace.draw(terminal, app)?;
             tokio::select! {
                 biased;
                 outcome = &mut send => break (Some(outcome), None),
+                () = tokio::time::sleep_until(later.unwrap_or_else(Instant::now)), if later.is_some() => {}
                 Some(message) = inputs.agent.recv() => app.on_agent(message),
                 event = inputs.terminal.recv() => match event.map(|e| app.on_terminal(e)) {
                     Some(Action::Interrupt) => break (None, None),
@@ -164,6 +169,41 @@ fn answered(app: &mut App, reply: Reply) -> Option<Exit> {
         Reply::Switch(switch) => return Some(Exit::Switch(switch)),
     }
     None
+}
+
+/// The shortest time between two frames while a turn runs: a model streams
+/// hundreds of deltas a second, and a frame for each would spend a core on
+/// drawing what nobody can read that fast.
+const FRAME: Duration = Duration::from_millis(33);
+
+/// When the last frame was drawn.
+#[derive(Default)]
+struct Pace {
+    last: Option<Instant>,
+}
+
+impl Pace {
+    /// Draws if something changed and a frame is due; `Some`: something
+    /// changed, and the frame is due then.
+    fn draw<B: Backend>(
+        &mut self,
+        terminal: &mut Terminal<B>,
+        app: &mut App,
+    ) -> Result<Option<Instant>, B::Error> {
+        if !app.is_dirty() {
+            return Ok(None);
+        }
+        let now = Instant::now();
+        if let Some(due) = self.last.map(|last| last + FRAME)
+            && now < due
+            && !app.is_urgent()
+        {
+            return Ok(Some(due));
+        }
+        draw(terminal, app)?;
+        self.last = Some(now);
+        Ok(None)
+    }
 }
 
 fn draw<B: Backend>(terminal: &mut Terminal<B>, app: &mut App) -> Result<(), B::Error> {
