@@ -40,7 +40,7 @@ pub fn render(
         if i > 0 && !matches!(entry, Entry::Tool(_)) {
             lines.push(Line::default());
         }
-        entry_lines(entry, theme, &mut lines);
+        entry_lines(entry, theme, wanted - rows, &mut lines);
         // From the entry's end, only as many lines as the view still
         // needs: a long answer streaming in is not wrapped whole per frame.
         let mut kept = Vec::new();
@@ -68,7 +68,8 @@ pub fn render(
         .render(area, buf);
 }
 
-fn entry_lines(entry: &Entry, theme: Theme, out: &mut Vec<Line<'static>>) {
+/// `wanted`: how many lines of its end the view needs at least.
+fn entry_lines(entry: &Entry, theme: Theme, wanted: usize, out: &mut Vec<Line<'static>>) {
     match entry {
         Entry::Prompt(text) => {
             for (i, line) in text.split('\n').enumerate() {
@@ -80,9 +81,11 @@ fn entry_lines(entry: &Entry, theme: Theme, out: &mut Vec<Line<'static>>) {
             }
         }
         Entry::Answer { text, streaming } => {
-            out.extend(markdown::render(text, theme));
             if *streaming {
+                out.extend(markdown::render_tail(text, theme, wanted));
                 out.push(Line::styled("…", theme.dim()));
+            } else {
+                out.extend(markdown::render(text, theme));
             }
         }
         Entry::Thinking => out.push(Line::styled("thinking…", theme.dim())),

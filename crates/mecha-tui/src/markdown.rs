@@ -15,6 +15,41 @@ use ratatui::text::{Line, Span};
 use crate::escape;
 use crate::theme::Theme;
 
+/// The end of `text` as lines, at least `wanted` of them when the text has
+/// that many: only the blocks after a paragraph break (outside a code
+/// fence) that are needed, so an answer still streaming costs a frame what
+/// the screen shows of it, not its whole length.
+pub fn render_tail(text: &str, theme: Theme, wanted: usize) -> Vec<Line<'static>> {
+    for start in block_starts(text).into_iter().rev() {
+        let lines = render(&text[start..], theme);
+        if start == 0 || lines.len() >= wanted {
+            return lines;
+        }
+    }
+    render(text, theme)
+}
+
+/// Where each top-level block may start: 0, and after every blank line
+/// that is not inside a fenced code block.
+fn block_starts(text: &str) -> Vec<usize> {
+    let mut starts = vec![0];
+    let mut fenced = false;
+    let mut offset = 0;
+    let mut blank_before = false;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if blank_before && !fenced && !line.starts_with([' ', '\t']) {
+            starts.push(offset);
+        }
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            fenced = !fenced;
+        }
+        blank_before = line.trim().is_empty();
+        offset += line.len();
+    }
+    starts
+}
+
 /// `text` as lines for the screen; every piece of it through the escaper.
 pub fn render(text: &str, theme: Theme) -> Vec<Line<'static>> {
     let mut r = Renderer {
@@ -225,6 +260,34 @@ mod tests {
             .iter()
             .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
             .collect()
+    }
+
+    fn texts(lines: &[Line<'_>]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn the_tail_of_a_long_answer_is_the_end_of_the_whole_and_no_more_than_needed() {
+        let md: String = (0..200).map(|i| format!("paragraph {i}\n\n")).collect();
+        let whole = plain(&md);
+        let tail = texts(&render_tail(&md, Theme::new(false), 5));
+        assert!(tail.len() >= 5 && tail.len() < 20, "{}", tail.len());
+        assert_eq!(tail[..], whole[whole.len() - tail.len()..]);
+    }
+
+    #[test]
+    fn the_tail_never_starts_inside_a_fenced_block() {
+        let md = "intro\n\n```\ncode one\n\ncode two\n\ncode three\n```\n";
+        let tail = texts(&render_tail(md, Theme::new(false), 2));
+        // Cut at a blank line in the fence, `code three` would be a
+        // paragraph and the closing fence would open a new block.
+        assert_eq!(
+            tail,
+            plain("```\ncode one\n\ncode two\n\ncode three\n```\n")
+        );
     }
 
     #[test]
