@@ -1,18 +1,29 @@
 //! Where each part goes: the transcript above, the prompt editor below it,
-//! the status line at the bottom, and an approval question over all of
-//! them. Nothing is drawn here; each part draws itself.
+//! the status line at the bottom, and a question (an approval, or the
+//! model's `ask_user`) over all of them. Nothing is drawn here; each part
+//! draws itself.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout};
 use ratatui::text::Line;
 use ratatui::widgets::Widget;
 
+use crate::asking::AskUserModal;
 use crate::editor::Editor;
 use crate::history;
 use crate::modal::Approval;
 use crate::status::{self, RunInfo};
 use crate::theme::Theme;
 use crate::transcript::Transcript;
+
+/// A question over the screen.
+#[derive(Debug)]
+pub enum Modal<'a> {
+    /// May this call run?
+    Approval(&'a mut Approval),
+    /// The model asks (`ask_user`); the answer is typed in it.
+    AskUser(&'a mut AskUserModal),
+}
 
 /// Everything one frame shows.
 #[derive(Debug)]
@@ -21,7 +32,7 @@ pub struct View<'a> {
     pub editor: &'a Editor,
     pub info: &'a RunInfo,
     /// The question being asked, if one is.
-    pub approval: Option<&'a mut Approval>,
+    pub modal: Option<Modal<'a>>,
     /// Lines scrolled back from the transcript's end.
     pub scroll_back: u16,
     pub theme: Theme,
@@ -59,8 +70,13 @@ pub fn draw(frame: &mut Frame<'_>, view: View<'_>) {
             buf,
         ),
     }
-    match view.approval {
-        Some(approval) => approval.render(view.theme, transcript.union(editor), frame.buffer_mut()),
+    let over = transcript.union(editor);
+    match view.modal {
+        Some(Modal::Approval(approval)) => approval.render(view.theme, over, frame.buffer_mut()),
+        Some(Modal::AskUser(asking)) => {
+            let cursor = asking.render(view.theme, over, frame.buffer_mut());
+            frame.set_cursor_position(cursor);
+        }
         None => frame.set_cursor_position(cursor),
     }
 }

@@ -4,7 +4,7 @@
 
 use mecha_agent::{Event, GateStage, GateVerdict, RunEnd};
 use mecha_core::{StopReason, Taint, Usage};
-use mecha_tui::{Approval, Editor, Offer, RunInfo, Theme, Transcript, View, draw};
+use mecha_tui::{Approval, Editor, Modal, Offer, RunInfo, Theme, Transcript, View, draw};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::style::Color;
@@ -97,7 +97,7 @@ fn screen_with(
                     transcript,
                     editor,
                     info,
-                    approval,
+                    modal: approval.map(Modal::Approval),
                     scroll_back: 0,
                     theme,
                     hint: None,
