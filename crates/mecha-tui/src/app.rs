@@ -226,13 +226,21 @@ impl Asked {
     fn key(self, key: KeyEvent, ctrl_c: bool) -> Option<Self> {
         match self {
             Self::Approval(mut modal, question) => {
-                match if ctrl_c { Some(Answer::No) } else { modal.key(key) } {
+                match if ctrl_c {
+                    Some(Answer::No)
+                } else {
+                    modal.key(key)
+                } {
                     Some(answer) => question.answer(answer),
                     None => return Some(Self::Approval(modal, question)),
                 }
             }
             Self::User(mut modal, question) => {
-                match if ctrl_c { Some(Reply::Declined) } else { modal.key(key) } {
+                match if ctrl_c {
+                    Some(Reply::Declined)
+                } else {
+                    modal.key(key)
+                } {
                     Some(Reply::Answer(answer)) => question.answer(Some(answer)),
                     Some(Reply::Declined) => question.answer(None),
                     None => return Some(Self::User(modal, question)),

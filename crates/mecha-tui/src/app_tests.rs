@@ -162,8 +162,12 @@ async fn ctrl_c_at_the_models_question_declines_it_and_stops_the_turn() {
 async fn approvals_and_the_models_questions_queue_in_the_order_they_came() {
     let mut a = app();
     let input = json!({"command": "ls"});
-    let (approval, approved) =
-        Question::new(None, "shell", &input, Offer::for_call("shell", &input, None));
+    let (approval, approved) = Question::new(
+        None,
+        "shell",
+        &input,
+        Offer::for_call("shell", &input, None),
+    );
     let (first, first_answer) = UserQuestion::new("which colour?");
     let (second, second_answer) = UserQuestion::new("which size?");
     a.on_agent(ToScreen::AskUser(first));

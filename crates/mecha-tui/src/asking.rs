@@ -93,7 +93,10 @@ impl AskUserModal {
     }
 
     fn lines(&self) -> Vec<Line<'_>> {
-        self.question.iter().map(|l| Line::raw(l.as_str())).collect()
+        self.question
+            .iter()
+            .map(|l| Line::raw(l.as_str()))
+            .collect()
     }
 
     /// Draws the modal over the middle of `area`; returns where the
@@ -102,7 +105,7 @@ impl AskUserModal {
         self.rows = usize::from(frame::rows(self.lines(), area));
         let wanted = u16::try_from(self.rows).unwrap_or(u16::MAX);
         let help = Line::styled(
-            "Enter answers · Alt-Enter or Ctrl-J: new line · Esc declines",
+            "Enter answers · Alt-Enter/Ctrl-J: new line · Esc declines",
             theme.dim(),
         );
         let help_rows = frame::rows(vec![help.clone()], area);

@@ -19,11 +19,7 @@ fn drawn(m: &mut AskUserModal, width: u16, height: u16) -> Vec<String> {
     let mut buf = Buffer::empty(Rect::new(0, 0, width, height));
     m.render(Theme::new(false), buf.area, &mut buf);
     (0..height)
-        .map(|y| {
-            (0..width)
-                .map(|x| buf[(x, y)].symbol())
-                .collect::<String>()
-        })
+        .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>())
         .collect()
 }
 
@@ -69,7 +65,10 @@ fn a_long_question_scrolls_by_page_and_says_what_is_below() {
     let rows = drawn(&mut m, 40, 12);
     let text = rows.join("\n");
     assert!(text.contains("point 1 "), "{text}");
-    assert!(text.contains("more line(s) of the question below"), "{text}");
+    assert!(
+        text.contains("more line(s) of the question below"),
+        "{text}"
+    );
     assert!(!text.contains("point 50"), "{text}");
     for _ in 0..20 {
         m.key(key(KeyCode::PageDown));
@@ -83,7 +82,10 @@ fn a_long_question_scrolls_by_page_and_says_what_is_below() {
 
 #[test]
 fn a_huge_question_is_cut_with_a_note_and_escapes_are_shown_not_obeyed() {
-    let question = format!("\u{1b}[2J\u{1b}]52;c;cGF5bG9hZA==\u{7}{}", "é".repeat(20_000));
+    let question = format!(
+        "\u{1b}[2J\u{1b}]52;c;cGF5bG9hZA==\u{7}{}",
+        "é".repeat(20_000)
+    );
     let m = AskUserModal::new(&question);
     let shown: usize = m.question.iter().map(String::len).sum();
     assert!(shown < MAX_QUESTION_BYTES + 200, "{shown}");

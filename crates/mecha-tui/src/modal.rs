@@ -144,8 +144,7 @@ impl Approval {
             Constraint::Length(footer_rows.min(inner.height)),
         ])
         .areas(inner);
-        self.scroll
-            .shown(usize::from(body.height), self.body.len());
+        self.scroll.shown(usize::from(body.height), self.body.len());
         let lines: Vec<Line<'_>> = self
             .body
             .iter()
