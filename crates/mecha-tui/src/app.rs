@@ -226,21 +226,23 @@ impl Asked {
     fn key(self, key: KeyEvent, ctrl_c: bool) -> Option<Self> {
         match self {
             Self::Approval(mut modal, question) => {
-                match if ctrl_c {
+                let answer = if ctrl_c {
                     Some(Answer::No)
                 } else {
                     modal.key(key)
-                } {
+                };
+                match answer {
                     Some(answer) => question.answer(answer),
                     None => return Some(Self::Approval(modal, question)),
                 }
             }
             Self::User(mut modal, question) => {
-                match if ctrl_c {
+                let reply = if ctrl_c {
                     Some(Reply::Declined)
                 } else {
                     modal.key(key)
-                } {
+                };
+                match reply {
                     Some(Reply::Answer(answer)) => question.answer(Some(answer)),
                     Some(Reply::Declined) => question.answer(None),
                     None => return Some(Self::User(modal, question)),

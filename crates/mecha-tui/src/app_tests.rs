@@ -107,50 +107,51 @@ fn draw(a: &mut App) {
     terminal.draw(|f| a.draw(f)).unwrap();
 }
 
-#[tokio::test]
-async fn the_models_question_takes_the_keys_and_enter_answers_it() {
+#[test]
+fn the_models_question_takes_the_keys_and_enter_answers_it() {
     let mut a = app();
     typed(&mut a, "x");
     a.on_terminal(key(KeyCode::Enter));
     typed(&mut a, "draft");
-    let (asked, answer) = UserQuestion::new("which colour?");
+    let (asked, mut answer) = UserQuestion::new("which colour?");
     a.on_agent(ToScreen::AskUser(asked));
     draw(&mut a);
     typed(&mut a, "blux");
     a.on_terminal(key(KeyCode::Backspace));
     a.on_terminal(TermEvent::Paste("e\nish".into()));
     assert_eq!(a.on_terminal(key(KeyCode::Enter)), Action::None);
-    assert_eq!(answer.await.unwrap().as_deref(), Some("blue\nish"));
+    assert_eq!(answer.try_recv().unwrap().as_deref(), Some("blue\nish"));
     assert_eq!(a.editor.text(), "draft", "the answer went to the prompt");
     // Gone: keys are the prompt's again.
     typed(&mut a, "!");
     assert_eq!(a.editor.text(), "draft!");
 }
 
-#[tokio::test]
-async fn esc_declines_the_models_question() {
+#[test]
+fn esc_declines_the_models_question() {
     let mut a = app();
-    let (asked, answer) = UserQuestion::new("which colour?");
+    let (asked, mut answer) = UserQuestion::new("which colour?");
     a.on_agent(ToScreen::AskUser(asked));
     typed(&mut a, "bl");
     assert_eq!(a.on_terminal(key(KeyCode::Esc)), Action::None);
-    assert_eq!(answer.await.unwrap(), None);
+    assert_eq!(answer.try_recv().unwrap(), None);
 }
 
-#[tokio::test]
-async fn ctrl_c_at_the_models_question_declines_it_and_stops_the_turn() {
+#[test]
+fn ctrl_c_at_the_models_question_declines_it_and_stops_the_turn() {
     let mut a = app();
     typed(&mut a, "x");
     a.on_terminal(key(KeyCode::Enter));
-    let (first, first_answer) = UserQuestion::new("which colour?");
+    let (first, mut first_answer) = UserQuestion::new("which colour?");
     let (second, mut second_answer) = UserQuestion::new("which size?");
     a.on_agent(ToScreen::AskUser(first));
     a.on_agent(ToScreen::AskUser(second));
     assert_eq!(a.on_terminal(ctrl_c()), Action::Interrupt);
-    assert_eq!(first_answer.await.unwrap(), None);
-    assert!(
-        second_answer.try_recv().is_err(),
-        "the queued question was answered"
+    assert_eq!(first_answer.try_recv().unwrap(), None);
+    assert_eq!(
+        second_answer.try_recv(),
+        Err(tokio::sync::oneshot::error::TryRecvError::Closed),
+        "the queued question still waits for an answer"
     );
     // The queued one went with the turn: keys reach the prompt.
     a.turn_over();
@@ -158,35 +159,35 @@ async fn ctrl_c_at_the_models_question_declines_it_and_stops_the_turn() {
     assert_eq!(a.editor.text(), "next");
 }
 
-#[tokio::test]
-async fn approvals_and_the_models_questions_queue_in_the_order_they_came() {
+#[test]
+fn approvals_and_the_models_questions_queue_in_the_order_they_came() {
     let mut a = app();
     let input = json!({"command": "ls"});
-    let (approval, approved) = Question::new(
+    let (approval, mut approved) = Question::new(
         None,
         "shell",
         &input,
         Offer::for_call("shell", &input, None),
     );
-    let (first, first_answer) = UserQuestion::new("which colour?");
-    let (second, second_answer) = UserQuestion::new("which size?");
+    let (first, mut first_answer) = UserQuestion::new("which colour?");
+    let (second, mut second_answer) = UserQuestion::new("which size?");
     a.on_agent(ToScreen::AskUser(first));
     a.on_agent(ToScreen::Ask(approval));
     a.on_agent(ToScreen::AskUser(second));
     draw(&mut a);
     typed(&mut a, "y");
     a.on_terminal(key(KeyCode::Enter));
-    assert_eq!(first_answer.await.unwrap().as_deref(), Some("y"));
+    assert_eq!(first_answer.try_recv().unwrap().as_deref(), Some("y"));
     draw(&mut a);
     a.on_terminal(key(KeyCode::Char('y')));
-    assert_eq!(approved.await.unwrap(), Answer::Yes);
+    assert_eq!(approved.try_recv().unwrap(), Answer::Yes);
     typed(&mut a, "large");
     a.on_terminal(key(KeyCode::Enter));
-    assert_eq!(second_answer.await.unwrap().as_deref(), Some("large"));
+    assert_eq!(second_answer.try_recv().unwrap().as_deref(), Some("large"));
 }
 
-#[tokio::test]
-async fn a_question_whose_call_was_dropped_is_not_shown() {
+#[test]
+fn a_question_whose_call_was_dropped_is_not_shown() {
     let mut a = app();
     let (first, _first_answer) = UserQuestion::new("which colour?");
     let (gone, gone_answer) = UserQuestion::new("which size?");
