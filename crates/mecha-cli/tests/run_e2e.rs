@@ -217,6 +217,41 @@ async fn plan_mode_sends_only_read_only_tools() {
     );
 }
 
+/// `ask_user` blocks on someone at the screen: a run, a headless run and a
+/// chat on a pipe have nobody there, so the model is never offered it.
+#[tokio::test]
+async fn ask_user_is_offered_only_in_the_terminal_ui() {
+    let e = env();
+    let mock = MockModel::start(vec![
+        MockReply::text("one"),
+        MockReply::text("two"),
+        MockReply::text("three"),
+    ])
+    .await;
+    e.run(Api::Anthropic, &mock, "k", &["go"]).await;
+    e.run(
+        Api::Anthropic,
+        &mock,
+        "k",
+        &["--output-format", "stream-json", "go"],
+    )
+    .await;
+    e.mecha(Api::Anthropic, &mock, "k", "chat", &[], "go\n")
+        .await;
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3);
+    for request in &requests {
+        let names: Vec<&str> = request.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert!(names.contains(&"fs_read"), "{names:?}");
+        assert!(!names.contains(&"ask_user"), "{names:?}");
+    }
+}
+
 #[tokio::test]
 async fn stream_json_prints_one_event_per_line() {
     let e = env();

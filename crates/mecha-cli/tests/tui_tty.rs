@@ -1,6 +1,7 @@
 //! `mecha tui` at a real terminal (a pseudo-terminal with mecha as its
 //! session leader): a prompt typed and answered on the screen, a call approved
-//! in the modal, Ctrl-C twice to quit, and the terminal restored after.
+//! in the modal, the model's `ask_user` question answered in its modal,
+//! Ctrl-C twice to quit, and the terminal restored after.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -227,6 +228,60 @@ async fn mecha_alone_at_a_terminal_opens_the_tui_and_a_call_is_approved_in_the_m
     );
     assert_restored(&ended);
     assert_eq!(mock.requests().len(), 2);
+}
+
+/// The names of the tools offered in a request (Anthropic's shape).
+fn offered(body: &serde_json::Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_model_asks_in_a_modal_and_the_typed_answer_is_the_result() {
+    if !common::have_setsid() {
+        return;
+    }
+    let e = common::env();
+    let mock = MockModel::start(vec![
+        common::tool_turn(&[("ask_user", serde_json::json!({"question": "which colour?"}))]),
+        MockReply::text("blue it is"),
+    ])
+    .await;
+    let mut tui = Tui::start(&e, &mock, "tui");
+    tui.wait_written(READY).await;
+    tui.type_keys(b"paint it\r");
+    // The modal's title: the call's own line shows the question too.
+    tui.wait_for("mecha asks you").await;
+    tui.wait_for("which colour?").await;
+    tui.type_keys(b"blue\r");
+    tui.wait_answered("blue it is").await;
+    tui.type_keys(CTRL_C);
+    tui.wait_for("again to quit").await;
+    tui.type_keys(CTRL_C);
+    let ended = tui.end().await;
+    assert!(
+        ended.status.success(),
+        "{:?}: {}",
+        ended.status,
+        ended.screen
+    );
+    assert_restored(&ended);
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(
+        offered(&requests[0].body).contains(&"ask_user".to_owned()),
+        "{:?}",
+        offered(&requests[0].body)
+    );
+    assert_eq!(
+        common::results_in(&mock, 1),
+        [("blue".to_owned(), false)],
+        "the answer is the call's result"
+    );
 }
 
 /// The live processes whose parent is `pid` (a zombie has ended, and

@@ -3,15 +3,19 @@
 //! the terminal and the agent's task are [`crate::run`]'s, so every
 //! reaction here is tested without either.
 
+use std::collections::VecDeque;
+
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::Frame;
 use serde_json::Value;
 
+use crate::ask_user::UserQuestion;
+use crate::asking::{AskUserModal, Typed};
 use crate::bridge::{Question, ToScreen};
 use crate::editor::{Edit, Editor};
 use crate::modal::{Answer, Approval};
 use crate::picker::{Picked, Picker};
-use crate::screen::{self, View};
+use crate::screen::{self, Modal, View};
 use crate::status::RunInfo;
 use crate::theme::Theme;
 use crate::transcript::{NoticeKind, Transcript};
@@ -39,10 +43,10 @@ pub struct App {
     theme: Theme,
     preview: Preview,
     /// The question on screen, with the asker waiting for its answer.
-    asking: Option<(Approval, Question)>,
+    asking: Option<Asked>,
     /// Questions that came while another was on screen (parallel
-    /// subagents ask at once), asked in turn.
-    queued: Vec<Question>,
+    /// subagents, or parallel `ask_user` calls, ask at once), asked in turn.
+    queued: VecDeque<Waiting>,
     /// A list on screen (`/skills`), until picked from or closed.
     picking: Option<Picker>,
     /// A turn is running.
@@ -67,7 +71,7 @@ impl App {
             theme,
             preview,
             asking: None,
-            queued: Vec::new(),
+            queued: VecDeque::new(),
             picking: None,
             busy: false,
             quit_armed: false,
@@ -116,26 +120,36 @@ impl App {
         match message {
             ToScreen::Event(event) => self.transcript.apply(&event),
             ToScreen::Notice(text) => self.transcript.notice(NoticeKind::Warning, text),
-            ToScreen::Ask(question) => {
-                if self.asking.is_some() {
-                    self.queued.push(question);
-                } else {
-                    self.show(question);
-                }
-            }
+            ToScreen::Ask(question) => self.queue(Waiting::Approval(question)),
+            ToScreen::AskUser(question) => self.queue(Waiting::User(question)),
         }
     }
 
-    fn show(&mut self, question: Question) {
-        let body = (self.preview)(&question.tool, &question.input);
-        let modal = Approval::new(
-            question.who.as_deref(),
-            &question.tool,
-            &body,
-            question.offer.clone(),
-        );
-        self.asking = Some((modal, question));
-        self.urgent = true;
+    fn queue(&mut self, question: Waiting) {
+        self.queued.push_back(question);
+        if self.asking.is_none() {
+            self.show_next();
+        }
+    }
+
+    /// Shows the next question someone still waits for: one whose call
+    /// was dropped with an interrupted turn has nobody to answer.
+    fn show_next(&mut self) {
+        while let Some(question) = self.queued.pop_front() {
+            self.asking = match question {
+                Waiting::Approval(q) if !q.abandoned() => {
+                    let body = (self.preview)(&q.tool, &q.input);
+                    let modal = Approval::new(q.who.as_deref(), &q.tool, &body, q.offer.clone());
+                    Some(Asked::Approval(modal, q))
+                }
+                Waiting::User(q) if !q.abandoned() => {
+                    Some(Asked::User(AskUserModal::new(&q.question), q))
+                }
+                Waiting::Approval(_) | Waiting::User(_) => continue,
+            };
+            self.urgent = true;
+            return;
+        }
     }
 
     /// Something from the terminal.
@@ -144,8 +158,12 @@ impl App {
         self.urgent = true;
         match event {
             TermEvent::Key(key) if key.kind != KeyEventKind::Release => self.on_key(key),
-            TermEvent::Paste(text) if self.asking.is_none() => {
-                self.editor.paste(&text);
+            TermEvent::Paste(text) => {
+                match &mut self.asking {
+                    None => self.editor.paste(&text),
+                    Some(Asked::User(modal, _)) => modal.paste(&text),
+                    Some(Asked::Approval(..)) => {}
+                }
                 Action::None
             }
             _ => Action::None,
@@ -155,27 +173,17 @@ impl App {
     fn on_key(&mut self, key: KeyEvent) -> Action {
         let ctrl_c =
             key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
-        if let Some((modal, _)) = &mut self.asking {
-            // Ctrl-C at a question is a no, and the turn stops too.
-            let answer = if ctrl_c {
-                Some(Answer::No)
-            } else {
-                modal.key(key)
-            };
-            if let Some(answer) = answer {
-                if let Some((_, question)) = self.asking.take() {
-                    question.answer(answer);
-                }
-                if !self.queued.is_empty() {
-                    let next = self.queued.remove(0);
-                    self.show(next);
-                }
+        if let Some(asked) = self.asking.take() {
+            self.asking = asked.key(key, ctrl_c);
+            if ctrl_c {
+                // The turn stops, and with it every call still waiting.
+                self.queued.clear();
+                return Action::Interrupt;
             }
-            return if ctrl_c {
-                Action::Interrupt
-            } else {
-                Action::None
-            };
+            if self.asking.is_none() {
+                self.show_next();
+            }
+            return Action::None;
         }
         if let Some(picker) = &mut self.picking {
             let picked = if ctrl_c {
@@ -253,7 +261,7 @@ impl App {
                 transcript: &self.transcript,
                 editor: &self.editor,
                 info: &self.info,
-                approval: self.asking.as_mut().map(|(modal, _)| modal),
+                modal: self.asking.as_mut().map(Asked::modal),
                 picker: self.picking.as_mut(),
                 scroll_back: self.scroll_back,
                 theme: self.theme,
@@ -261,6 +269,58 @@ impl App {
             },
         );
     }
+}
+
+/// A question on screen, with whoever waits for its answer.
+enum Asked {
+    Approval(Approval, Question),
+    User(AskUserModal, UserQuestion),
+}
+
+impl Asked {
+    /// A key; the question still on screen, or `None` once it was answered.
+    /// Ctrl-C is a no to an approval and declines the model's question.
+    fn key(self, key: KeyEvent, ctrl_c: bool) -> Option<Self> {
+        match self {
+            Self::Approval(mut modal, question) => {
+                let answer = if ctrl_c {
+                    Some(Answer::No)
+                } else {
+                    modal.key(key)
+                };
+                match answer {
+                    Some(answer) => question.answer(answer),
+                    None => return Some(Self::Approval(modal, question)),
+                }
+            }
+            Self::User(mut modal, question) => {
+                let reply = if ctrl_c {
+                    Some(Typed::Declined)
+                } else {
+                    modal.key(key)
+                };
+                match reply {
+                    Some(Typed::Answer(answer)) => question.answer(Some(answer)),
+                    Some(Typed::Declined) => question.answer(None),
+                    None => return Some(Self::User(modal, question)),
+                }
+            }
+        }
+        None
+    }
+
+    fn modal(&mut self) -> Modal<'_> {
+        match self {
+            Self::Approval(modal, _) => Modal::Approval(modal),
+            Self::User(modal, _) => Modal::AskUser(modal),
+        }
+    }
+}
+
+/// A question waiting for the one on screen to be answered.
+enum Waiting {
+    Approval(Question),
+    User(UserQuestion),
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use mecha_agent::Event;
 use serde_json::json;
 
 use super::*;
+use crate::ask_user::UserQuestion;
 use crate::modal::Offer;
 
 fn app() -> App {
@@ -127,4 +128,101 @@ fn ctrl_o_shows_and_hides_every_call_in_full() {
     assert!(a.editor.text().is_empty(), "Ctrl-O is not typed");
     a.on_terminal(ctrl_o);
     assert_eq!(expanded(&a), [false, false]);
+}
+
+fn draw(a: &mut App) {
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(60, 12)).unwrap();
+    terminal.draw(|f| a.draw(f)).unwrap();
+}
+
+#[test]
+fn the_models_question_takes_the_keys_and_enter_answers_it() {
+    let mut a = app();
+    typed(&mut a, "x");
+    a.on_terminal(key(KeyCode::Enter));
+    typed(&mut a, "draft");
+    let (asked, mut answer) = UserQuestion::new("which colour?");
+    a.on_agent(ToScreen::AskUser(asked));
+    draw(&mut a);
+    typed(&mut a, "blux");
+    a.on_terminal(key(KeyCode::Backspace));
+    a.on_terminal(TermEvent::Paste("e\nish".into()));
+    assert_eq!(a.on_terminal(key(KeyCode::Enter)), Action::None);
+    assert_eq!(answer.try_recv().unwrap().as_deref(), Some("blue\nish"));
+    assert_eq!(a.editor.text(), "draft", "the answer went to the prompt");
+    // Gone: keys are the prompt's again.
+    typed(&mut a, "!");
+    assert_eq!(a.editor.text(), "draft!");
+}
+
+#[test]
+fn esc_declines_the_models_question() {
+    let mut a = app();
+    let (asked, mut answer) = UserQuestion::new("which colour?");
+    a.on_agent(ToScreen::AskUser(asked));
+    typed(&mut a, "bl");
+    assert_eq!(a.on_terminal(key(KeyCode::Esc)), Action::None);
+    assert_eq!(answer.try_recv().unwrap(), None);
+}
+
+#[test]
+fn ctrl_c_at_the_models_question_declines_it_and_stops_the_turn() {
+    let mut a = app();
+    typed(&mut a, "x");
+    a.on_terminal(key(KeyCode::Enter));
+    let (first, mut first_answer) = UserQuestion::new("which colour?");
+    let (second, mut second_answer) = UserQuestion::new("which size?");
+    a.on_agent(ToScreen::AskUser(first));
+    a.on_agent(ToScreen::AskUser(second));
+    assert_eq!(a.on_terminal(ctrl_c()), Action::Interrupt);
+    assert_eq!(first_answer.try_recv().unwrap(), None);
+    assert_eq!(
+        second_answer.try_recv(),
+        Err(tokio::sync::oneshot::error::TryRecvError::Closed),
+        "the queued question still waits for an answer"
+    );
+    // The queued one went with the turn: keys reach the prompt.
+    a.turn_over();
+    typed(&mut a, "next");
+    assert_eq!(a.editor.text(), "next");
+}
+
+#[test]
+fn approvals_and_the_models_questions_queue_in_the_order_they_came() {
+    let mut a = app();
+    let input = json!({"command": "ls"});
+    let (approval, mut approved) = Question::new(
+        None,
+        "shell",
+        &input,
+        Offer::for_call("shell", &input, None),
+    );
+    let (first, mut first_answer) = UserQuestion::new("which colour?");
+    let (second, mut second_answer) = UserQuestion::new("which size?");
+    a.on_agent(ToScreen::AskUser(first));
+    a.on_agent(ToScreen::Ask(approval));
+    a.on_agent(ToScreen::AskUser(second));
+    draw(&mut a);
+    typed(&mut a, "y");
+    a.on_terminal(key(KeyCode::Enter));
+    assert_eq!(first_answer.try_recv().unwrap().as_deref(), Some("y"));
+    draw(&mut a);
+    a.on_terminal(key(KeyCode::Char('y')));
+    assert_eq!(approved.try_recv().unwrap(), Answer::Yes);
+    typed(&mut a, "large");
+    a.on_terminal(key(KeyCode::Enter));
+    assert_eq!(second_answer.try_recv().unwrap().as_deref(), Some("large"));
+}
+
+#[test]
+fn a_question_whose_call_was_dropped_is_not_shown() {
+    let mut a = app();
+    let (first, _first_answer) = UserQuestion::new("which colour?");
+    let (gone, gone_answer) = UserQuestion::new("which size?");
+    a.on_agent(ToScreen::AskUser(first));
+    a.on_agent(ToScreen::AskUser(gone));
+    drop(gone_answer);
+    a.on_terminal(key(KeyCode::Esc));
+    typed(&mut a, "prompt");
+    assert_eq!(a.editor.text(), "prompt", "a dead question took the keys");
 }

@@ -1,5 +1,5 @@
-//! The agent's side of the screen: the run's events and its approval
-//! questions, carried from the agent's task to the screen's over one
+//! The agent's side of the screen: the run's events, its approval
+//! questions and the model's own (`ask_user`), carried from the agent's task to the screen's over one
 //! channel, so the screen handles both in the order they happened and the
 //! agent never touches the terminal.
 //!
@@ -18,6 +18,7 @@ use mecha_core::{
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::ask_user::UserQuestion;
 use crate::modal::{Answer, Offer};
 
 /// What the agent's task sends the screen.
@@ -28,6 +29,8 @@ pub enum ToScreen {
     /// A line mecha would have written to stderr (a server that died, a
     /// hook's failure): stderr is under the screen while it is up.
     Notice(String),
+    /// The model's own question, from the `ask_user` tool.
+    AskUser(UserQuestion),
 }
 
 /// A call waiting for the person's answer.
@@ -63,6 +66,12 @@ impl Question {
     /// Answers; an answer after the run gave up waiting goes nowhere.
     pub fn answer(self, answer: Answer) {
         let _ = self.reply.send(answer);
+    }
+
+    /// Whether nobody waits for the answer any more (the call was dropped
+    /// with an interrupted turn).
+    pub fn abandoned(&self) -> bool {
+        self.reply.is_closed()
     }
 }
 

@@ -5,9 +5,10 @@
 //! [`transcript`] folds the agent's events into what is shown (no terminal
 //! in it), [`history`] draws it (with [`markdown`] for answers),
 //! [`status`] the status line with the interlock's state, [`editor`] the
-//! prompt, [`modal`] the approval question, [`picker`] a list to pick
-//! from (`/skills`). Everything from the model or a
-//! tool passes [`escape`] before it reaches a cell. [`screen`] places the
+//! prompt, [`modal`] the approval question, [`asking`] the model's own
+//! question (the [`ask_user`] tool's), both in [`frame`]'s box, [`picker`]
+//! a list to pick from (`/skills`). Everything from the model or a tool
+//! passes [`escape`] before it reaches a cell. [`screen`] places the
 //! parts; [`app`] is the state and what each key or event does to it;
 //! [`bridge`] carries the agent's events and approval questions to the
 //! screen (with [`ModalApprover`], an approver that asks in the modal);
@@ -18,9 +19,12 @@
 //! over its agent and session), and nothing here depends on the binary.
 
 pub mod app;
+pub mod ask_user;
+pub mod asking;
 pub mod bridge;
 pub mod editor;
 pub mod escape;
+pub mod frame;
 pub mod history;
 pub mod markdown;
 pub mod modal;
@@ -32,12 +36,14 @@ pub mod theme;
 pub mod transcript;
 
 pub use app::{Action, App, Preview};
+pub use ask_user::{AskUser, UserQuestion};
+pub use asking::{AskUserModal, Typed};
 pub use bridge::{ChannelSink, ModalApprover, Question, ToScreen};
 pub use editor::{Edit, Editor};
 pub use modal::{Answer, Approval, Offer};
 pub use picker::{PickItem, Picked, Picker};
 pub use run::{Reply, Switch};
-pub use screen::{View, draw};
+pub use screen::{Modal, View, draw};
 pub use status::RunInfo;
 pub use theme::Theme;
 pub use transcript::{Entry, NoticeKind, ToolEntry, ToolStatus, Transcript};

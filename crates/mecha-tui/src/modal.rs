@@ -14,10 +14,11 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph, Widget, Wrap};
+use ratatui::widgets::{Paragraph, Widget, Wrap};
 use serde_json::Value;
 
 use crate::escape;
+use crate::frame::{self, Move, Scroll};
 use crate::theme::Theme;
 
 /// What the person may answer besides yes and no.
@@ -63,10 +64,7 @@ pub struct Approval {
     tool: String,
     body: Vec<String>,
     offer: Offer,
-    /// The first body line shown.
-    scroll: usize,
-    /// Body lines the last frame had room for.
-    visible: usize,
+    scroll: Scroll,
     /// Set when a yes came before the end was seen.
     unseen_warning: bool,
 }
@@ -79,16 +77,14 @@ impl Approval {
             tool: tool.to_owned(),
             body: body.lines().map(escape::owned).collect(),
             offer,
-            scroll: 0,
-            // Nothing seen until the first frame drew it.
-            visible: 0,
+            scroll: Scroll::default(),
             unseen_warning: false,
         }
     }
 
     /// Whether the end of the body has been on screen.
     fn seen_all(&self) -> bool {
-        self.scroll.saturating_add(self.visible) >= self.body.len()
+        self.scroll.seen_all(self.body.len())
     }
 
     /// A key; `Some` once the person has answered.
@@ -96,22 +92,21 @@ impl Approval {
         if key.kind == KeyEventKind::Release {
             return None;
         }
-        let page = self.visible.clamp(1, self.body.len().max(1));
-        let last = self.body.len().saturating_sub(page);
-        match key.code {
+        let movement = match key.code {
             KeyCode::Char('n' | 'N') | KeyCode::Esc => return Some(Answer::No),
             KeyCode::Char('y' | 'Y') => return self.unless_unseen(Answer::Yes),
             KeyCode::Char('a' | 'A') if matches!(self.offer, Offer::Always { .. }) => {
                 return self.unless_unseen(Answer::Always);
             }
-            KeyCode::Down | KeyCode::Char('j') => self.scroll = (self.scroll + 1).min(last),
-            KeyCode::Up | KeyCode::Char('k') => self.scroll = self.scroll.saturating_sub(1),
-            KeyCode::PageDown | KeyCode::Char(' ') => self.scroll = (self.scroll + page).min(last),
-            KeyCode::PageUp => self.scroll = self.scroll.saturating_sub(page),
-            KeyCode::End | KeyCode::Char('G') => self.scroll = last,
-            KeyCode::Home | KeyCode::Char('g') => self.scroll = 0,
-            _ => {}
-        }
+            KeyCode::Down | KeyCode::Char('j') => Move::Down,
+            KeyCode::Up | KeyCode::Char('k') => Move::Up,
+            KeyCode::PageDown | KeyCode::Char(' ') => Move::PageDown,
+            KeyCode::PageUp => Move::PageUp,
+            KeyCode::End | KeyCode::Char('G') => Move::End,
+            KeyCode::Home | KeyCode::Char('g') => Move::Home,
+            _ => return None,
+        };
+        self.scroll.step(movement, self.body.len());
         None
     }
 
@@ -125,30 +120,16 @@ impl Approval {
 
     /// Draws the modal over the middle of `area`.
     pub fn render(&mut self, theme: Theme, area: Rect, buf: &mut Buffer) {
-        let inner_width = area.width.saturating_sub(2).max(1);
-        let rows = |lines: Vec<Line<'static>>| {
-            let count = Paragraph::new(lines)
-                .wrap(Wrap { trim: false })
-                .line_count(inner_width);
-            u16::try_from(count).unwrap_or(u16::MAX)
-        };
         let wanted = u16::try_from(self.body.len()).unwrap_or(u16::MAX);
         // Whether the body fits decides whether the "more below" line is
         // shown, which takes room from the body in turn.
-        let plain = rows(self.footer(theme, false));
+        let plain = frame::rows(self.footer(theme, false), area);
         let fits = wanted.saturating_add(plain + 2) <= area.height;
         let footer_rows = if fits {
             plain
         } else {
-            rows(self.footer(theme, true))
+            frame::rows(self.footer(theme, true), area)
         };
-        let height = wanted.saturating_add(footer_rows + 2).min(area.height);
-        let [_, modal, _] = Layout::vertical([
-            Constraint::Fill(1),
-            Constraint::Length(height),
-            Constraint::Fill(1),
-        ])
-        .areas(area);
         let title = match &self.who {
             Some(who) => format!(
                 " mecha's subagent `{}` wants to run `{}` ",
@@ -157,24 +138,18 @@ impl Approval {
             ),
             None => format!(" mecha wants to run `{}` ", escape::line(&self.tool)),
         };
-        let block = Block::bordered().title(title);
-        let inner = block.inner(modal);
-        Clear.render(modal, buf);
-        block.render(modal, buf);
+        let inner = frame::open(area, wanted.saturating_add(footer_rows + 2), title, buf);
         let [body, foot] = Layout::vertical([
             Constraint::Fill(1),
             Constraint::Length(footer_rows.min(inner.height)),
         ])
         .areas(inner);
-        self.visible = usize::from(body.height);
-        self.scroll = self
-            .scroll
-            .min(self.body.len().saturating_sub(self.visible));
+        self.scroll.shown(usize::from(body.height), self.body.len());
         let lines: Vec<Line<'_>> = self
             .body
             .iter()
-            .skip(self.scroll)
-            .take(self.visible)
+            .skip(self.scroll.top())
+            .take(self.scroll.visible())
             .map(|l| Line::styled(l.as_str(), diff_style(l, theme)))
             .collect();
         Paragraph::new(lines).render(body, buf);
@@ -188,10 +163,7 @@ impl Approval {
     fn footer(&self, theme: Theme, unseen: bool) -> Vec<Line<'static>> {
         let mut lines = Vec::new();
         if unseen {
-            let below = self
-                .body
-                .len()
-                .saturating_sub(self.scroll.saturating_add(self.visible));
+            let below = self.scroll.below(self.body.len());
             let style = if self.unseen_warning {
                 theme.alert()
             } else {

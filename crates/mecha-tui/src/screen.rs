@@ -1,12 +1,14 @@
 //! Where each part goes: the transcript above, the prompt editor below it,
-//! the status line at the bottom, and an approval question over all of
-//! them. Nothing is drawn here; each part draws itself.
+//! the status line at the bottom, and a question (an approval, or the
+//! model's `ask_user`) over all of them. Nothing is drawn here; each part
+//! draws itself.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout};
 use ratatui::text::Line;
 use ratatui::widgets::Widget;
 
+use crate::asking::AskUserModal;
 use crate::editor::Editor;
 use crate::history;
 use crate::modal::Approval;
@@ -15,6 +17,15 @@ use crate::status::{self, RunInfo};
 use crate::theme::Theme;
 use crate::transcript::Transcript;
 
+/// A question over the screen.
+#[derive(Debug)]
+pub enum Modal<'a> {
+    /// May this call run?
+    Approval(&'a mut Approval),
+    /// The model asks (`ask_user`); the answer is typed in it.
+    AskUser(&'a mut AskUserModal),
+}
+
 /// Everything one frame shows.
 #[derive(Debug)]
 pub struct View<'a> {
@@ -22,7 +33,7 @@ pub struct View<'a> {
     pub editor: &'a Editor,
     pub info: &'a RunInfo,
     /// The question being asked, if one is.
-    pub approval: Option<&'a mut Approval>,
+    pub modal: Option<Modal<'a>>,
     /// A list to pick from (under a question, if both are up).
     pub picker: Option<&'a mut Picker>,
     /// Lines scrolled back from the transcript's end.
@@ -63,8 +74,14 @@ pub fn draw(frame: &mut Frame<'_>, view: View<'_>) {
         ),
     }
     let over = transcript.union(editor);
-    match (view.approval, view.picker) {
-        (Some(approval), _) => approval.render(view.theme, over, frame.buffer_mut()),
+    match (view.modal, view.picker) {
+        (Some(Modal::Approval(approval)), _) => {
+            approval.render(view.theme, over, frame.buffer_mut());
+        }
+        (Some(Modal::AskUser(asking)), _) => {
+            let cursor = asking.render(view.theme, over, frame.buffer_mut());
+            frame.set_cursor_position(cursor);
+        }
         (None, Some(picker)) => picker.render(view.theme, over, frame.buffer_mut()),
         (None, None) => frame.set_cursor_position(cursor),
     }

@@ -6,7 +6,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mecha_agent::{Event, GateStage, GateVerdict, RunEnd};
 use mecha_core::{StopReason, Taint, Usage};
 use mecha_tui::{
-    Approval, Editor, NoticeKind, Offer, PickItem, Picker, RunInfo, Theme, Transcript, View, draw,
+    Approval, AskUserModal, Editor, Modal, NoticeKind, Offer, PickItem, Picker, RunInfo, Theme,
+    Transcript, View, draw,
 };
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -100,7 +101,7 @@ fn screen_with(
                     transcript,
                     editor,
                     info,
-                    approval,
+                    modal: approval.map(Modal::Approval),
                     picker: None,
                     scroll_back: 0,
                     theme,
@@ -220,6 +221,63 @@ fn a_long_change_says_what_is_left_to_see() {
         },
     );
     insta::assert_snapshot!(screen(60, 12, &t, &Editor::new(), Some(&mut modal)).backend());
+}
+
+/// The screen with the model's question over it.
+fn asked(
+    width: u16,
+    height: u16,
+    transcript: &Transcript,
+    modal: &mut AskUserModal,
+) -> Terminal<TestBackend> {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal
+        .draw(|frame| {
+            draw(
+                frame,
+                View {
+                    transcript,
+                    editor: &Editor::new(),
+                    info: &info(),
+                    modal: Some(Modal::AskUser(modal)),
+                    picker: None,
+                    scroll_back: 0,
+                    theme: Theme::new(false),
+                    hint: None,
+                },
+            );
+        })
+        .unwrap();
+    terminal
+}
+
+#[test]
+fn ask_user() {
+    let t = fed(&[
+        call("1", "ask_user", json!({"question": "which colour?"})),
+        allowed("1"),
+    ]);
+    let mut modal = AskUserModal::new(
+        "Which colour should the button be? The design says \"brand\", which is \
+         blue in the old palette and teal in the new one.\n\u{1b}[31mred\u{1b}[0m is out.",
+    );
+    for c in "blue, the".chars() {
+        modal.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+    }
+    modal.key(KeyEvent::new(KeyCode::Char('j'), KeyModifiers::CONTROL));
+    for c in "old one".chars() {
+        modal.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+    }
+    let terminal = asked(60, 16, &t, &mut modal);
+    insta::assert_snapshot!(terminal.backend());
+}
+
+#[test]
+fn a_long_question_says_what_is_below() {
+    let t = fed(&[]);
+    let question: String = (1..=40).map(|i| format!("point {i}\n")).collect();
+    let mut modal = AskUserModal::new(&question);
+    insta::assert_snapshot!(asked(60, 12, &t, &mut modal).backend());
 }
 
 #[test]
@@ -348,7 +406,7 @@ fn the_skills_picker_marks_a_withheld_skill() {
                     transcript: &t,
                     editor: &editor,
                     info: &info,
-                    approval: None,
+                    modal: None,
                     picker: Some(&mut picker),
                     scroll_back: 0,
                     theme: Theme::new(false),

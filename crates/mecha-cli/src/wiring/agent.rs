@@ -12,7 +12,7 @@ use mecha_provider::{Provider, ProviderError, Script, ScriptedProvider};
 use mecha_session::{Loaded, RecallTool};
 use mecha_skills::level1_block;
 use mecha_tools::Compact;
-use mecha_tui::{ModalApprover, ToScreen};
+use mecha_tui::{AskUser, ModalApprover, ToScreen};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::{McpRefresh, Toolbox, build_toolbox, register_subagents};
@@ -165,6 +165,12 @@ pub async fn build_agent(
         && (matches!(start.command, "chat" | "tui") || start.resumed.is_some())
     {
         session_tools.push(Arc::new(RecallTool::new(journal.path().to_path_buf())));
+    }
+    // Only a screen has someone to answer the model's questions: a run, a
+    // chat on a pipe or a batch would block on nobody, so they never see
+    // the tool.
+    if let Asking::Modal(screen) = &start.asking {
+        session_tools.push(Arc::new(AskUser::new(screen.clone())));
     }
     let parent_session = journal.as_ref().map(|j| j.id().to_owned());
     let session_id = parent_session.clone();

@@ -101,7 +101,7 @@ impl Toolbox {
 }
 
 /// Every built-in (with `session_tools`, the built-ins that depend on the
-/// session: `compact`, `recall`) and every MCP tool (the servers start
+/// session: `compact`, `recall`, and the terminal UI's `ask_user`) and every MCP tool (the servers start
 /// concurrently), narrowed by config and `flags`. A server that fails is
 /// reported on stderr when `report` is set, and its tools are simply
 /// absent.
