@@ -93,6 +93,22 @@ impl Tui {
     async fn end(self) -> Ended {
         self.terminal.end().await
     }
+
+    /// Ctrl-C twice at an empty prompt: mecha ends well and the terminal
+    /// is as it was.
+    async fn quit(mut self) {
+        self.type_keys(CTRL_C);
+        self.wait_for("again to quit").await;
+        self.type_keys(CTRL_C);
+        let ended = self.end().await;
+        assert!(
+            ended.status.success(),
+            "{:?}: {}",
+            ended.status,
+            ended.screen
+        );
+        assert_restored(&ended);
+    }
 }
 
 const ROWS: usize = 30;
@@ -173,17 +189,7 @@ async fn a_prompt_is_answered_on_the_screen_and_ctrl_c_twice_quits() {
     tui.wait_written(READY).await;
     tui.type_keys(b"what is it\r");
     tui.wait_answered("forty-two").await;
-    tui.type_keys(CTRL_C);
-    tui.wait_for("again to quit").await;
-    tui.type_keys(CTRL_C);
-    let ended = tui.end().await;
-    assert!(
-        ended.status.success(),
-        "{:?}: {}",
-        ended.status,
-        ended.screen
-    );
-    assert_restored(&ended);
+    tui.quit().await;
     let requests = mock.requests();
     assert_eq!(requests.len(), 1);
     let messages = requests[0].body["messages"].as_array().unwrap();
@@ -217,16 +223,7 @@ async fn mecha_alone_at_a_terminal_opens_the_tui_and_a_call_is_approved_in_the_m
         std::fs::read_to_string(e.ws.join("a.txt")).unwrap(),
         "one\n"
     );
-    tui.type_keys(CTRL_C);
-    tui.type_keys(CTRL_C);
-    let ended = tui.end().await;
-    assert!(
-        ended.status.success(),
-        "{:?}: {}",
-        ended.status,
-        ended.screen
-    );
-    assert_restored(&ended);
+    tui.quit().await;
     assert_eq!(mock.requests().len(), 2);
 }
 
@@ -259,17 +256,7 @@ async fn the_model_asks_in_a_modal_and_the_typed_answer_is_the_result() {
     tui.wait_for("which colour?").await;
     tui.type_keys(b"blue\r");
     tui.wait_answered("blue it is").await;
-    tui.type_keys(CTRL_C);
-    tui.wait_for("again to quit").await;
-    tui.type_keys(CTRL_C);
-    let ended = tui.end().await;
-    assert!(
-        ended.status.success(),
-        "{:?}: {}",
-        ended.status,
-        ended.screen
-    );
-    assert_restored(&ended);
+    tui.quit().await;
     let requests = mock.requests();
     assert_eq!(requests.len(), 2);
     assert!(
@@ -372,17 +359,7 @@ async fn ctrl_c_stops_a_running_sleep_and_the_conversation_goes_on() {
     }
     tui.type_keys(b"go on\r");
     tui.wait_answered("after the interrupt").await;
-    tui.type_keys(CTRL_C);
-    tui.wait_for("again to quit").await;
-    tui.type_keys(CTRL_C);
-    let ended = tui.end().await;
-    assert!(
-        ended.status.success(),
-        "{:?}: {}",
-        ended.status,
-        ended.screen
-    );
-    assert_restored(&ended);
+    tui.quit().await;
     // The interrupted exchange was forgotten: the next request holds the
     // new prompt and no call without a result.
     let requests = mock.requests();
@@ -437,16 +414,7 @@ async fn slash_commands_list_tools_pick_a_skill_and_switch_session_and_model() {
     tui.wait_for("the model is other-model").await;
     tui.type_keys(b"more\r");
     tui.wait_answered("again").await;
-    tui.type_keys(CTRL_C);
-    tui.wait_for("again to quit").await;
-    tui.type_keys(CTRL_C);
-    let ended = tui.end().await;
-    assert!(
-        ended.status.success(),
-        "{:?}: {}",
-        ended.status,
-        ended.screen
-    );
+    tui.quit().await;
     // Commands never reached the model; the prompts did, the second on the
     // new model with the first still in its history.
     let requests = mock.requests();

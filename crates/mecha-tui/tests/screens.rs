@@ -92,24 +92,26 @@ fn screen_with(
     info: &RunInfo,
     theme: Theme,
 ) -> Terminal<TestBackend> {
+    framed(
+        width,
+        height,
+        View {
+            transcript,
+            editor,
+            info,
+            modal: approval.map(Modal::Approval),
+            picker: None,
+            scroll_back: 0,
+            theme,
+            hint: None,
+        },
+    )
+}
+
+/// One frame of `view` on a terminal of `width` by `height`.
+fn framed(width: u16, height: u16, view: View<'_>) -> Terminal<TestBackend> {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-    terminal
-        .draw(|frame| {
-            draw(
-                frame,
-                View {
-                    transcript,
-                    editor,
-                    info,
-                    modal: approval.map(Modal::Approval),
-                    picker: None,
-                    scroll_back: 0,
-                    theme,
-                    hint: None,
-                },
-            );
-        })
-        .unwrap();
+    terminal.draw(|frame| draw(frame, view)).unwrap();
     terminal
 }
 
@@ -230,25 +232,20 @@ fn asked(
     transcript: &Transcript,
     modal: &mut AskUserModal,
 ) -> Terminal<TestBackend> {
-    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-    terminal
-        .draw(|frame| {
-            draw(
-                frame,
-                View {
-                    transcript,
-                    editor: &Editor::new(),
-                    info: &info(),
-                    modal: Some(Modal::AskUser(modal)),
-                    picker: None,
-                    scroll_back: 0,
-                    theme: Theme::new(false),
-                    hint: None,
-                },
-            );
-        })
-        .unwrap();
-    terminal
+    framed(
+        width,
+        height,
+        View {
+            transcript,
+            editor: &Editor::new(),
+            info: &info(),
+            modal: Some(Modal::AskUser(modal)),
+            picker: None,
+            scroll_back: 0,
+            theme: Theme::new(false),
+            hint: None,
+        },
+    )
 }
 
 #[test]
@@ -397,24 +394,20 @@ fn the_skills_picker_marks_a_withheld_skill() {
     let t = fed(&[text("ready")]);
     let editor = Editor::new();
     let info = info();
-    let mut terminal = Terminal::new(TestBackend::new(80, 12)).unwrap();
-    terminal
-        .draw(|frame| {
-            draw(
-                frame,
-                View {
-                    transcript: &t,
-                    editor: &editor,
-                    info: &info,
-                    modal: None,
-                    picker: Some(&mut picker),
-                    scroll_back: 0,
-                    theme: Theme::new(false),
-                    hint: None,
-                },
-            );
-        })
-        .unwrap();
+    let terminal = framed(
+        80,
+        12,
+        View {
+            transcript: &t,
+            editor: &editor,
+            info: &info,
+            modal: None,
+            picker: Some(&mut picker),
+            scroll_back: 0,
+            theme: Theme::new(false),
+            hint: None,
+        },
+    );
     insta::assert_snapshot!(terminal.backend());
 }
 
