@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
+use crate::toolset::{ToolRefresh, ToolSet};
 
 use mecha_core::{
-    Block, Call, EXTERNAL_HEADER, Journal, Message, Registry, Role, Slot, StopReason, Taint, Tool,
-    ToolCall, ToolCtx, ToolDefinition, ToolOutput, Usage, run_turn,
+    Block, Call, EXTERNAL_HEADER, Journal, Message, Registry, Role, Slot, StopReason, Taint,
+    ToolCall, ToolCtx, ToolOutput, Usage, run_turn,
 };
 use mecha_provider::{Provider, ProviderError, Request, Streamed};
 use serde_json::Value;
@@ -131,32 +131,6 @@ pub enum AgentError {
     },
 }
 
-/// A source of tool-list changes between turns (an MCP server announcing
-/// new tools). Asked before every model request.
-#[async_trait]
-pub trait ToolRefresh: Send + Sync {
-    /// `Some` replaces the run's tools. It changes the front of the cached
-    /// prefix, so it should answer `Some` only when something changed.
-    async fn refresh(&self, current: &Registry) -> Option<Registry>;
-}
-
-/// The tools of a run and their definitions, replaced together.
-pub(crate) struct ToolSet {
-    pub(crate) registry: Registry,
-    /// Computed once per set: the tool list is the front of the cached
-    /// prefix and must be byte-identical on every request.
-    pub(crate) definitions: Vec<ToolDefinition>,
-}
-
-impl ToolSet {
-    fn new(registry: Registry) -> Arc<Self> {
-        Arc::new(Self {
-            definitions: registry.definitions(),
-            registry,
-        })
-    }
-}
-
 /// What one turn's calls handed back: the result blocks in call order and
 /// which of them came from outside the machine.
 struct TurnResults {
@@ -169,8 +143,8 @@ struct TurnResults {
 /// provider.
 pub struct Agent {
     provider: Arc<dyn Provider>,
-    tools: Mutex<Arc<ToolSet>>,
-    refresh: Option<Arc<dyn ToolRefresh>>,
+    pub(crate) tools: Mutex<Arc<ToolSet>>,
+    pub(crate) refresh: Option<Arc<dyn ToolRefresh>>,
     pub(crate) system: String,
     pub(crate) gate: Gate,
     ctx: ToolCtx,
@@ -252,51 +226,8 @@ impl Agent {
         session.reported = (tokens > 0).then_some((tokens, session.messages.len()));
     }
 
-    /// The tools as they stand, after any change announced since the last
-    /// turn.
-    pub(crate) async fn current_tools(&self) -> Arc<ToolSet> {
-        let current = self.snapshot();
-        let Some(refresh) = &self.refresh else {
-            return current;
-        };
-        match refresh.refresh(&current.registry).await {
-            Some(registry) => {
-                self.gate.schemas.forget();
-                let replaced = ToolSet::new(registry);
-                if let Ok(mut tools) = self.tools.lock() {
-                    *tools = Arc::clone(&replaced);
-                }
-                replaced
-            }
-            None => current,
-        }
-    }
-
-    /// The names of the tools the agent holds now, sorted (for a front
-    /// end asking what this run offers).
-    pub fn tool_names(&self) -> Vec<String> {
-        self.snapshot()
-            .registry
-            .names()
-            .map(str::to_owned)
-            .collect()
-    }
-
-    /// The tools the agent holds now, sorted by name (for a front end
-    /// showing what each can do).
-    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        self.snapshot().registry.iter().cloned().collect()
-    }
-
     pub(crate) fn provider(&self) -> &Arc<dyn Provider> {
         &self.provider
-    }
-
-    fn snapshot(&self) -> Arc<ToolSet> {
-        match self.tools.lock() {
-            Ok(tools) => Arc::clone(&tools),
-            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
-        }
     }
 
     /// Adds `prompt` to the session and runs until the model answers.

@@ -18,10 +18,11 @@ mod journaling;
 mod progress;
 mod subagent;
 mod surface;
+mod toolset;
 mod validate;
 mod window;
 
-pub use agent::{Agent, AgentError, Limits, Outcome, Session, ToolRefresh};
+pub use agent::{Agent, AgentError, Limits, Outcome, Session};
 pub use compaction::{COMPACTION_ATTEMPTS, CompactionPolicy, SUMMARY_HEADER, SUMMARY_REQUEST};
 pub use ending::{CONTINUE_PROMPT, CUT_CALL};
 pub use events::{EarlyStop, Event, EventSink, GateStage, GateVerdict, HookSaid, RunEnd};
@@ -32,4 +33,5 @@ pub use subagent::{
     AnswerShape, ChildJournals, DEFAULT_SUBAGENT_TURNS, Lineage, Profile, Runtime, SubagentTool,
 };
 pub use surface::Surface;
+pub use toolset::ToolRefresh;
 pub use window::AskedCompaction;
