@@ -430,3 +430,55 @@ async fn slash_commands_list_tools_pick_a_skill_and_switch_session_and_model() {
     let sessions = std::fs::read_dir(e.home.join("sessions")).unwrap().count();
     assert!(sessions > first_session, "/clear made no new session");
 }
+
+/// The furthest row and column the cursor is sent to in `written`
+/// (`CSI row;col H`), 1-based.
+fn furthest_cell(written: &str) -> (usize, usize) {
+    let mut furthest = (0, 0);
+    for part in written.split("\u{1b}[").skip(1) {
+        let Some(end) = part.find(|c: char| !(c.is_ascii_digit() || c == ';')) else {
+            continue;
+        };
+        if !part[end..].starts_with('H') {
+            continue;
+        }
+        let mut numbers = part[..end].split(';').map(|n| n.parse().unwrap_or(1));
+        let row = numbers.next().unwrap_or(1);
+        let col = numbers.next().unwrap_or(1);
+        furthest = (furthest.0.max(row), furthest.1.max(col));
+    }
+    furthest
+}
+
+#[tokio::test]
+async fn a_resized_narrow_terminal_is_drawn_within_its_new_size() {
+    if !common::have_setsid() {
+        return;
+    }
+    let e = common::env();
+    let long = "a long answer that will not fit on one narrow line, ".repeat(4);
+    let mock = MockModel::start(vec![MockReply::text(long.clone())]).await;
+    let mut tui = Tui::start(&e, &mock, "tui");
+    tui.wait_written(READY).await;
+    tui.terminal.resize(8, 30);
+    // ratatui clears the screen when it sees the new size.
+    tui.terminal
+        .wait_until("a redraw at the new size", |written| {
+            written.matches("\u{1b}[2J").count() >= 1
+        })
+        .await;
+    let cleared = tui.terminal.screen().len();
+    tui.type_keys(b"go\r");
+    tui.terminal
+        .wait_until("the answer, wrapped", |written| {
+            written
+                .get(cleared..)
+                .is_some_and(|after| after.matches("narrow").count() >= 3)
+        })
+        .await;
+    let after = tui.terminal.screen()[cleared..].to_owned();
+    let (row, col) = furthest_cell(&after);
+    assert!(row <= 8 && col <= 30, "drawn at row {row}, column {col}");
+    tui.terminal.resize(30, 100);
+    tui.quit().await;
+}

@@ -115,6 +115,17 @@ impl Terminal {
         String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
     }
 
+    /// Resizes the terminal, as a window would: the program gets SIGWINCH.
+    pub fn resize(&self, rows: u16, cols: u16) {
+        let size = Winsize {
+            ws_row: rows,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        tcsetwinsize(&self.keyboard, size).expect("set the window size");
+    }
+
     pub fn type_keys(&mut self, keys: &[u8]) {
         self.keyboard.write_all(keys).unwrap();
         self.keyboard.flush().unwrap();
