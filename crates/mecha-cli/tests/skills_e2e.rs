@@ -307,9 +307,11 @@ async fn chat_answers_skills_and_tools_from_the_running_agent() {
     );
     assert!(text.contains("broken  [failed:"), "{text}");
     assert!(text.contains("1. Check the deadline."), "{text}");
+    assert!(text.contains("tools this run offers"), "{text}");
     assert!(
-        text.contains("tools this run offers") && text.contains("  skill\n"),
-        "{text}"
+        text.lines()
+            .any(|l| l.trim_start().starts_with("skill ") && l.ends_with("read-only")),
+        "the skill tool, with what it can do: {text}"
     );
     assert!(
         mock.requests().is_empty(),
