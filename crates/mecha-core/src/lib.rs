@@ -57,7 +57,7 @@ pub use jail::{Jail, JailError, ResolvedPath};
 pub use journal::{Journal, LOST_RESULT, Record, close_dangling_calls};
 pub use output::{Narrowing, ToolOutput};
 pub use panic_cleanup::{clean_up_after_panic, install_panic_cleanup};
-pub use printable::{needs_escape, printable};
+pub use printable::{needs_escape, printable, rewrite};
 pub use process_tree::{
     BASE_ENV, ProcessGroup, become_subreaper, reap_orphans, reap_orphans_now, spawn_group,
 };

@@ -18,9 +18,21 @@ use unicode_general_category::{GeneralCategory, get_general_category};
 /// `text` with every character that a terminal obeys or that prints as
 /// nothing (except newline and tab) written out as a visible escape.
 pub fn printable(text: &str) -> Cow<'_, str> {
+    rewrite(text, |_| None, needs_escape)
+}
+
+/// `text` with each character `replace` has a stand-in for written as that,
+/// and each one `escape` picks (given the one before it) written out as a
+/// visible escape; borrowed when nothing changes, which is nearly always.
+/// The one loop behind [`printable`] and the TUI's cells.
+pub fn rewrite(
+    text: &str,
+    replace: impl Fn(char) -> Option<&'static str>,
+    escape: impl Fn(char, Option<char>) -> bool,
+) -> Cow<'_, str> {
     let mut previous = None;
     let clean = text.chars().all(|c| {
-        let ok = !needs_escape(c, previous);
+        let ok = replace(c).is_none() && !escape(c, previous);
         previous = Some(c);
         ok
     });
@@ -30,7 +42,9 @@ pub fn printable(text: &str) -> Cow<'_, str> {
     let mut out = String::with_capacity(text.len() + 8);
     let mut previous = None;
     for c in text.chars() {
-        if needs_escape(c, previous) {
+        if let Some(stand_in) = replace(c) {
+            out.push_str(stand_in);
+        } else if escape(c, previous) {
             out.extend(c.escape_unicode());
         } else {
             out.push(c);

@@ -21,28 +21,7 @@ const TAB: &str = "    ";
 /// as spaces. Borrows when there is nothing to change, which is nearly
 /// always.
 pub fn line(text: &str) -> Cow<'_, str> {
-    let mut previous = None;
-    let clean = text.chars().all(|c| {
-        let ok = c != '\t' && !needs_escape(c, previous);
-        previous = Some(c);
-        ok
-    });
-    if clean {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    let mut previous = None;
-    for c in text.chars() {
-        if c == '\t' {
-            out.push_str(TAB);
-        } else if needs_escape(c, previous) {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-        previous = Some(c);
-    }
-    Cow::Owned(out)
+    mecha_core::rewrite(text, |c| (c == '\t').then_some(TAB), needs_escape)
 }
 
 /// [`line`], owned, for a span that outlives its source.
