@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::compaction::{self, CompactionPolicy};
 
 use crate::ending::{self, CONTINUE_PROMPT, CUT_CALL, Reading};
-use crate::events::{Event, EventSink, GateStage, GateVerdict, summary};
+use crate::events::{Event, EventSink, Excerpt, GateStage, GateVerdict, summary};
 use crate::gate::Gate;
 use crate::hook::Hook;
 use crate::hooking::Prompt;
@@ -54,6 +54,9 @@ pub struct Session {
     pub saved: BTreeMap<String, Value>,
     /// What session_start hooks added, waiting to go with the next prompt.
     pub hook_context: Vec<String>,
+    /// The answer's text streamed so far by the request in flight: what an
+    /// interrupt keeps of a reply that never finished.
+    pub unfinished: String,
 }
 
 impl Session {
@@ -289,8 +292,19 @@ impl Agent {
                 messages: &session.messages,
             };
             events.emit(Event::Requesting { turn });
-            let mut on_stream = |piece: Streamed<'_>| events.emit(Event::streamed(piece));
+            let unfinished = &mut session.unfinished;
+            unfinished.clear();
+            let mut on_stream = |piece: Streamed<'_>| {
+                match piece {
+                    Streamed::Text(text) => unfinished.push_str(text),
+                    // What streamed before is streamed again.
+                    Streamed::Retrying(_) => unfinished.clear(),
+                    Streamed::Thinking(_) | Streamed::RedactedThinking => {}
+                }
+                events.emit(Event::streamed(piece));
+            };
             let response = self.provider.complete(request, &mut on_stream).await?;
+            session.unfinished.clear();
             let usage = response.usage;
             session.usage.add(usage);
             events.emit(Event::Usage { turn, usage });
@@ -349,7 +363,7 @@ impl Agent {
             };
             self.push(session, message, results.external);
             let narrowed = session.surface != surface;
-            self.note_changes(session, &tools.registry, taint, narrowed);
+            self.note_changes(session, &tools.registry, taint, narrowed, events);
             self.sync();
         }
         Ok(Outcome::TurnLimit {
@@ -467,6 +481,7 @@ impl Agent {
                 is_error: output.is_error,
                 bytes: output.content.len(),
                 summary: summary(shown),
+                excerpt: Excerpt::of(shown),
             });
             if output.external {
                 external.push(call.id.clone());

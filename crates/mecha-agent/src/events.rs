@@ -72,7 +72,15 @@ pub enum Event {
         is_error: bool,
         bytes: usize,
         summary: String,
+        /// Its first lines, for a screen that shows a call on demand; the
+        /// stream-json line leaves them out (the result's size is there).
+        #[serde(skip)]
+        excerpt: Excerpt,
     },
+    /// The turn's results brought what the interlock tracks into the
+    /// conversation: `taint` is what it holds now, for the rest of the
+    /// session.
+    Tainted { taint: Taint },
     /// The model's output limit cut its turn: the call to `tool`, which was
     /// not run, or (no tool) the text of its answer.
     OutputLimit { turn: u32, tool: Option<String> },
@@ -240,6 +248,40 @@ pub trait EventSink: Send + Sync {
     fn emit(&self, event: Event);
 }
 
+/// The head of a tool's result, kept for a person to look at.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Excerpt {
+    pub head: String,
+    /// The result's bytes after `head`, which only the model saw.
+    pub rest: usize,
+}
+
+/// How much of a result an excerpt keeps: enough to read what a call did,
+/// bounded so that a long session's screen stays small.
+const EXCERPT_LINES: usize = 40;
+const EXCERPT_BYTES: usize = 4096;
+
+impl Excerpt {
+    /// The first lines of `content`, within both bounds, cut only at a
+    /// character boundary.
+    pub(crate) fn of(content: &str) -> Self {
+        let mut end = content
+            .match_indices('\n')
+            .nth(EXCERPT_LINES - 1)
+            .map_or(content.len(), |(i, _)| i);
+        if end > EXCERPT_BYTES {
+            end = EXCERPT_BYTES;
+            while !content.is_char_boundary(end) {
+                end -= 1;
+            }
+        }
+        Self {
+            head: content[..end].to_owned(),
+            rest: content.len() - end,
+        }
+    }
+}
+
 /// The most characters of a result an activity line shows.
 const SUMMARY_CHARS: usize = 100;
 
@@ -275,6 +317,26 @@ pub(crate) fn summary(content: &str) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn an_excerpt_keeps_the_first_lines_and_counts_the_rest() {
+        let content: String = (1..=100).map(|n| format!("line {n}\n")).collect();
+        let excerpt = Excerpt::of(&content);
+        assert_eq!(excerpt.head.lines().count(), EXCERPT_LINES);
+        assert!(excerpt.head.ends_with("line 40"), "{}", excerpt.head);
+        assert_eq!(excerpt.head.len() + excerpt.rest, content.len());
+        let short = Excerpt::of("one\ntwo");
+        assert_eq!((short.head.as_str(), short.rest), ("one\ntwo", 0));
+    }
+
+    #[test]
+    fn a_long_line_is_cut_at_a_character_boundary_within_the_bytes() {
+        let content = "é".repeat(EXCERPT_BYTES);
+        let excerpt = Excerpt::of(&content);
+        assert!(excerpt.head.len() <= EXCERPT_BYTES);
+        assert!(excerpt.head.len() > EXCERPT_BYTES - 2);
+        assert_eq!(excerpt.head.len() + excerpt.rest, content.len());
+    }
 
     fn shown(end: RunEnd) -> Value {
         serde_json::to_value(Event::Final {

@@ -1,9 +1,13 @@
 //! The agent's side of the journal: each change to the session recorded as
 //! it happens, and made durable at every turn boundary.
 
-use mecha_core::{Message, Record, Registry, Taint, Usage};
+use mecha_core::{
+    Block, INTERRUPTED_RESULT, INTERRUPTED_TURN, Message, Record, Registry, Role, Taint, Usage,
+    results_for_open_calls,
+};
 
 use crate::agent::{Agent, Session};
+use crate::events::{Event, EventSink};
 
 impl Agent {
     /// Appends `record` to the journal, if there is one.
@@ -39,6 +43,37 @@ impl Agent {
         self.sync();
     }
 
+    /// Keeps what a turn the user interrupted had done, `before` being the
+    /// history's length when its prompt came: every message it finished,
+    /// the answer's text streamed so far, each call it had started closed
+    /// with a result saying so, and a note to the model that the user
+    /// interrupted. Made durable at once. A prompt that never entered the
+    /// history (a hook held it back) leaves nothing.
+    pub fn keep_interrupted(&self, session: &mut Session, before: usize) {
+        let unfinished = std::mem::take(&mut session.unfinished);
+        if session.messages.len() <= before {
+            return;
+        }
+        let ends_with_user = session.messages.last().map(|m| m.role) == Some(Role::User);
+        if ends_with_user && !unfinished.trim().is_empty() {
+            let answer = Message {
+                role: Role::Assistant,
+                content: vec![Block::Text { text: unfinished }],
+            };
+            self.push(session, answer, Vec::new());
+        }
+        let mut content = results_for_open_calls(&session.messages, INTERRUPTED_RESULT);
+        content.push(Block::Text {
+            text: INTERRUPTED_TURN.to_owned(),
+        });
+        let note = Message {
+            role: Role::User,
+            content,
+        };
+        self.push(session, note, Vec::new());
+        self.sync();
+    }
+
     /// The end of a model request: the turn recorded, and at a boundary
     /// (`sync`) everything made durable.
     pub(crate) fn end_turn(&self, session: &Session, usage: Usage, sync: bool) {
@@ -52,18 +87,26 @@ impl Agent {
     }
 
     /// Journals what the turn's calls changed besides the history: the
-    /// taint, the surface, each tool's saved state.
+    /// taint (`taint` being what it was before them, reported too), the
+    /// surface, each tool's saved state.
     pub(crate) fn note_changes(
         &self,
         session: &mut Session,
         registry: &Registry,
         taint: Taint,
         surface: bool,
+        events: &dyn EventSink,
     ) {
+        let tainted = session.taint != taint;
+        if tainted {
+            events.emit(Event::Tainted {
+                taint: session.taint,
+            });
+        }
         if self.journal.is_none() {
             return;
         }
-        if session.taint != taint {
+        if tainted {
             self.note(&Record::Taint {
                 taint: session.taint,
             });

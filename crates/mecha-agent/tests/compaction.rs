@@ -16,8 +16,8 @@ use mecha_agent::{
     SUMMARY_REQUEST,
 };
 use mecha_core::{
-    Block, CARRIED_HEADER, Capabilities, Egress, Journal, Message, Record, Registry, Role, Tool,
-    ToolCtx, ToolOutput,
+    Block, CARRIED_HEADER, Capabilities, Egress, Message, Record, Registry, Role, Tool, ToolCtx,
+    ToolOutput,
 };
 use mecha_provider::{Provider, ProviderError, Request, Response, StreamSink};
 use serde_json::{Value, json};
@@ -119,22 +119,6 @@ impl Tool for Procedure {
     async fn call(&self, _input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
         *self.loaded.lock().unwrap() = true;
         Ok(ToolOutput::ok(PROCEDURE))
-    }
-}
-
-/// Records every journal entry, and how many syncs.
-#[derive(Default)]
-struct Recording {
-    records: Mutex<Vec<Record>>,
-    syncs: AtomicUsize,
-}
-
-impl Journal for Recording {
-    fn append(&self, record: &Record) {
-        self.records.lock().unwrap().push(record.clone());
-    }
-    fn sync(&self) {
-        self.syncs.fetch_add(1, Ordering::SeqCst);
     }
 }
 

@@ -256,6 +256,7 @@ mod tests {
             is_error: false,
             bytes: 3,
             summary: String::new(),
+            excerpt: Default::default(),
         });
         let last = Event::Final {
             text: "done".into(),

@@ -187,6 +187,7 @@ impl Text {
                 is_error,
                 bytes,
                 summary,
+                ..
             } => {
                 if !state.refused.remove(&id) {
                     let mark = if is_error { "✗" } else { "←" };
@@ -209,7 +210,10 @@ impl Text {
                     self.activity(&format!("mecha: {}", clip(&line, 600)));
                 }
             }
-            Event::Gate { .. } | Event::Usage { .. } | Event::Requesting { .. } => {}
+            Event::Gate { .. }
+            | Event::Usage { .. }
+            | Event::Requesting { .. }
+            | Event::Tainted { .. } => {}
         }
     }
 }

@@ -383,4 +383,5 @@ async fn ctrl_c_while_a_tool_runs_stops_the_turn_and_chat_goes_on() {
         2,
         "the interrupted turn was not carried on"
     );
+    common::assert_interrupt_kept(&mock, 1, "next");
 }

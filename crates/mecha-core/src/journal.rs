@@ -62,24 +62,37 @@ pub trait Journal: Send + Sync {
 pub const LOST_RESULT: &str = "[mecha stopped before this call's result was recorded: the call \
      may have run, in part or in whole. Check its effects before calling it again.]";
 
+/// What a tool result says when the user stopped its turn while it ran.
+pub const INTERRUPTED_RESULT: &str = "[the user interrupted this call before it finished: it \
+     may have run in part. Check its effects before calling it again.]";
+
+/// What the model is told after a turn the user interrupted, so that the
+/// next prompt is not read as leave to finish the old one.
+pub const INTERRUPTED_TURN: &str = "[mecha: the user interrupted this turn]";
+
+/// Results saying `content` for every tool call in the last assistant
+/// message, which therefore has none yet; empty when the history does not
+/// end in calls.
+pub fn results_for_open_calls(messages: &[Message], content: &str) -> Vec<Block> {
+    let Some(last) = messages.last().filter(|m| m.role == Role::Assistant) else {
+        return Vec::new();
+    };
+    last.tool_calls()
+        .map(|call| Block::ToolResult {
+            tool_use_id: call.id.clone(),
+            content: content.to_owned(),
+            is_error: true,
+            images: Vec::new(),
+        })
+        .collect()
+}
+
 /// Gives every tool call in the last assistant message that has no result a
 /// result saying it was lost, so the history is one an API accepts (no call
 /// without its result) and the model knows the call may have run. Returns
 /// the message appended, if one was needed.
 pub fn close_dangling_calls(messages: &mut Vec<Message>) -> Option<&Message> {
-    let last = messages.last()?;
-    if last.role != Role::Assistant {
-        return None;
-    }
-    let results: Vec<Block> = last
-        .tool_calls()
-        .map(|call| Block::ToolResult {
-            tool_use_id: call.id.clone(),
-            content: LOST_RESULT.to_owned(),
-            is_error: true,
-            images: Vec::new(),
-        })
-        .collect();
+    let results = results_for_open_calls(messages, LOST_RESULT);
     if results.is_empty() {
         return None;
     }

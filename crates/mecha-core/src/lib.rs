@@ -54,7 +54,10 @@ pub use image::{
     IMAGE_COST_BYTES, Image, MAX_IMAGE_BYTES, human_size, over_cap, placeholder, sniff,
 };
 pub use jail::{Jail, JailError, ResolvedPath};
-pub use journal::{Journal, LOST_RESULT, Record, close_dangling_calls};
+pub use journal::{
+    INTERRUPTED_RESULT, INTERRUPTED_TURN, Journal, LOST_RESULT, Record, close_dangling_calls,
+    results_for_open_calls,
+};
 pub use output::{Narrowing, ToolOutput};
 pub use panic_cleanup::{clean_up_after_panic, install_panic_cleanup};
 pub use printable::{needs_escape, printable, rewrite};

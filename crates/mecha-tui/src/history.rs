@@ -152,7 +152,8 @@ fn tool_lines(tool: &ToolEntry, theme: Theme, out: &mut Vec<Line<'static>>) {
     }
 }
 
-/// The call's whole input, and its refusal or result summary.
+/// The call's whole input, then its refusal, or the head of its result
+/// with how much more only the model saw.
 fn expanded_lines(tool: &ToolEntry, theme: Theme, out: &mut Vec<Line<'static>>) {
     let input = serde_json::to_string_pretty(&tool.input).unwrap_or_default();
     for line in input.lines() {
@@ -161,15 +162,28 @@ fn expanded_lines(tool: &ToolEntry, theme: Theme, out: &mut Vec<Line<'static>>) 
             theme.code(),
         ));
     }
-    let said = match &tool.status {
-        ToolStatus::Refused { reason, .. } => reason,
-        ToolStatus::Done { summary, .. } | ToolStatus::Failed { summary } => summary,
-        ToolStatus::Waiting | ToolStatus::Running => return,
-    };
-    out.push(Line::styled(
-        format!("    → {}", escape::line(said)),
-        theme.dim(),
-    ));
+    let said = |text: &str| Line::styled(format!("    {text}"), theme.dim());
+    match &tool.status {
+        ToolStatus::Refused { reason, .. } => {
+            out.push(said(&format!("→ {}", escape::line(reason))));
+        }
+        ToolStatus::Done { .. } | ToolStatus::Failed { .. } => {
+            let head = &tool.output.head;
+            if head.trim().is_empty() {
+                out.push(said("→ (no output)"));
+            }
+            for line in head.lines() {
+                out.push(said(&format!("│ {}", escape::line(line))));
+            }
+            if tool.output.rest > 0 {
+                out.push(said(&format!(
+                    "… {} more went to the model",
+                    size(tool.output.rest)
+                )));
+            }
+        }
+        ToolStatus::Waiting | ToolStatus::Running => {}
+    }
 }
 
 /// Who refused a call, in the words of the gate's stage.

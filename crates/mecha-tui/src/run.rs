@@ -53,8 +53,9 @@ pub trait Conversation {
     /// error says what went wrong. Both run as a turn, so a command that
     /// takes a while (`/compact` asks the model) can be interrupted too.
     fn send(&mut self, input: &str) -> impl Future<Output = Result<Option<Reply>, String>>;
-    /// Forgets a turn that was cut short.
-    fn rewind(&mut self);
+    /// Keeps what a turn the user cut short had done, and tells the model
+    /// that it was interrupted.
+    fn interrupted(&mut self);
 }
 
 /// The inputs the loop waits on.
@@ -146,11 +147,11 @@ async fn turn<B: Backend, C: Conversation>(
             exit
         }
         None => {
-            conversation.rewind();
+            conversation.interrupted();
             app.transcript.interrupted();
             app.transcript.notice(
                 NoticeKind::Warning,
-                "interrupted: the turn was stopped and forgotten".to_owned(),
+                "interrupted: the turn was stopped; what it did so far is kept".to_owned(),
             );
             exit
         }

@@ -17,7 +17,7 @@ use crate::theme::Theme;
 struct Fake {
     screen: UnboundedSender<ToScreen>,
     answers: Vec<Answer>,
-    rewound: bool,
+    interrupted: bool,
 }
 
 impl Conversation for Fake {
@@ -45,8 +45,8 @@ impl Conversation for Fake {
         std::future::pending().await
     }
 
-    fn rewind(&mut self) {
-        self.rewound = true;
+    fn interrupted(&mut self) {
+        self.interrupted = true;
     }
 }
 
@@ -75,7 +75,7 @@ async fn session(typed: &str) -> (Exit, Fake, String) {
     let mut fake = Fake {
         screen,
         answers: Vec::new(),
-        rewound: false,
+        interrupted: false,
     };
     let mut app = App::new(
         RunInfo::default(),
@@ -100,15 +100,18 @@ async fn a_question_is_answered_in_the_modal_and_two_ctrl_c_quit() {
     assert_eq!(exit, Exit::Quit);
     assert_eq!(fake.answers, [Answer::No], "the n went to the prompt");
     assert!(shown.contains("fine, not sleeping"), "{shown}");
-    assert!(!fake.rewound);
+    assert!(!fake.interrupted);
 }
 
 #[tokio::test]
-async fn ctrl_c_stops_a_running_turn_and_rewinds_it() {
+async fn ctrl_c_stops_a_running_turn_and_keeps_it() {
     let (exit, fake, shown) = session("go\ny^^^").await;
     assert_eq!(exit, Exit::Quit);
     assert_eq!(fake.answers, [Answer::Yes]);
-    assert!(fake.rewound, "the interrupted turn was kept");
+    assert!(
+        fake.interrupted,
+        "the conversation was told of the interrupt"
+    );
     assert!(shown.contains("interrupted"), "{shown}");
 }
 

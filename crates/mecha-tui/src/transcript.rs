@@ -6,7 +6,7 @@
 //! whose status is the call's latest, so the screen draws each call as one
 //! line that changes in place.
 
-use mecha_agent::{Event, GateStage, GateVerdict, RunEnd};
+use mecha_agent::{Event, Excerpt, GateStage, GateVerdict, RunEnd};
 use mecha_core::{Taint, Usage};
 use serde_json::Value;
 
@@ -70,7 +70,9 @@ pub struct ToolEntry {
     /// Progress reports (a subagent's steps), oldest first, the last
     /// [`PROGRESS_KEPT`] only.
     pub progress: Vec<String>,
-    /// Whether the screen shows its input and result in full.
+    /// The head of its result, once there is one.
+    pub output: Excerpt,
+    /// Whether the screen shows its input and result's head.
     pub expanded: bool,
 }
 
@@ -159,6 +161,7 @@ impl Transcript {
                 input: input.clone(),
                 status: ToolStatus::Waiting,
                 progress: Vec::new(),
+                output: Excerpt::default(),
                 expanded: false,
             })),
             Event::Gate { id, decision, .. } => {
@@ -191,9 +194,11 @@ impl Transcript {
                 is_error,
                 bytes,
                 summary,
+                excerpt,
                 ..
             } => {
                 if let Some(tool) = self.tool_mut(id) {
+                    tool.output = excerpt.clone();
                     // A refused call's result is the refusal the model is
                     // told; the refusal and its stage are what to show.
                     if !matches!(tool.status, ToolStatus::Refused { .. }) {
@@ -219,6 +224,7 @@ impl Transcript {
                     None => "the model's output limit cut its answer short".to_owned(),
                 },
             ),
+            Event::Tainted { taint } => self.taint = self.taint.union(*taint),
             Event::Narrowed { by, tools } => self.notice(
                 NoticeKind::Hook,
                 format!("`{by}` narrowed the tools to: {}", tools.join(", ")),

@@ -33,6 +33,10 @@ fn result(id: &str, is_error: bool, summary: &str) -> Event {
         is_error,
         bytes: 42,
         summary: summary.into(),
+        excerpt: mecha_agent::Excerpt {
+            head: summary.into(),
+            rest: 0,
+        },
     }
 }
 
@@ -233,6 +237,30 @@ fn hooks_compactions_and_failed_runs_become_notices() {
     assert_eq!(notices[1].0, NoticeKind::Compaction);
     assert!(notices[1].1.contains("~90000 → ~12000"), "{}", notices[1].1);
     assert_eq!(notices[2], (NoticeKind::Error, "interrupted"));
+}
+
+#[test]
+fn the_interlock_state_changes_when_a_result_brings_taint_mid_run() {
+    let private = Taint {
+        private_data: true,
+        untrusted_input: false,
+    };
+    let mut t = fed(&[
+        call("1", "fs_read"),
+        gate(
+            "1",
+            GateVerdict::Allowed {
+                stage: GateStage::Rule,
+            },
+        ),
+    ]);
+    t.apply(&result("1", false, "secret"));
+    assert_eq!(tool(&t, 0).output.head, "secret", "kept to show on demand");
+    assert!(!t.taint().private_data);
+    let before = t.revision();
+    t.apply(&Event::Tainted { taint: private });
+    assert!(t.taint().private_data, "before the run ends");
+    assert!(t.revision() > before, "the status line is drawn again");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use mecha_agent::{Event, GateStage, GateVerdict, RunEnd};
+use mecha_agent::{Event, Excerpt, GateStage, GateVerdict, RunEnd};
 use mecha_core::{StopReason, Taint, Usage};
 use mecha_tui::{
     Approval, AskUserModal, Editor, Modal, NoticeKind, Offer, PickItem, Picker, RunInfo, Theme,
@@ -135,6 +135,7 @@ fn a_tool_call_running_and_done() {
             is_error: false,
             bytes: 2300,
             summary: "total 16".into(),
+            excerpt: Default::default(),
         },
         call("2", "shell", json!({"command": "cargo test"})),
         allowed("2"),
@@ -152,6 +153,28 @@ fn a_tool_call_running_and_done() {
         },
     ]);
     insta::assert_snapshot!(screen(70, 10, &t, &Editor::new(), None).backend());
+}
+
+#[test]
+fn an_expanded_call_shows_its_input_and_the_head_of_its_output() {
+    let mut t = fed(&[
+        call("1", "shell", json!({"command": "ls -la src"})),
+        allowed("1"),
+        Event::ToolResult {
+            id: "1".into(),
+            name: "shell".into(),
+            is_error: false,
+            bytes: 2300,
+            summary: "total 16".into(),
+            excerpt: Excerpt {
+                head: "total 16\ndrwxr-xr-x 2 me me 4096 lib.rs\n-rw-r--r-- 1 me me \u{1b}[31m main.rs"
+                    .into(),
+                rest: 2200,
+            },
+        },
+    ]);
+    t.toggle_details();
+    insta::assert_snapshot!(screen(70, 12, &t, &Editor::new(), None).backend());
 }
 
 #[test]
@@ -177,6 +200,7 @@ fn a_refused_call() {
             is_error: true,
             bytes: 80,
             summary: "refused by mecha's interlock".into(),
+            excerpt: Default::default(),
         },
     ]);
     t.toggle_details();

@@ -4,13 +4,15 @@
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use mecha_agent::{Agent, Event, EventSink, Gate, Limits, Session};
 use mecha_core::{
-    Approver, Block, Capabilities, Decision, FreshReason, Message, ModeApprover, PermissionMode,
-    Registry, Role, Rules, StopReason, Tool, ToolCall, ToolCtx, ToolOutput, Usage,
+    Approver, Block, Capabilities, Decision, FreshReason, Journal, Message, ModeApprover,
+    PermissionMode, Record, Registry, Role, Rules, StopReason, Tool, ToolCall, ToolCtx, ToolOutput,
+    Usage,
 };
 use mecha_provider::{Provider, ProviderError, Request, Response, StreamSink, Streamed};
 use serde_json::{Value, json};
@@ -146,6 +148,22 @@ impl Tool for Stub {
             .unwrap()
             .push((ctx.turn, self.name.to_owned(), input));
         Ok(self.reply.clone())
+    }
+}
+
+/// Records every journal entry, and how many syncs.
+#[derive(Default)]
+pub struct Recording {
+    pub records: Mutex<Vec<Record>>,
+    pub syncs: AtomicUsize,
+}
+
+impl Journal for Recording {
+    fn append(&self, record: &Record) {
+        self.records.lock().unwrap().push(record.clone());
+    }
+    fn sync(&self) {
+        self.syncs.fetch_add(1, Ordering::SeqCst);
     }
 }
 

@@ -159,10 +159,14 @@ fn prompts(
                 () = output::closed() => Turn::Unread,
             }
         });
-        if !matches!(outcome, Turn::Ended(Ok(_))) {
-            // A turn cut short leaves tool calls without results, which no
-            // API accepts; forget the whole exchange instead.
-            agent.rewind(&mut session, before);
+        match outcome {
+            // What the turn did is kept, its open calls closed; the model
+            // is told the user interrupted.
+            Turn::Interrupted => agent.keep_interrupted(&mut session, before),
+            // A failed turn can leave calls without results, which no API
+            // accepts; forget the whole exchange so it can be sent again.
+            Turn::Unread | Turn::Ended(Err(_)) => agent.rewind(&mut session, before),
+            Turn::Ended(Ok(_)) => {}
         }
         match outcome {
             // Nobody reads the output: end quietly, main picks the code.

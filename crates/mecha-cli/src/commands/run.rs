@@ -198,6 +198,7 @@ async fn drive(
     (source, prompts): (SessionSource, &[String]),
     events: &dyn EventSink,
 ) -> Result<u8, Failure> {
+    let before = session.messages.len();
     let outcome = tokio::select! {
         outcome = async {
             agent.start_session(&mut session, source, events).await;
@@ -227,6 +228,8 @@ async fn drive(
             (String::new(), failure_end(&failure), Err(failure))
         }
         None => {
+            // A resumed session goes on from what this run did.
+            agent.keep_interrupted(&mut session, before);
             output::err_line(&format!("\nmecha: {INTERRUPTED}"));
             let end = RunEnd::Stopped {
                 why: EarlyStop::Interrupted,

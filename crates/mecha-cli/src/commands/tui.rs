@@ -238,9 +238,8 @@ impl Sessions<'_> {
                 }
                 None => {
                     // The turn that was running is dropped with its tools;
-                    // the session keeps only whole exchanges, as after a
-                    // Ctrl-C.
-                    talk.rewind();
+                    // the session keeps what it did, as after a Ctrl-C.
+                    talk.interrupted();
                     break Ok(Next::Done(EXIT_INTERRUPTED));
                 }
             };
@@ -290,7 +289,8 @@ struct Talk<'a> {
     toolbox: &'a Toolbox,
     session: Session,
     sink: ChannelSink,
-    /// The session's length before the running prompt, to rewind to.
+    /// The session's length before the running prompt: what an interrupt
+    /// or a failure is measured from.
     before: Option<usize>,
 }
 
@@ -330,17 +330,20 @@ impl Conversation for Talk<'_> {
                 Ok(None)
             }
             Err(e) => {
-                // A turn cut short leaves calls without results, which no
-                // API accepts; forget the whole exchange, as chat does.
-                self.rewind();
+                // A failed turn can leave calls without results, which no
+                // API accepts; forget the whole exchange, as chat does, so
+                // the prompt can be sent again.
+                if let Some(before) = self.before.take() {
+                    self.agent.rewind(&mut self.session, before);
+                }
                 Err(e.to_string())
             }
         }
     }
 
-    fn rewind(&mut self) {
+    fn interrupted(&mut self) {
         if let Some(before) = self.before.take() {
-            self.agent.rewind(&mut self.session, before);
+            self.agent.keep_interrupted(&mut self.session, before);
         }
     }
 }

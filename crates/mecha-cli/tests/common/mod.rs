@@ -159,6 +159,29 @@ pub fn results_in(mock: &MockModel, n: usize) -> Vec<(String, bool)> {
     out
 }
 
+/// Checks that request `n` carries on from an interrupted turn whose one
+/// call was running: the call closed with a result saying the user stopped
+/// it, the model told of the interrupt, then `prompt`.
+pub fn assert_interrupt_kept(mock: &MockModel, n: usize, prompt: &str) {
+    let results = results_in(mock, n);
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert!(results[0].1, "an interrupted call's result is an error");
+    assert!(
+        results[0].0.contains("the user interrupted this call"),
+        "{results:?}"
+    );
+    let body = &mock.requests()[n].body;
+    let sent = body["messages"].to_string();
+    let note = sent
+        .find("[mecha: the user interrupted this turn]")
+        .unwrap_or_else(|| panic!("the model was not told: {sent}"));
+    let asked = sent.rfind(prompt).unwrap();
+    assert!(
+        note < asked,
+        "the note comes before the next prompt: {sent}"
+    );
+}
+
 /// Makes `home` a MECHA_HOME whose model is a script, played offline: one
 /// turn per tool call in `calls`, then a turn that answers `closing`.
 pub fn scripted_home(home: &Path, calls: &[Value], closing: &str, extra_config: &str) {
