@@ -96,7 +96,7 @@ impl Tui {
 
     /// Ctrl-C twice at an empty prompt: mecha ends well and the terminal
     /// is as it was.
-    async fn quit(mut self) {
+    async fn quit(mut self) -> Ended {
         self.type_keys(CTRL_C);
         self.wait_for("again to quit").await;
         self.type_keys(CTRL_C);
@@ -108,6 +108,7 @@ impl Tui {
             ended.screen
         );
         assert_restored(&ended);
+        ended
     }
 }
 
@@ -163,19 +164,26 @@ fn cells(written: &str) -> String {
         .join("\n")
 }
 
-/// Checks that mecha's last output restored the terminal: its modes'
-/// sequences are the last thing it wrote, and the line discipline is
-/// canonical with echo again.
+/// Checks that mecha's last output restored the terminal: after its modes'
+/// sequences it wrote only plain text (the conversation, left in the
+/// scrollback), and the line discipline is canonical with echo again.
 fn assert_restored(ended: &Ended) {
-    let screen = &ended.screen;
+    let after = left_in_scrollback(ended);
     assert!(
-        screen.trim_end_matches(['\r', '\n']).ends_with(RESTORED),
-        "the terminal was not restored last: {:?}",
-        screen.chars().rev().take(200).collect::<String>()
+        !after.contains('\u{1b}'),
+        "an escape after the terminal was restored: {after:?}"
     );
     let modes = ended.modes.local_modes;
     assert!(modes.contains(LocalModes::ICANON), "raw mode was left on");
     assert!(modes.contains(LocalModes::ECHO), "echo was left off");
+}
+
+/// What mecha wrote after it restored the terminal.
+fn left_in_scrollback(ended: &Ended) -> &str {
+    let Some(at) = ended.screen.rfind(RESTORED) else {
+        panic!("the terminal was not restored: {:?}", ended.screen);
+    };
+    &ended.screen[at + RESTORED.len()..]
 }
 
 #[tokio::test]
@@ -189,7 +197,13 @@ async fn a_prompt_is_answered_on_the_screen_and_ctrl_c_twice_quits() {
     tui.wait_written(READY).await;
     tui.type_keys(b"what is it\r");
     tui.wait_answered("forty-two").await;
-    tui.quit().await;
+    let ended = tui.quit().await;
+    // The conversation is left on the shell's screen, in its scrollback.
+    let left = left_in_scrollback(&ended);
+    assert!(
+        left.contains("› what is it\r\n\r\nthe answer is forty-two"),
+        "{left:?}"
+    );
     let requests = mock.requests();
     assert_eq!(requests.len(), 1);
     let messages = requests[0].body["messages"].as_array().unwrap();
@@ -331,6 +345,7 @@ async fn ctrl_c_stops_a_running_sleep_and_the_conversation_goes_on() {
     let mock = MockModel::start(vec![
         common::tool_turn(&[("shell", serde_json::json!({ "command": command }))]),
         MockReply::text("after the interrupt"),
+        MockReply::text("resumed"),
     ])
     .await;
     let mut tui = Tui::start(&e, &mock, "tui");
@@ -364,6 +379,17 @@ async fn ctrl_c_stops_a_running_sleep_and_the_conversation_goes_on() {
     // closed with a result that says the user stopped it, then the prompt.
     assert_eq!(mock.requests().len(), 2);
     common::assert_interrupt_kept(&mock, 1, "go on");
+    // The stored session holds the same: resumed, it goes on from there.
+    let out = e
+        .run(
+            common::Api::Anthropic,
+            &mock,
+            "k",
+            &["--continue", "and now"],
+        )
+        .await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    common::assert_interrupt_kept(&mock, 2, "and now");
 }
 
 fn skill(home: &std::path::Path, name: &str, description: &str, body: &str) {

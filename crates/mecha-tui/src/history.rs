@@ -35,12 +35,7 @@ pub fn render(
     let mut newest_first: Vec<Vec<Line<'static>>> = Vec::new();
     let mut rows = 0;
     for (i, entry) in transcript.entries().iter().enumerate().rev() {
-        let mut lines = Vec::new();
-        // A blank line between entries; a call sits under what asked it.
-        if i > 0 && !matches!(entry, Entry::Tool(_)) {
-            lines.push(Line::default());
-        }
-        entry_lines(entry, theme, wanted - rows, &mut lines);
+        let mut lines = block(i, entry, theme, wanted - rows);
         // From the entry's end, only as many lines as the view still
         // needs: a long answer streaming in is not wrapped whole per frame.
         let mut kept = Vec::new();
@@ -66,6 +61,37 @@ pub fn render(
         .wrap(Wrap { trim: false })
         .scroll((top, 0))
         .render(area, buf);
+}
+
+/// The whole transcript as plain text, each line as the screen shows it
+/// before wrapping, without styles: what is left in the terminal's own
+/// scrollback when the screen closes. Outside text is escaped as on the
+/// screen.
+pub fn plain(transcript: &Transcript) -> String {
+    let mut text = String::new();
+    for (i, entry) in transcript.entries().iter().enumerate() {
+        for line in block(i, entry, Theme::new(false), usize::MAX) {
+            let start = text.len();
+            for span in &line.spans {
+                text.push_str(&span.content);
+            }
+            let end = start + text[start..].trim_end().len();
+            text.truncate(end);
+            text.push('\n');
+        }
+    }
+    text
+}
+
+/// Entry `i`'s lines, after a blank line that parts it from the one
+/// before, unless it is a call: a call sits under what asked for it.
+fn block(i: usize, entry: &Entry, theme: Theme, wanted: usize) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    if i > 0 && !matches!(entry, Entry::Tool(_)) {
+        lines.push(Line::default());
+    }
+    entry_lines(entry, theme, wanted, &mut lines);
+    lines
 }
 
 /// `wanted`: how many lines of its end the view needs at least.
@@ -219,5 +245,40 @@ fn size(bytes: usize) -> String {
         0..1024 => format!("{bytes} B"),
         1024..1_048_576 => format!("{:.1} KB", bytes as f64 / 1024.0),
         _ => format!("{:.1} MB", bytes as f64 / 1_048_576.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mecha_agent::{Event, GateVerdict};
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_plain_transcript_is_what_the_screen_shows_escaped_and_unstyled() {
+        let mut t = Transcript::new();
+        t.prompt("list it");
+        t.apply(&Event::Text {
+            text: "Here **it** is\u{1b}]52;c;eA==\u{7}".into(),
+        });
+        t.apply(&Event::ToolCall {
+            id: "1".into(),
+            name: "shell".into(),
+            input: json!({"command": "ls"}),
+        });
+        t.apply(&Event::Gate {
+            id: "1".into(),
+            name: "shell".into(),
+            decision: GateVerdict::Allowed {
+                stage: GateStage::Rule,
+            },
+        });
+        let text = plain(&t);
+        assert!(!text.contains('\u{1b}'), "{text:?}");
+        assert_eq!(
+            text,
+            "› list it\n\nHere it is\\u{1b}]52;c;eA==\\u{7}\n● shell ls  running…\n"
+        );
     }
 }

@@ -4,7 +4,7 @@
 //! module only connects the two, owns the terminal's modes, and makes a new
 //! conversation when `/clear`, `/resume` or `/model` asks for one.
 
-use std::io;
+use std::io::{self, Write};
 use std::path::Path;
 
 use clap::Args;
@@ -88,6 +88,16 @@ pub fn run(
     output::divert(None);
     drop(screen);
     drop(raw);
+    // The alternate screen took the conversation away with it: it is
+    // written out again on the shell's screen, into the terminal's own
+    // scrollback. A terminal that is gone is no failure of the run.
+    if let Some(app) = &session.app {
+        let text = mecha_tui::history::plain(&app.transcript);
+        let mut stdout = io::stdout().lock();
+        let _ = stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush());
+    }
     // What came after the last frame (or before the first) is not lost.
     while let Ok(mecha_tui::ToScreen::Notice(text)) = inputs.agent.try_recv() {
         output::err_line(&text);
