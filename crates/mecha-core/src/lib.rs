@@ -11,6 +11,7 @@
 //! which concrete tools exist.
 
 mod approval;
+mod asking;
 mod batch;
 mod budget;
 mod capabilities;
@@ -39,6 +40,7 @@ mod tool;
 pub use approval::{
     Approver, Decision, FreshReason, ModeApprover, PermissionMode, read_only_refusal,
 };
+pub use asking::{Asker, AskingApprover, Offer, Said};
 pub use batch::{Call, EXTERNAL_HEADER, Slot, run_turn, unknown_tool};
 pub use budget::{
     FALLBACK_TURN_BUDGET, MAX_ECHO_BYTES, MIN_CALL_SHARE, MIN_TURN_BUDGET,

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::*;
 use crate::ask_user::UserQuestion;
-use crate::modal::Offer;
+use mecha_core::Offer;
 
 fn app() -> App {
     App::new(

@@ -3,23 +3,18 @@
 //! channel, so the screen handles both in the order they happened and the
 //! agent never touches the terminal.
 //!
-//! [`ModalApprover`] answers as the terminal approver does (the permission
-//! mode first, then what the user said "always" to, then a question), but
-//! asks through the approval modal; a fresh decision is always asked.
-
-use std::sync::Mutex;
+//! [`ModalApprover`] is mecha-core's asking approver (the permission mode
+//! first, then what the user said "always" to, then a question) with
+//! [`ModalAsker`] putting the question in the approval modal.
 
 use async_trait::async_trait;
 use mecha_agent::{Event, EventSink};
-use mecha_core::{
-    Approver, Decision, FreshReason, ModeApprover, PermissionMode, RuleAction, Rules, Spellings,
-    StandingAnswer, Tool,
-};
+use mecha_core::{Asker, AskingApprover, Offer, Said, Tool};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::ask_user::UserQuestion;
-use crate::modal::{Answer, Offer};
+use crate::modal::Answer;
 
 /// What the agent's task sends the screen.
 #[derive(Debug)]
@@ -86,108 +81,35 @@ impl EventSink for ChannelSink {
     }
 }
 
-/// Asks through the modal.
+/// Asks through the modal, behind [`mecha_core::AskingApprover`].
 #[derive(Debug)]
-pub struct ModalApprover {
-    mode: PermissionMode,
-    /// What the user said "always" to in this session, as allow rules.
-    standing: Mutex<Rules>,
-    screen: mpsc::UnboundedSender<ToScreen>,
-}
+pub struct ModalAsker(pub mpsc::UnboundedSender<ToScreen>);
 
-impl ModalApprover {
-    pub fn new(mode: PermissionMode, screen: mpsc::UnboundedSender<ToScreen>) -> Self {
-        Self {
-            mode,
-            standing: Mutex::new(Rules::default()),
-            screen,
-        }
-    }
-
-    async fn ask(
-        &self,
-        who: Option<&str>,
-        tool: &dyn Tool,
-        input: &Value,
-        fresh: Option<FreshReason>,
-    ) -> Decision {
-        let offer = Offer::for_call(tool.name(), input, fresh);
+#[async_trait]
+impl Asker for ModalAsker {
+    async fn ask(&self, who: Option<&str>, tool: &dyn Tool, input: &Value, offer: &Offer) -> Said {
         let (question, answer) = Question::new(who, tool.name(), input, offer.clone());
-        if self.screen.send(ToScreen::Ask(question)).is_err() {
+        if self.0.send(ToScreen::Ask(question)).is_err() {
             return nobody(tool);
         }
-        match (answer.await, offer) {
-            (Ok(Answer::Yes), _) => Decision::Allow,
-            (Ok(Answer::Always), Offer::Always { .. }) => {
-                if let (Ok(answer), Ok(mut rules)) = (
-                    StandingAnswer::for_call(tool.name(), input),
-                    self.standing.lock(),
-                ) {
-                    // Built to fit these rules; failing that it stays a yes
-                    // to this one call.
-                    let _ = rules.stand(&answer);
-                }
-                Decision::Allow
-            }
-            // An "always" where none was offered is no answer to give.
-            (Ok(Answer::Always | Answer::No), _) => Decision::Deny(format!(
-                "the user declined this `{}` call; ask them what they want instead, or take \
-                 another approach",
-                tool.name()
-            )),
-            (Err(_), _) => nobody(tool),
+        match answer.await {
+            Ok(Answer::Yes) => Said::Yes,
+            Ok(Answer::Always) => Said::Always,
+            Ok(Answer::No) => Said::No,
+            Err(_) => nobody(tool),
         }
-    }
-
-    fn stands(&self, tool: &dyn Tool, input: &Value) -> bool {
-        self.standing.lock().is_ok_and(|rules| {
-            rules.evaluate(tool.name(), input, &Spellings::default()) == Some(RuleAction::Allow)
-        })
     }
 }
 
+/// The approver the TUI's runs use: asks in the modal.
+pub type ModalApprover = AskingApprover<ModalAsker>;
+
 /// The screen closed before anyone answered: nobody said yes.
-fn nobody(tool: &dyn Tool) -> Decision {
-    Decision::Blocked(format!(
+fn nobody(tool: &dyn Tool) -> Said {
+    Said::Gone(format!(
         "`{}` needs approval and the terminal UI closed before anyone answered",
         tool.name()
     ))
-}
-
-#[async_trait]
-impl Approver for ModalApprover {
-    async fn approve(&self, tool: &dyn Tool, input: &Value) -> Decision {
-        self.approve_for(None, tool, input).await
-    }
-
-    async fn ask_fresh(
-        &self,
-        tool: &dyn Tool,
-        input: &Value,
-        why: FreshReason,
-    ) -> Option<Decision> {
-        self.ask_fresh_for(None, tool, input, why).await
-    }
-
-    async fn approve_for(&self, who: Option<&str>, tool: &dyn Tool, input: &Value) -> Decision {
-        if self.mode != PermissionMode::Ask || tool.read_only() {
-            return ModeApprover(self.mode).approve(tool, input).await;
-        }
-        if self.stands(tool, input) {
-            return Decision::Allow;
-        }
-        self.ask(who, tool, input, None).await
-    }
-
-    async fn ask_fresh_for(
-        &self,
-        who: Option<&str>,
-        tool: &dyn Tool,
-        input: &Value,
-        why: FreshReason,
-    ) -> Option<Decision> {
-        Some(self.ask(who, tool, input, Some(why)).await)
-    }
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ async fn answer_next(
 #[tokio::test]
 async fn always_stands_for_what_it_said_and_a_fresh_decision_is_asked_anyway() {
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let approver = std::sync::Arc::new(ModalApprover::new(PermissionMode::Ask, tx));
+    let approver = std::sync::Arc::new(ModalApprover::new(PermissionMode::Ask, ModalAsker(tx)));
     let git = json!({"command": "git status"});
 
     let asking = {
@@ -54,7 +54,7 @@ async fn always_stands_for_what_it_said_and_a_fresh_decision_is_asked_anyway() {
     let (who, offer) = answer_next(&mut rx, Answer::Always).await;
     assert_eq!(who.as_deref(), Some("helper"));
     assert!(
-        matches!(&offer, Offer::Always { covers } if covers.contains("git status")),
+        matches!(&offer, Offer::Always(answer) if answer.describe().contains("git status")),
         "{offer:?}"
     );
     assert_eq!(asking.await.unwrap(), Decision::Allow);
@@ -94,12 +94,7 @@ async fn always_stands_for_what_it_said_and_a_fresh_decision_is_asked_anyway() {
         })
     };
     let (_, offer) = answer_next(&mut rx, Answer::Always).await;
-    assert_eq!(
-        offer,
-        Offer::Fresh {
-            why: FreshReason::Rule.why()
-        }
-    );
+    assert_eq!(offer, Offer::Fresh(FreshReason::Rule));
     assert!(
         matches!(asking.await.unwrap(), Some(Decision::Deny(_))),
         "an always to a fresh question allowed the call"
@@ -110,7 +105,7 @@ async fn always_stands_for_what_it_said_and_a_fresh_decision_is_asked_anyway() {
 async fn a_closed_screen_is_nobody_saying_yes() {
     let (tx, rx) = mpsc::unbounded_channel();
     drop(rx);
-    let approver = ModalApprover::new(PermissionMode::Ask, tx);
+    let approver = ModalApprover::new(PermissionMode::Ask, ModalAsker(tx));
     let decision = approver
         .approve(&Shell, &json!({"command": "rm -rf build"}))
         .await;

@@ -9,44 +9,16 @@
 //! refused with a line saying so.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
-use mecha_core::{FreshReason, StandingAnswer};
+use mecha_core::Offer;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget, Wrap};
-use serde_json::Value;
 
 use crate::escape;
 use crate::frame::{self, Move, Scroll};
 use crate::theme::Theme;
-
-/// What the person may answer besides yes and no.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Offer {
-    /// "always" allows this much for the rest of the session.
-    Always { covers: String },
-    /// No "always" for this call, and why.
-    NoAlways { why: String },
-    /// A fresh decision on this call alone, and why it is asked.
-    Fresh { why: &'static str },
-}
-
-impl Offer {
-    /// What to offer for `tool` called with `input`, as the terminal
-    /// approver decides it.
-    pub fn for_call(tool: &str, input: &Value, fresh: Option<FreshReason>) -> Self {
-        match fresh {
-            Some(reason) => Self::Fresh { why: reason.why() },
-            None => match StandingAnswer::for_call(tool, input) {
-                Ok(answer) => Self::Always {
-                    covers: answer.describe(),
-                },
-                Err(why) => Self::NoAlways { why },
-            },
-        }
-    }
-}
 
 /// The person's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +67,7 @@ impl Approval {
         let movement = match key.code {
             KeyCode::Char('n' | 'N') | KeyCode::Esc => return Some(Answer::No),
             KeyCode::Char('y' | 'Y') => return self.unless_unseen(Answer::Yes),
-            KeyCode::Char('a' | 'A') if matches!(self.offer, Offer::Always { .. }) => {
+            KeyCode::Char('a' | 'A') if matches!(self.offer, Offer::Always(_)) => {
                 return self.unless_unseen(Answer::Always);
             }
             KeyCode::Down | KeyCode::Char('j') => Move::Down,
@@ -176,8 +148,8 @@ impl Approval {
                 style,
             ));
         }
-        if let Offer::Fresh { why } = &self.offer {
-            lines.push(Line::styled(format!("{why}."), theme.warn()));
+        if let Offer::Fresh(reason) = &self.offer {
+            lines.push(Line::styled(format!("{}.", reason.why()), theme.warn()));
         }
         let mut choices = vec![
             Span::styled(" y ", theme.selected()),
@@ -186,21 +158,21 @@ impl Approval {
             Span::raw(" no"),
         ];
         match &self.offer {
-            Offer::Always { covers } => {
+            Offer::Always(answer) => {
                 choices.push(Span::raw("   "));
                 choices.push(Span::styled(" a ", theme.selected()));
                 choices.push(Span::raw(format!(
                     " always allow {} in this session",
-                    escape::line(covers)
+                    escape::line(&answer.describe())
                 )));
             }
-            Offer::NoAlways { why } => {
+            Offer::NoAlways(why) => {
                 choices.push(Span::styled(
                     format!("   (no always for this call: {})", escape::line(why)),
                     theme.dim(),
                 ));
             }
-            Offer::Fresh { .. } => {}
+            Offer::Fresh(_) => {}
         }
         lines.push(Line::from(choices));
         lines
@@ -232,30 +204,13 @@ mod tests {
     }
 
     #[test]
-    fn always_is_offered_as_the_terminal_approver_offers_it() {
-        let git = Offer::for_call("shell", &json!({"command": "git status"}), None);
-        assert!(
-            matches!(&git, Offer::Always { covers } if covers.contains("git status")),
-            "{git:?}"
-        );
-        let redirect = Offer::for_call("shell", &json!({"command": "ls > out"}), None);
-        assert!(matches!(redirect, Offer::NoAlways { .. }));
-        let fresh = Offer::for_call(
-            "shell",
-            &json!({"command": "git status"}),
-            Some(FreshReason::Hook),
-        );
-        assert_eq!(
-            fresh,
-            Offer::Fresh {
-                why: FreshReason::Hook.why()
-            }
-        );
-    }
-
-    #[test]
     fn a_fresh_decision_has_no_always() {
-        let mut m = Approval::new(None, "shell", "ls", Offer::Fresh { why: "a rule asks" });
+        let mut m = Approval::new(
+            None,
+            "shell",
+            "ls",
+            Offer::Fresh(mecha_core::FreshReason::Rule),
+        );
         assert_eq!(
             m.key(key(KeyCode::Char('y'))),
             None,
@@ -270,9 +225,7 @@ mod tests {
     #[test]
     fn yes_waits_until_the_whole_body_was_on_screen() {
         let body: String = (0..100).map(|i| format!("+line {i}\n")).collect();
-        let offer = Offer::Always {
-            covers: "every `fs_write` call".into(),
-        };
+        let offer = Offer::for_call("fs_write", &json!({"path": "a"}), None);
         let mut m = Approval::new(None, "fs_write", &body, offer);
         let mut buf = Buffer::empty(Rect::new(0, 0, 60, 20));
         m.render(Theme::new(false), buf.area, &mut buf);

@@ -8,9 +8,10 @@ use tokio::sync::mpsc::{self, UnboundedSender};
 
 use super::*;
 use crate::bridge::Question;
-use crate::modal::{Answer, Offer};
+use crate::modal::Answer;
 use crate::status::RunInfo;
 use crate::theme::Theme;
+use mecha_core::Offer;
 
 /// Asks about a `sleep` call, then runs it for ever (until interrupted)
 /// or, told no, answers at once.

@@ -4,9 +4,9 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mecha_agent::{Event, Excerpt, GateStage, GateVerdict, RunEnd};
-use mecha_core::{StopReason, Taint, Usage};
+use mecha_core::{Offer, StopReason, Taint, Usage};
 use mecha_tui::{
-    Approval, AskUserModal, Editor, Modal, NoticeKind, Offer, PickItem, Picker, RunInfo, Theme,
+    Approval, AskUserModal, Editor, Modal, NoticeKind, PickItem, Picker, RunInfo, Theme,
     Transcript, View, draw,
 };
 use ratatui::Terminal;
@@ -242,9 +242,7 @@ fn a_long_change_says_what_is_left_to_see() {
         None,
         "fs_write",
         &body,
-        Offer::Always {
-            covers: "every `fs_write` call".into(),
-        },
+        Offer::for_call("fs_write", &json!({"path": "a"}), None),
     );
     insta::assert_snapshot!(screen(60, 12, &t, &Editor::new(), Some(&mut modal)).backend());
 }

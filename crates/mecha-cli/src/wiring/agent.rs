@@ -6,18 +6,20 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use mecha_agent::{Agent, ChildJournals, Gate, Hook, Limits, Lineage, Runtime, Session};
-use mecha_core::{Approver, Journal, ModeApprover, PermissionMode, Record, Taint, Tool, ToolCtx};
+use mecha_core::{
+    Approver, AskingApprover, Journal, ModeApprover, PermissionMode, Record, Taint, Tool, ToolCtx,
+};
 use mecha_hooks::HookContext;
 use mecha_provider::{Provider, ProviderError, Script, ScriptedProvider};
 use mecha_session::{Loaded, RecallTool};
 use mecha_skills::level1_block;
 use mecha_tools::Compact;
-use mecha_tui::{AskUser, ModalApprover, ToScreen};
+use mecha_tui::{AskUser, ModalApprover, ModalAsker, ToScreen};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::{McpRefresh, Toolbox, build_toolbox, register_subagents};
 use crate::Failure;
-use crate::approve::TerminalApprover;
+use crate::approve::TerminalAsker;
 use crate::commands::RunOptions;
 use crate::config::Settings;
 use crate::hooks::UserHooks;
@@ -96,9 +98,9 @@ pub enum Asking {
 impl Asking {
     fn approver(self, mode: PermissionMode, ctx: &ToolCtx) -> Arc<dyn Approver> {
         match self {
-            Self::Modal(screen) => Arc::new(ModalApprover::new(mode, screen)),
+            Self::Modal(screen) => Arc::new(ModalApprover::new(mode, ModalAsker(screen))),
             Self::Terminal if crate::stdin::someone_to_ask() => {
-                Arc::new(TerminalApprover::new(mode, ctx.clone()))
+                Arc::new(AskingApprover::new(mode, TerminalAsker::new(ctx.clone())))
             }
             Self::Terminal => Arc::new(ModeApprover(mode)),
         }
