@@ -6,21 +6,17 @@ use std::sync::{Arc, Mutex};
 
 use crate::toolset::{ToolRefresh, ToolSet};
 
-use mecha_core::{
-    Block, Call, EXTERNAL_HEADER, Journal, Message, Registry, Role, Slot, StopReason, Taint,
-    ToolCall, ToolCtx, ToolOutput, Usage, run_turn,
-};
+use mecha_core::{Journal, Message, Registry, Role, StopReason, Taint, ToolCtx, Usage};
 use mecha_provider::{Provider, ProviderError, Request, Streamed};
 use serde_json::Value;
 
 use crate::compaction::{self, CompactionPolicy};
 
-use crate::ending::{self, CONTINUE_PROMPT, CUT_CALL, Reading};
-use crate::events::{Event, EventSink, Excerpt, GateStage, GateVerdict, summary};
+use crate::ending::{self, CONTINUE_PROMPT, Reading};
+use crate::events::{Event, EventSink};
 use crate::gate::Gate;
 use crate::hook::Hook;
 use crate::hooking::Prompt;
-use crate::progress;
 use crate::surface::Surface;
 
 /// Limits of a run.
@@ -134,13 +130,6 @@ pub enum AgentError {
     },
 }
 
-/// What one turn's calls handed back: the result blocks in call order and
-/// which of them came from outside the machine.
-struct TurnResults {
-    blocks: Vec<Block>,
-    external: Vec<String>,
-}
-
 /// An agent: a provider, the tools, the gate, and the context tools run in.
 /// It holds every part as a trait object and names no concrete tool or
 /// provider.
@@ -150,7 +139,7 @@ pub struct Agent {
     pub(crate) refresh: Option<Arc<dyn ToolRefresh>>,
     pub(crate) system: String,
     pub(crate) gate: Gate,
-    ctx: ToolCtx,
+    pub(crate) ctx: ToolCtx,
     pub(crate) limits: Limits,
     /// The hooks of the loop's own events (a prompt, a stop, a session's
     /// start); the gate holds the same hooks for the calls.
@@ -369,133 +358,5 @@ impl Agent {
         Ok(Outcome::TurnLimit {
             turns: self.limits.max_turns,
         })
-    }
-
-    /// Gates every call in order, runs the approved ones concurrently within
-    /// the turn budget, and returns the results in call order. The budget
-    /// covers the refusals too: every block the turn sends takes room. A
-    /// call the output limit cut (always the last) is refused without asking
-    /// the gate: nobody should approve arguments that are not all there.
-    async fn dispatch(
-        &self,
-        registry: &Registry,
-        session: &mut Session,
-        turn: u32,
-        calls: &[ToolCall],
-        cut: Option<ToolCall>,
-        events: &dyn EventSink,
-    ) -> Result<TurnResults, AgentError> {
-        let whole = calls.len();
-        let calls: Vec<&ToolCall> = calls.iter().chain(cut.as_ref()).collect();
-        let mut verdicts = Vec::with_capacity(calls.len());
-        for (n, &call) in calls.iter().enumerate() {
-            events.emit(Event::ToolCall {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                input: call.input.clone(),
-            });
-            let verdict = if n >= whole {
-                GateVerdict::Blocked {
-                    stage: GateStage::Validation,
-                    reason: CUT_CALL.to_owned(),
-                }
-            } else {
-                let surface = session.surface.as_ref();
-                self.gate
-                    .judge(registry, &self.ctx, session.taint, surface, call, events)
-                    .await
-            };
-            events.emit(Event::Gate {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                decision: verdict.clone(),
-            });
-            verdicts.push(verdict);
-        }
-        let slots: Vec<Slot> = calls
-            .iter()
-            .zip(&verdicts)
-            .map(|(c, verdict)| match verdict {
-                GateVerdict::Allowed { .. } => Slot::Run(Call {
-                    id: c.id.clone(),
-                    name: c.name.clone(),
-                    input: c.input.clone(),
-                }),
-                GateVerdict::Denied { reason, .. } | GateVerdict::Blocked { reason, .. } => {
-                    Slot::Refused {
-                        name: c.name.clone(),
-                        output: ToolOutput::refusal(reason.clone()),
-                    }
-                }
-            })
-            .collect();
-        let budget = self.limits.turn_budget;
-        // A subagent's child starts from the taint its call was judged by.
-        let turn_ctx = self.ctx.clone().with_taint(session.taint);
-        let results = progress::reporting(&turn_ctx, &calls, events, |ctx| async move {
-            run_turn(registry, &ctx, turn, budget, slots).await
-        })
-        .await;
-        let outputs = calls
-            .iter()
-            .zip(results)
-            .map(|(call, result)| {
-                result.map_err(|source| AgentError::Tool {
-                    name: call.name.clone(),
-                    source,
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let ran: Vec<(&ToolCall, &ToolOutput)> = calls
-            .iter()
-            .zip(&verdicts)
-            .zip(&outputs)
-            .filter(|((_, verdict), _)| matches!(verdict, GateVerdict::Allowed { .. }))
-            .map(|((call, _), output)| (*call, output))
-            .collect();
-        let used = outputs.iter().map(|o| o.content.len()).sum();
-        let notes = self.post_tool_notes(registry, &ran, used, events).await;
-        let mut blocks = Vec::with_capacity(calls.len() + notes.len());
-        let mut external = Vec::new();
-        for ((call, verdict), output) in calls.into_iter().zip(&verdicts).zip(outputs) {
-            if let (GateVerdict::Allowed { .. }, Some(tool)) = (verdict, registry.get(&call.name)) {
-                session.taint.record(tool.capabilities(), &output);
-                session.compact_requested |= output.requests_compaction;
-                if let Some(narrowing) = &output.narrows
-                    && Surface::apply(&mut session.surface, narrowing, tool.name(), registry)
-                    && let Some(surface) = &session.surface
-                {
-                    events.emit(Event::Narrowed {
-                        by: narrowing.by.clone(),
-                        tools: surface.tools().map(str::to_owned).collect(),
-                    });
-                }
-            }
-            let shown = output
-                .content
-                .strip_prefix(EXTERNAL_HEADER)
-                .unwrap_or(&output.content);
-            events.emit(Event::ToolResult {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                is_error: output.is_error,
-                bytes: output.content.len(),
-                summary: summary(shown),
-                excerpt: Excerpt::of(shown),
-            });
-            if output.external {
-                external.push(call.id.clone());
-            }
-            blocks.push(Block::ToolResult {
-                tool_use_id: call.id.clone(),
-                content: output.content,
-                is_error: output.is_error,
-                images: output.images,
-            });
-        }
-        // After every result: a provider puts results first, and a note
-        // must not sit where a result is expected.
-        blocks.extend(notes);
-        Ok(TurnResults { blocks, external })
     }
 }

@@ -9,6 +9,7 @@
 
 mod agent;
 mod compaction;
+mod dispatch;
 mod ending;
 mod events;
 mod gate;
