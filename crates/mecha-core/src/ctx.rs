@@ -36,6 +36,9 @@ pub struct ToolCtx {
     /// What the conversation had taken in when this turn's calls were
     /// judged: a subagent's child starts from it.
     taint: Taint,
+    /// The subagent whose call this is (`None`: the run's own agent), for
+    /// a tool that shows a person who is asking.
+    agent: Option<Arc<str>>,
 }
 
 impl ToolCtx {
@@ -54,6 +57,7 @@ impl ToolCtx {
             turn: 1,
             accepts_images: true,
             taint: Taint::default(),
+            agent: None,
         })
     }
 
@@ -117,6 +121,19 @@ impl ToolCtx {
     /// The same context, as part of a conversation with this taint.
     pub fn with_taint(self, taint: Taint) -> Self {
         Self { taint, ..self }
+    }
+
+    /// The same context, for the calls of the subagent `name`.
+    pub fn with_agent(self, name: &str) -> Self {
+        Self {
+            agent: Some(Arc::from(name)),
+            ..self
+        }
+    }
+
+    /// The subagent whose call this is; `None` for the run's own agent.
+    pub fn agent(&self) -> Option<&str> {
+        self.agent.as_deref()
     }
 
     /// The conversation's taint when this call was judged.

@@ -142,9 +142,10 @@ impl App {
                     let modal = Approval::new(q.who.as_deref(), &q.tool, &body, q.offer.clone());
                     Some(Asked::Approval(modal, q))
                 }
-                Waiting::User(q) if !q.abandoned() => {
-                    Some(Asked::User(AskUserModal::new(&q.question), q))
-                }
+                Waiting::User(q) if !q.abandoned() => Some(Asked::User(
+                    AskUserModal::new(q.who.as_deref(), &q.question),
+                    q,
+                )),
                 Waiting::Approval(_) | Waiting::User(_) => continue,
             };
             self.urgent = true;

@@ -141,7 +141,7 @@ fn the_models_question_takes_the_keys_and_enter_answers_it() {
     typed(&mut a, "x");
     a.on_terminal(key(KeyCode::Enter));
     typed(&mut a, "draft");
-    let (asked, mut answer) = UserQuestion::new("which colour?");
+    let (asked, mut answer) = UserQuestion::new(None, "which colour?");
     a.on_agent(ToScreen::AskUser(asked));
     draw(&mut a);
     typed(&mut a, "blux");
@@ -158,7 +158,7 @@ fn the_models_question_takes_the_keys_and_enter_answers_it() {
 #[test]
 fn esc_declines_the_models_question() {
     let mut a = app();
-    let (asked, mut answer) = UserQuestion::new("which colour?");
+    let (asked, mut answer) = UserQuestion::new(None, "which colour?");
     a.on_agent(ToScreen::AskUser(asked));
     typed(&mut a, "bl");
     assert_eq!(a.on_terminal(key(KeyCode::Esc)), Action::None);
@@ -170,8 +170,8 @@ fn ctrl_c_at_the_models_question_declines_it_and_stops_the_turn() {
     let mut a = app();
     typed(&mut a, "x");
     a.on_terminal(key(KeyCode::Enter));
-    let (first, mut first_answer) = UserQuestion::new("which colour?");
-    let (second, mut second_answer) = UserQuestion::new("which size?");
+    let (first, mut first_answer) = UserQuestion::new(None, "which colour?");
+    let (second, mut second_answer) = UserQuestion::new(None, "which size?");
     a.on_agent(ToScreen::AskUser(first));
     a.on_agent(ToScreen::AskUser(second));
     assert_eq!(a.on_terminal(ctrl_c()), Action::Interrupt);
@@ -197,8 +197,8 @@ fn approvals_and_the_models_questions_queue_in_the_order_they_came() {
         &input,
         Offer::for_call("shell", &input, None),
     );
-    let (first, mut first_answer) = UserQuestion::new("which colour?");
-    let (second, mut second_answer) = UserQuestion::new("which size?");
+    let (first, mut first_answer) = UserQuestion::new(None, "which colour?");
+    let (second, mut second_answer) = UserQuestion::new(None, "which size?");
     a.on_agent(ToScreen::AskUser(first));
     a.on_agent(ToScreen::Ask(approval));
     a.on_agent(ToScreen::AskUser(second));
@@ -217,8 +217,8 @@ fn approvals_and_the_models_questions_queue_in_the_order_they_came() {
 #[test]
 fn a_question_whose_call_was_dropped_is_not_shown() {
     let mut a = app();
-    let (first, _first_answer) = UserQuestion::new("which colour?");
-    let (gone, gone_answer) = UserQuestion::new("which size?");
+    let (first, _first_answer) = UserQuestion::new(None, "which colour?");
+    let (gone, gone_answer) = UserQuestion::new(None, "which size?");
     a.on_agent(ToScreen::AskUser(first));
     a.on_agent(ToScreen::AskUser(gone));
     drop(gone_answer);

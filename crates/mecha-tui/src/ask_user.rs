@@ -23,15 +23,19 @@ pub const DECLINED: &str = "the user declined to answer this question; go on wit
 /// The model's question, waiting for the person's answer.
 #[derive(Debug)]
 pub struct UserQuestion {
+    /// The subagent asking, `None` for the run's own agent.
+    pub who: Option<String>,
     pub question: String,
     reply: oneshot::Sender<Option<String>>,
 }
 
 impl UserQuestion {
-    /// A question, and where its answer arrives (`None`: declined).
-    pub fn new(question: &str) -> (Self, oneshot::Receiver<Option<String>>) {
+    /// The question of the subagent `who` (`None`: the run's own agent),
+    /// and where its answer arrives (`None`: declined).
+    pub fn new(who: Option<&str>, question: &str) -> (Self, oneshot::Receiver<Option<String>>) {
         let (reply, answer) = oneshot::channel();
         let asked = Self {
+            who: who.map(str::to_owned),
             question: question.to_owned(),
             reply,
         };
@@ -112,7 +116,7 @@ impl Tool for AskUser {
         Capabilities::default()
     }
 
-    async fn call(&self, input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
+    async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
         let question = match input.get("question").and_then(Value::as_str) {
             Some(question) if !question.trim().is_empty() => question,
             _ => {
@@ -122,7 +126,7 @@ impl Tool for AskUser {
                 ));
             }
         };
-        let (asked, answer) = UserQuestion::new(question);
+        let (asked, answer) = UserQuestion::new(ctx.agent(), question);
         if self.screen.send(ToScreen::AskUser(asked)).is_err() {
             return Ok(unanswered());
         }
@@ -166,6 +170,25 @@ mod tests {
         assert_eq!(seen.as_deref(), Some("which colour?"));
         assert!(!out.is_error);
         assert_eq!(out.content, "blue");
+    }
+
+    #[tokio::test]
+    async fn a_subagents_question_says_whose_it_is() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let ctx = ToolCtx::new(&std::env::temp_dir(), 10_000)
+            .unwrap()
+            .with_agent("researcher");
+        let tool = AskUser::new(tx);
+        let screen = async {
+            let Some(ToScreen::AskUser(q)) = rx.recv().await else {
+                panic!("nothing asked");
+            };
+            let who = q.who.clone();
+            q.answer(Some("yes".into()));
+            who
+        };
+        let (who, _) = tokio::join!(screen, tool.call(json!({"question": "ok?"}), &ctx));
+        assert_eq!(who.as_deref(), Some("researcher"));
     }
 
     #[tokio::test]

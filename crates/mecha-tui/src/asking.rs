@@ -31,6 +31,8 @@ pub enum Typed {
 /// One question on screen, and the answer being typed.
 #[derive(Debug)]
 pub struct AskUserModal {
+    /// Who asks, for the box's title: mecha, or one of its subagents.
+    title: String,
     /// The question's lines, escaped, with the cut's note if it was cut.
     question: Vec<String>,
     /// In rows of the question as the last frame wrapped it.
@@ -41,7 +43,12 @@ pub struct AskUserModal {
 }
 
 impl AskUserModal {
-    pub fn new(question: &str) -> Self {
+    /// The question of the subagent `who` (`None`: the run's own agent).
+    pub fn new(who: Option<&str>, question: &str) -> Self {
+        let title = match who {
+            Some(who) => format!(" mecha's subagent `{}` asks you ", escape::line(who)),
+            None => " mecha asks you ".to_owned(),
+        };
         let mut end = question.len().min(MAX_QUESTION_BYTES);
         while !question.is_char_boundary(end) {
             end -= 1;
@@ -54,6 +61,7 @@ impl AskUserModal {
             ));
         }
         Self {
+            title,
             question: lines,
             scroll: Scroll::default(),
             rows: 0,
@@ -115,7 +123,7 @@ impl AskUserModal {
         // it is below.
         let note_rows = u16::from(wanted.saturating_add(below) > area.height);
         let height = wanted.saturating_add(below + note_rows);
-        let inner = frame::open(area, height, " mecha asks you ".to_owned(), buf);
+        let inner = frame::open(area, height, self.title.clone(), buf);
         let [question, note, input, foot] = Layout::vertical([
             Constraint::Fill(1),
             Constraint::Length(note_rows),

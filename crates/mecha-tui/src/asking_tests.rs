@@ -25,7 +25,7 @@ fn drawn(m: &mut AskUserModal, width: u16, height: u16) -> Vec<String> {
 
 #[test]
 fn typing_backspace_and_a_new_line_make_the_answer_enter_sends() {
-    let mut m = AskUserModal::new("which colour?");
+    let mut m = AskUserModal::new(None, "which colour?");
     typed(&mut m, "blux");
     m.key(key(KeyCode::Backspace));
     typed(&mut m, "e");
@@ -42,7 +42,7 @@ fn typing_backspace_and_a_new_line_make_the_answer_enter_sends() {
 
 #[test]
 fn enter_with_nothing_typed_sends_nothing_and_esc_declines() {
-    let mut m = AskUserModal::new("which colour?");
+    let mut m = AskUserModal::new(None, "which colour?");
     assert_eq!(m.key(key(KeyCode::Enter)), None);
     typed(&mut m, "half");
     assert_eq!(m.key(key(KeyCode::Esc)), Some(Typed::Declined));
@@ -50,7 +50,7 @@ fn enter_with_nothing_typed_sends_nothing_and_esc_declines() {
 
 #[test]
 fn a_paste_is_part_of_the_answer() {
-    let mut m = AskUserModal::new("the config?");
+    let mut m = AskUserModal::new(None, "the config?");
     m.paste("a = 1\r\nb = 2");
     assert_eq!(
         m.key(key(KeyCode::Enter)),
@@ -61,7 +61,7 @@ fn a_paste_is_part_of_the_answer() {
 #[test]
 fn a_long_question_scrolls_by_page_and_says_what_is_below() {
     let question: String = (1..=50).map(|i| format!("point {i}\n")).collect();
-    let mut m = AskUserModal::new(&question);
+    let mut m = AskUserModal::new(None, &question);
     let rows = drawn(&mut m, 40, 12);
     let text = rows.join("\n");
     assert!(text.contains("point 1 "), "{text}");
@@ -86,7 +86,7 @@ fn a_huge_question_is_cut_with_a_note_and_escapes_are_shown_not_obeyed() {
         "\u{1b}[2J\u{1b}]52;c;cGF5bG9hZA==\u{7}{}",
         "é".repeat(20_000)
     );
-    let m = AskUserModal::new(&question);
+    let m = AskUserModal::new(None, &question);
     let shown: usize = m.question.iter().map(String::len).sum();
     assert!(shown < MAX_QUESTION_BYTES + 200, "{shown}");
     let last = m.question.last().unwrap();
@@ -99,4 +99,21 @@ fn a_huge_question_is_cut_with_a_note_and_escapes_are_shown_not_obeyed() {
         "an escape reached a cell"
     );
     assert!(m.question[0].starts_with("\\u{1b}[2J"), "{}", m.question[0]);
+}
+
+#[test]
+fn the_box_names_the_subagent_that_asks() {
+    let mut m = AskUserModal::new(Some("researcher"), "which file?");
+    let rows = drawn(&mut m, 60, 10);
+    assert!(
+        rows.iter()
+            .any(|r| r.contains("mecha's subagent `researcher` asks you")),
+        "{rows:#?}"
+    );
+    let mut own = AskUserModal::new(None, "which file?");
+    assert!(
+        drawn(&mut own, 60, 10)
+            .iter()
+            .any(|r| r.contains(" mecha asks you "))
+    );
 }

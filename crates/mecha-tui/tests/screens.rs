@@ -277,6 +277,7 @@ fn ask_user() {
         allowed("1"),
     ]);
     let mut modal = AskUserModal::new(
+        None,
         "Which colour should the button be? The design says \"brand\", which is \
          blue in the old palette and teal in the new one.\n\u{1b}[31mred\u{1b}[0m is out.",
     );
@@ -295,7 +296,7 @@ fn ask_user() {
 fn a_long_question_says_what_is_below() {
     let t = fed(&[]);
     let question: String = (1..=40).map(|i| format!("point {i}\n")).collect();
-    let mut modal = AskUserModal::new(&question);
+    let mut modal = AskUserModal::new(None, &question);
     insta::assert_snapshot!(asked(60, 12, &t, &mut modal).backend());
 }
 

@@ -257,7 +257,7 @@ impl Tool for SubagentTool {
             lineage.hook.clone(),
             lineage.block_sends_after_private,
         );
-        let mut child_ctx = ctx.clone();
+        let mut child_ctx = ctx.clone().with_agent(&self.profile.name);
         child_ctx.call_budget_bytes = lineage.turn_budget;
         let limits = Limits {
             max_turns: self.profile.max_turns,
