@@ -205,6 +205,11 @@ impl App {
         if ctrl_c {
             return self.ctrl_c();
         }
+        // Esc stops a turn as Ctrl-C does, as in the other harnesses; at
+        // the prompt it is the editor's.
+        if key.code == KeyCode::Esc && self.busy {
+            return Action::Interrupt;
+        }
         self.quit_armed = false;
         if key.code == KeyCode::Char('o') && key.modifiers.contains(KeyModifiers::CONTROL) {
             self.transcript.toggle_details();

@@ -63,6 +63,15 @@ fn ctrl_c_stops_a_turn_and_twice_at_an_empty_prompt_quits() {
     assert_eq!(a.on_terminal(ctrl_c()), Action::Quit);
 }
 
+#[test]
+fn esc_stops_a_turn_and_at_the_prompt_stops_nothing() {
+    let mut a = app();
+    assert_eq!(a.on_terminal(key(KeyCode::Esc)), Action::None);
+    typed(&mut a, "x");
+    a.on_terminal(key(KeyCode::Enter));
+    assert_eq!(a.on_terminal(key(KeyCode::Esc)), Action::Interrupt);
+}
+
 #[tokio::test]
 async fn questions_are_answered_through_the_modal_one_at_a_time() {
     let mut a = app();

@@ -147,8 +147,8 @@ fn help(front: Front) -> String {
         Front::Tui => {
             "Keys: Enter sends; Alt-Enter or Ctrl-J starts a new line; Up and Down recall \
              earlier prompts; PageUp and PageDown scroll; Ctrl-O shows every call's input and \
-             result in full; Ctrl-C stops a turn, clears the prompt, and twice on an empty \
-             prompt quits.\n"
+             result; Esc or Ctrl-C stops a turn; Ctrl-C clears the prompt, and twice on an \
+             empty prompt quits.\n"
         }
     });
     out
