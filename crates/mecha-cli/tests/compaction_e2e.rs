@@ -65,6 +65,21 @@ fn texts(body: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A compacted history's opening, as Chat Completions gets it: the first
+/// message, the summary and the carried state are three user messages in
+/// a row, sent as one (chat templates refuse two in a row), joined by a
+/// blank line. Split back at the summary's and the carried state's headers.
+fn opening(texts: &[(String, String)]) -> (&str, &str, &str) {
+    let (role, text) = &texts[1];
+    assert_eq!(role, "user");
+    let summary = text.find(SUMMARY_HEADER).expect("a summary");
+    let carried = text.find(CARRIED_HEADER).expect("the carried state");
+    assert!(summary < carried, "{text}");
+    let first = text[..summary].strip_suffix("\n\n").expect("joined");
+    let summary_text = text[summary..carried].strip_suffix("\n\n").expect("joined");
+    (first, summary_text, &text[carried..])
+}
+
 fn is_summary_request(body: &Value) -> bool {
     texts(body)
         .last()
@@ -114,18 +129,16 @@ async fn a_long_task_compacts_often_and_keeps_its_plan_and_procedure() {
         assert_eq!(texts(request)[0], texts(first)[0], "nor the system prompt");
     }
     let last = texts(requests.last().unwrap());
-    assert_eq!(last[1], ("user".into(), "read big.txt many times".into()));
-    assert!(last[2].1.starts_with(SUMMARY_HEADER), "{:?}", last[2]);
-    assert!(last[2].1.contains(&format!("SUMMARY {}", mock.summaries())));
-    let carried: Vec<&String> = last
-        .iter()
-        .filter(|(role, t)| role == "user" && t.starts_with(CARRIED_HEADER))
-        .map(|(_, t)| t)
-        .collect();
-    assert_eq!(carried.len(), 1, "one carried message: {last:?}");
-    assert_eq!(carried[0].matches(PROCEDURE).count(), 1);
-    assert_eq!(carried[0].matches("[>] read big.txt").count(), 1);
+    // The first message, the summary and the carried state, in that order;
+    // Chat Completions gets them as one user message (see `opening`).
+    let (first_prompt, summary, carried) = opening(&last);
+    assert_eq!(first_prompt, "read big.txt many times");
+    assert!(summary.starts_with(SUMMARY_HEADER), "{summary}");
+    assert!(summary.contains(&format!("SUMMARY {}", mock.summaries())));
     let all: String = last.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(all.matches(CARRIED_HEADER).count(), 1, "one carried state");
+    assert_eq!(carried.matches(PROCEDURE).count(), 1);
+    assert_eq!(carried.matches("[>] read big.txt").count(), 1);
     assert_eq!(all.matches(PROCEDURE).count(), 1, "the skill body once");
     // Every tool result still follows the call that made it.
     let messages = requests.last().unwrap()["messages"]
@@ -241,9 +254,10 @@ async fn a_resumed_session_starts_compacted_and_recall_finds_what_was_compacted_
     assert!(out.status.success(), "{}", stderr(&out));
     let requests = loop_requests(&mock);
     let first = texts(&requests[0]);
-    assert_eq!(first[1].1, "find it");
+    let (first_prompt, summary, _) = opening(&first);
+    assert_eq!(first_prompt, "find it");
     assert!(
-        first[2].1.starts_with(SUMMARY_HEADER),
+        summary.starts_with(SUMMARY_HEADER),
         "resumed compacted: {first:?}"
     );
     assert_eq!(first.last().unwrap().1, "where was it?");
@@ -302,5 +316,6 @@ async fn the_model_compacts_when_it_asks() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(mock.summaries(), 1, "{}", stderr(&out));
     let last = texts(loop_requests(&mock).last().unwrap());
-    assert!(last[2].1.starts_with(SUMMARY_HEADER), "{last:?}");
+    let (_, summary, _) = opening(&last);
+    assert!(summary.starts_with(SUMMARY_HEADER), "{last:?}");
 }

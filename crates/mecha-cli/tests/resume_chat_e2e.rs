@@ -96,9 +96,11 @@ async fn a_resume_keeps_the_narrowing_the_loaded_skill_and_the_todo_list() {
     );
     assert!(mock.summaries() >= 1, "it compacted");
     let last = texts(requests.last().unwrap());
-    let carried: Vec<&String> = last
+    // The carried state is a user message of its own, joined to the ones
+    // before it for Chat Completions.
+    let carried: Vec<&str> = last
         .iter()
-        .filter(|t| t.starts_with("[carried state:"))
+        .filter_map(|t| t.find("[carried state:").map(|at| &t[at..]))
         .collect();
     assert_eq!(carried.len(), 1, "{last:#?}");
     assert!(

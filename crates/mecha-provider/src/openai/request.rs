@@ -106,9 +106,9 @@ fn push_message(out: &mut Vec<Value>, message: &Message, reasoning_field: Reason
                 if !text.is_empty() {
                     images.push(json!({"type": "text", "text": text}));
                 }
-                out.push(json!({"role": "user", "content": images}));
+                push_user(out, Value::Array(images));
             } else if !text.is_empty() {
-                out.push(json!({"role": "user", "content": text}));
+                push_user(out, Value::String(text));
             }
         }
         Role::Assistant => {
@@ -167,6 +167,32 @@ fn push_message(out: &mut Vec<Value>, message: &Message, reasoning_field: Reason
 /// A `tool` message holds text only, so a result's images go in a user
 /// message right after the tool messages: a line naming the call they
 /// belong to, then each image as a data URL.
+/// Adds a user message, or joins it to the user message right before it:
+/// some chat templates (llama.cpp's for several open models) refuse two in
+/// a row, and a history can hold them (a prompt after an interrupted
+/// turn's note, or after an empty turn that was not sent).
+fn push_user(out: &mut Vec<Value>, content: Value) {
+    let Some(last) = out.last_mut().filter(|m| m["role"] == "user") else {
+        out.push(json!({"role": "user", "content": content}));
+        return;
+    };
+    last["content"] = match (last["content"].take(), content) {
+        (Value::String(before), Value::String(after)) => {
+            Value::String(format!("{before}\n\n{after}"))
+        }
+        (before, after) => Value::Array(parts(before).into_iter().chain(parts(after)).collect()),
+    };
+}
+
+/// A user message's content as a list of parts.
+fn parts(content: Value) -> Vec<Value> {
+    match content {
+        Value::String(text) => vec![json!({"type": "text", "text": text})],
+        Value::Array(parts) => parts,
+        other => vec![other],
+    }
+}
+
 fn push_images(parts: &mut Vec<Value>, tool_use_id: &str, images: &[Image]) {
     if images.is_empty() {
         return;
@@ -330,13 +356,57 @@ mod tests {
             messages: &messages,
         };
         let sent = &body("m", None, &request, ReasoningField::Reasoning)["messages"];
+        // Two user messages in a row are sent as one.
         assert_eq!(
             sent,
-            &json!([
-                {"role": "user", "content": "hi"},
-                {"role": "user", "content": "still there?"},
-            ])
+            &json!([{"role": "user", "content": "hi\n\nstill there?"}])
         );
+    }
+
+    #[test]
+    fn a_prompt_after_results_and_a_note_joins_the_note() {
+        let call = Block::ToolUse(ToolCall {
+            id: "c".into(),
+            name: "shell".into(),
+            input: json!({}),
+            input_error: None,
+        });
+        let messages = [
+            Message::user_text("go"),
+            Message {
+                role: Role::Assistant,
+                content: vec![call],
+            },
+            Message {
+                role: Role::User,
+                content: vec![
+                    Block::ToolResult {
+                        tool_use_id: "c".into(),
+                        content: "stopped".into(),
+                        is_error: true,
+                        images: Vec::new(),
+                    },
+                    Block::Text {
+                        text: "[interrupted]".into(),
+                    },
+                ],
+            },
+            Message::user_text("next"),
+        ];
+        let request = Request {
+            system: "",
+            tools: &[],
+            messages: &messages,
+        };
+        let sent = &body("m", None, &request, ReasoningField::Reasoning)["messages"];
+        let roles: Vec<&str> = sent
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "tool", "user"]);
+        assert_eq!(sent[3]["content"], "[interrupted]\n\nnext");
     }
 
     #[test]
