@@ -128,7 +128,7 @@ impl Agent {
                 name: call.name.clone(),
                 is_error: output.is_error,
                 bytes: output.content.len(),
-                summary: summary(shown),
+                summary: summary(shown, output.is_error),
                 excerpt: Excerpt::of(shown),
             });
             if output.external {

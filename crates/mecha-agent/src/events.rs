@@ -288,8 +288,10 @@ const SUMMARY_CHARS: usize = 100;
 /// The first line of a result, short, for activity logs. A JSON result's
 /// first line is a lone `{`, so JSON is collapsed onto one line instead:
 /// its lines trimmed and joined (a JSON string holds no raw line break, so
-/// only indentation goes), as far as the summary reaches.
-pub(crate) fn summary(content: &str) -> String {
+/// only indentation goes), as far as the summary reaches. A failed call
+/// whose result ends in a note in brackets (how a command ended: its exit
+/// code, a timeout) leads with that note: it says more than the first line.
+pub(crate) fn summary(content: &str, is_error: bool) -> String {
     let trimmed = content.trim_start();
     let line: String = if trimmed.starts_with(['{', '[']) {
         let mut joined = String::new();
@@ -307,6 +309,15 @@ pub(crate) fn summary(content: &str) -> String {
     } else {
         content.lines().next().unwrap_or("").to_owned()
     };
+    let ending = content.trim_end().lines().next_back().map(str::trim);
+    let line = match ending {
+        Some(end)
+            if is_error && end.starts_with('[') && end.ends_with(']') && !line.contains(end) =>
+        {
+            format!("{end} · {line}")
+        }
+        _ => line,
+    };
     match line.char_indices().nth(SUMMARY_CHARS) {
         Some((i, _)) => format!("{}…", &line[..i]),
         None => line,
@@ -317,6 +328,25 @@ pub(crate) fn summary(content: &str) -> String {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn a_failed_calls_summary_leads_with_how_it_ended() {
+        let failed = "error[E0308]: mismatched types\n  --> src/main.rs:2:5\n[exit code 101]\n";
+        assert_eq!(
+            summary(failed, true),
+            "[exit code 101] · error[E0308]: mismatched types"
+        );
+        assert_eq!(
+            summary(failed, false),
+            "error[E0308]: mismatched types",
+            "only a failure's ending is put first"
+        );
+        assert_eq!(
+            summary("[no output]\n[exit code 1]", true),
+            "[no output] [exit code 1]"
+        );
+        assert_eq!(summary("no such file: a.txt", true), "no such file: a.txt");
+    }
 
     #[test]
     fn an_excerpt_keeps_the_first_lines_and_counts_the_rest() {
