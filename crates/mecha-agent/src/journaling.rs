@@ -2,8 +2,8 @@
 //! it happens, and made durable at every turn boundary.
 
 use mecha_core::{
-    Block, INTERRUPTED_RESULT, INTERRUPTED_TURN, Message, Record, Registry, Role, Taint, Usage,
-    results_for_open_calls,
+    Block, INTERRUPTED_RESULT, INTERRUPTED_TURN, LOST_RESULT, Message, Record, Registry, Role,
+    Taint, Usage, results_for_open_calls,
 };
 
 use crate::agent::{Agent, Session};
@@ -40,6 +40,17 @@ impl Agent {
         session.messages.truncate(keep);
         session.reported = None;
         self.note(&Record::Rewind { keep });
+        // A compaction during the exchange can have left the history
+        // shorter than `keep`, its calls still open: no API accepts a call
+        // without its result.
+        let results = results_for_open_calls(&session.messages, LOST_RESULT);
+        if !results.is_empty() {
+            let closing = Message {
+                role: Role::User,
+                content: results,
+            };
+            self.push(session, closing, Vec::new());
+        }
         self.sync();
     }
 
@@ -51,7 +62,10 @@ impl Agent {
     /// history (a hook held it back) leaves nothing.
     pub fn keep_interrupted(&self, session: &mut Session, before: usize) {
         let unfinished = std::mem::take(&mut session.unfinished);
-        if session.messages.len() <= before {
+        let mut content = results_for_open_calls(&session.messages, INTERRUPTED_RESULT);
+        // Open calls are closed whatever the length: a compaction during
+        // the turn can have left the history shorter than it was.
+        if content.is_empty() && session.messages.len() <= before {
             return;
         }
         let ends_with_user = session.messages.last().map(|m| m.role) == Some(Role::User);
@@ -62,7 +76,6 @@ impl Agent {
             };
             self.push(session, answer, Vec::new());
         }
-        let mut content = results_for_open_calls(&session.messages, INTERRUPTED_RESULT);
         content.push(Block::Text {
             text: INTERRUPTED_TURN.to_owned(),
         });

@@ -205,3 +205,43 @@ async fn a_prompt_that_never_entered_the_history_leaves_nothing() {
     assert_eq!(session.messages.len(), 2);
     assert!(journal.records.lock().unwrap().is_empty());
 }
+
+/// A history ending in a call without its result, shorter than `before`
+/// said: what a compaction during the turn leaves.
+fn compacted_with_an_open_call() -> Session {
+    let mut session = session();
+    session.messages.push(Message::user_text("first"));
+    session.messages.push(Message {
+        role: Role::Assistant,
+        content: vec![call("c9", "hangs", json!({}))],
+    });
+    session
+}
+
+fn closes(message: &Message, id: &str, said: &str) -> bool {
+    message.role == Role::User
+        && message.content.iter().any(|b| {
+            matches!(b, Block::ToolResult { tool_use_id, content, is_error: true, .. }
+                if tool_use_id == id && content == said)
+        })
+}
+
+#[tokio::test]
+async fn an_open_call_is_closed_even_when_a_compaction_shortened_the_history() {
+    let ws = tempfile::tempdir().unwrap();
+    let agent = agent(
+        Queue::new(vec![]),
+        Registry::new(),
+        allow_all_gate(),
+        ws.path(),
+    );
+    let mut session = compacted_with_an_open_call();
+    agent.keep_interrupted(&mut session, 10);
+    assert_eq!(session.messages.len(), 3);
+    assert!(closes(&session.messages[2], "c9", INTERRUPTED_RESULT));
+
+    let mut session = compacted_with_an_open_call();
+    agent.rewind(&mut session, 10);
+    assert_eq!(session.messages.len(), 3);
+    assert!(closes(&session.messages[2], "c9", mecha_core::LOST_RESULT));
+}
