@@ -201,24 +201,7 @@ async fn json_at_max_turns_and_a_refused_call_fit_the_schema() {
 #[test]
 fn json_on_interrupt_fits_the_schema() {
     let e = env();
-    let call = json!({"name": "shell", "input": {"command": "sleep 5"}});
-    common::scripted_home(&e.home, &[call], "never reached", "");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap())
-        .env("MECHA_HOME", &e.home)
-        .current_dir(&e.ws)
-        .args(["run", "--yes", "--output-format", "json", "go"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(700));
-    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let out = common::interrupted_json_run(&e);
     let object = the_result(&out);
     assert_eq!(object["stop_reason"], "interrupted");
     let call = &object["tool_calls"][0];

@@ -157,25 +157,7 @@ async fn stream_json_ends_with_the_json_object_also_on_failure() {
 #[test]
 fn json_reports_an_interrupted_run() {
     let e = env();
-    let call = json!({"name": "shell", "input": {"command": "sleep 5"}});
-    common::scripted_home(&e.home, &[call], "never reached", "");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"))
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap())
-        .env("MECHA_HOME", &e.home)
-        .current_dir(&e.ws)
-        .args(["run", "--yes", "--output-format", "json", "go"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Let the shell call start, then interrupt.
-    std::thread::sleep(std::time::Duration::from_millis(700));
-    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let out = common::interrupted_json_run(&e);
     let object = the_object(&out);
     assert_eq!(object["stop_reason"], "interrupted", "{object}");
     assert_eq!(object["is_error"], true, "{object}");

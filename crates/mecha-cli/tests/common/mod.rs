@@ -159,6 +159,30 @@ pub fn results_in(mock: &MockModel, n: usize) -> Vec<(String, bool)> {
     out
 }
 
+/// `mecha run --output-format json` on a scripted `sleep 5` call,
+/// interrupted with SIGINT once the call has had time to start.
+pub fn interrupted_json_run(e: &Env) -> Output {
+    let call = serde_json::json!({"name": "shell", "input": {"command": "sleep 5"}});
+    scripted_home(&e.home, &[call], "never reached", "");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap())
+        .env("MECHA_HOME", &e.home)
+        .current_dir(&e.ws)
+        .args(["run", "--yes", "--output-format", "json", "go"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    out
+}
+
 /// Checks that request `n` carries on from an interrupted turn whose one
 /// call was running: the call closed with a result saying the user stopped
 /// it, the model told of the interrupt, then `prompt`.
