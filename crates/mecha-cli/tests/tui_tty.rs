@@ -392,6 +392,29 @@ async fn ctrl_c_stops_a_running_sleep_and_the_conversation_goes_on() {
     common::assert_interrupt_kept(&mock, 2, "and now");
 }
 
+#[tokio::test]
+async fn a_resumed_session_shows_what_it_holds_before_anything_is_sent() {
+    if !common::have_setsid() {
+        return;
+    }
+    let e = common::env();
+    std::fs::write(e.ws.join("notes.txt"), "a private note\n").unwrap();
+    let read = serde_json::json!({"path": "notes.txt"});
+    let mock = MockModel::start(vec![
+        common::tool_turn(&[("fs_read", read)]),
+        MockReply::text("read it"),
+    ])
+    .await;
+    let out = e
+        .run(common::Api::Anthropic, &mock, "k", &["read the notes"])
+        .await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let tui = Tui::start(&e, &mock, "tui --continue");
+    tui.wait_written(READY).await;
+    tui.wait_for("private data held").await;
+    tui.quit().await;
+}
+
 fn skill(home: &std::path::Path, name: &str, description: &str, body: &str) {
     let folder = home.join("skills").join(name);
     std::fs::create_dir_all(&folder).unwrap();

@@ -144,6 +144,16 @@ impl Transcript {
         self.revision += 1;
     }
 
+    /// Another conversation begins on the screen (the first, or one that
+    /// `/clear`, `/resume` or `/model` switched to): the interlock's state
+    /// is that session's own, and the context's size is unknown until its
+    /// first request.
+    pub fn begin_conversation(&mut self, taint: Taint) {
+        self.taint = taint;
+        self.last_usage = Usage::default();
+        self.revision += 1;
+    }
+
     /// Folds one event in.
     pub fn apply(&mut self, event: &Event) {
         self.revision += 1;

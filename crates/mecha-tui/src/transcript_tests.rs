@@ -264,6 +264,19 @@ fn the_interlock_state_changes_when_a_result_brings_taint_mid_run() {
 }
 
 #[test]
+fn a_new_conversation_shows_its_own_sessions_taint() {
+    let private = Taint {
+        private_data: true,
+        untrusted_input: false,
+    };
+    let mut t = fed(&[final_with(private, RunEnd::Answered(StopReason::EndTurn))]);
+    t.begin_conversation(Taint::default());
+    assert!(!t.taint().private_data, "a fresh session holds nothing");
+    t.begin_conversation(private);
+    assert!(t.taint().private_data, "a resumed one holds what it held");
+}
+
+#[test]
 fn taint_accumulates_over_runs_and_usage_is_the_latest_request() {
     let private = Taint {
         private_data: true,

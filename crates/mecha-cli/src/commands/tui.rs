@@ -211,6 +211,7 @@ impl Sessions<'_> {
                 App::new(info, Theme::from_env(), preview)
             }
         };
+        app.transcript.begin_conversation(session.taint);
         match (loaded, &session_id) {
             (Some(loaded), _) => {
                 let mut line = session::resumed_line(loaded);
