@@ -72,6 +72,20 @@ impl Tui {
             .await;
     }
 
+    /// Resizes the terminal and waits until the screen is drawn again at
+    /// its new size (ratatui clears it first).
+    async fn resize_and_wait(&self, rows: u16, cols: u16) {
+        let before = self.terminal.screen().len();
+        self.terminal.resize(rows, cols);
+        self.terminal
+            .wait_until("a frame at the new size", |written| {
+                written
+                    .get(before..)
+                    .is_some_and(|after| after.contains("\u{1b}[2J"))
+            })
+            .await;
+    }
+
     /// Waits until `text` is shown as a finished answer: while one streams
     /// an ellipsis follows it, and the turn is over once that goes.
     async fn wait_answered(&self, text: &str) {
@@ -506,10 +520,13 @@ async fn a_resized_narrow_terminal_is_drawn_within_its_new_size() {
     let mock = MockModel::start(vec![MockReply::text(long.clone())]).await;
     let mut tui = Tui::start(&e, &mock, "tui");
     tui.wait_written(READY).await;
+    // The first whole frame: the screen listens for keys and resizes by
+    // then.
+    tui.wait_for("interlock clear").await;
     let before = tui.terminal.screen().len();
-    tui.terminal.resize(8, 30);
-    // ratatui clears the screen at the first frame that sees the new size
-    // (the key's, if the resize's own event came before anyone listened).
+    tui.resize_and_wait(8, 30).await;
+    // Typed once the new size was drawn: crossterm drops the readiness of
+    // input that arrives together with a resize, until the next key.
     tui.type_keys(b"go\r");
     let since_clear = |written: &str| -> Option<String> {
         let after = written.get(before..)?;
@@ -523,6 +540,6 @@ async fn a_resized_narrow_terminal_is_drawn_within_its_new_size() {
     let after = since_clear(&tui.terminal.screen()).unwrap_or_default();
     let (row, col) = furthest_cell(&after);
     assert!(row <= 8 && col <= 30, "drawn at row {row}, column {col}");
-    tui.terminal.resize(30, 100);
+    tui.resize_and_wait(30, 100).await;
     tui.quit().await;
 }
