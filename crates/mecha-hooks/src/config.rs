@@ -129,6 +129,17 @@ pub enum HookError {
     ZeroTimeout { number: usize, command: String },
 }
 
+/// Every `[[hook]]` of a file that cannot be used, in the file's order, so
+/// one broken hook does not hide the next.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", joined(.0))]
+pub struct HookErrors(pub Vec<HookError>);
+
+fn joined(errors: &[HookError]) -> String {
+    let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    lines.join("\n")
+}
+
 /// A checked hook, ready to run.
 #[derive(Debug, Clone)]
 pub(crate) struct Hook {

@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use config::Hook;
-pub use config::{DEFAULT_TIMEOUT_S, HookConfig, HookError, HookEvent, OnError};
+pub use config::{DEFAULT_TIMEOUT_S, HookConfig, HookError, HookErrors, HookEvent, OnError};
 
 /// The hooks of a run, checked: every matcher compiled, every command found.
 #[derive(Debug, Clone, Default)]
@@ -98,13 +98,20 @@ impl fmt::Display for HookLine {
 
 impl HookSet {
     /// Checks every `[[hook]]`; `config_dir` anchors relative commands.
-    pub fn compile(configs: &[HookConfig], config_dir: &Path) -> Result<Self, HookError> {
-        let hooks = configs
-            .iter()
-            .enumerate()
-            .map(|(i, config)| Hook::compile(i + 1, config, config_dir))
-            .collect::<Result<_, _>>()?;
-        Ok(Self { hooks })
+    pub fn compile(configs: &[HookConfig], config_dir: &Path) -> Result<Self, HookErrors> {
+        let mut hooks = Vec::with_capacity(configs.len());
+        let mut errors = Vec::new();
+        for (i, config) in configs.iter().enumerate() {
+            match Hook::compile(i + 1, config, config_dir) {
+                Ok(hook) => hooks.push(hook),
+                Err(e) => errors.push(e),
+            }
+        }
+        if errors.is_empty() {
+            Ok(Self { hooks })
+        } else {
+            Err(HookErrors(errors))
+        }
     }
 
     pub fn is_empty(&self) -> bool {

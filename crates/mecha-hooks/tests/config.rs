@@ -61,6 +61,27 @@ fn a_matcher_that_is_not_a_regex_names_the_hook_and_the_fix() {
 }
 
 #[test]
+fn every_broken_hook_is_named_not_only_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = script(dir.path(), "g", "exit 0");
+    let gone = hook(&dir.path().join("gone.sh"), None);
+    let good = hook(&s, None);
+    let bad = hook(&s, Some("(("));
+    let err = HookSet::compile(&[gone, good, bad], dir.path()).unwrap_err();
+    assert_eq!(err.0.len(), 2, "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("[[hook]] #1") && text.contains("gone.sh"),
+        "{text}"
+    );
+    assert!(text.contains("[[hook]] #3"), "{text}");
+    assert!(
+        !text.contains("[[hook]] #2"),
+        "the good one is not blamed: {text}"
+    );
+}
+
+#[test]
 fn a_missing_command_names_the_hook_and_the_fix() {
     let dir = tempfile::tempdir().unwrap();
     let err = HookSet::compile(&[hook(&dir.path().join("nope.sh"), None)], dir.path())
