@@ -121,6 +121,16 @@ fn each_value_names_the_layer_it_came_from_in_json() {
     assert_eq!(s["provider.model"]["source"], "--model");
     assert_eq!(s["agent.max_turns"]["value"], 7);
     assert_eq!(s["agent.max_turns"]["source"], "--max-turns");
+    // --tool narrows what is enabled, as it does for a run.
+    assert!(
+        s["tools.enabled"]["value"].is_null(),
+        "{}",
+        s["tools.enabled"]
+    );
+    let doc = json(&d, &["--tool", "fs_read", "--tool", "grep"]);
+    let enabled = &doc["settings"]["tools.enabled"];
+    assert_eq!(enabled["value"], serde_json::json!(["fs_read", "grep"]));
+    assert_eq!(enabled["source"], "--tool");
 }
 
 #[test]

@@ -34,6 +34,7 @@ pub struct ConfigArgs {
 
 pub fn run(args: ConfigArgs, mut settings: Settings, workspace: &Path) -> Result<u8, Failure> {
     settings.apply_flags(&args.options);
+    settings.apply_tool_flags(&args.options.tools);
     let mut document = document(&mut settings, &args.options);
     document["instructions"] =
         json!(crate::instructions::find(workspace, &settings.instructions_files).summary());

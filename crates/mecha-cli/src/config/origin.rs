@@ -199,6 +199,18 @@ impl Settings {
         }
     }
 
+    /// Narrows the enabled tools to the `--tool` names (none: no change),
+    /// crediting the flag.
+    pub fn apply_tool_flags(&mut self, tools: &[String]) {
+        if tools.is_empty() {
+            return;
+        }
+        self.narrow_enabled(Some(tools.iter().cloned().collect()));
+        self.origins
+            .values
+            .insert("tools.enabled", Origin::Flag("--tool"));
+    }
+
     /// Adds the servers of each `--mcp-file`.
     pub fn add_mcp_files(&mut self, files: &[PathBuf]) -> Result<(), super::ConfigError> {
         let before = self.tracked();

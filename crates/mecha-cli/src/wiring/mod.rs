@@ -171,9 +171,7 @@ pub async fn build_toolbox(
     let unnarrowed = registry.clone();
     let rules = Rules::compile(&settings.rules).map_err(|e| Failure::Usage(e.to_string()))?;
     warn_unmatched_rules(settings, &rules, &registry);
-    if !flags.is_empty() {
-        settings.narrow_enabled(Some(flags.iter().cloned().collect()));
-    }
+    settings.apply_tool_flags(flags);
     let filter = settings.tool_filter(plan);
     registry.retain(|t| filter.keeps(t));
     Ok(Toolbox {
