@@ -53,6 +53,13 @@ pub struct Session {
     /// The answer's text streamed so far by the request in flight: what an
     /// interrupt keeps of a reply that never finished.
     pub unfinished: String,
+    /// The running prompt entered the history and its exchange has not
+    /// ended (set while `send` runs): what an interrupt keeps and notes.
+    pub prompt_open: bool,
+    /// The calls of the batch in flight that were let run: an interrupt
+    /// tells the model these may have run in part, the others that they
+    /// never ran.
+    pub running: Vec<String>,
 }
 
 impl Session {
@@ -234,6 +241,21 @@ impl Agent {
         prompt: &str,
         events: &dyn EventSink,
     ) -> Result<Outcome, AgentError> {
+        session.prompt_open = false;
+        let sent = self.exchange(session, prompt, events).await;
+        // Only a whole exchange gets here: one dropped midway leaves the
+        // flags for `keep_interrupted`.
+        session.prompt_open = false;
+        session.unfinished.clear();
+        sent
+    }
+
+    async fn exchange(
+        &self,
+        session: &mut Session,
+        prompt: &str,
+        events: &dyn EventSink,
+    ) -> Result<Outcome, AgentError> {
         let message = match self.prompt(session, prompt, events).await {
             Prompt::Send(message) => message,
             Prompt::Blocked(reason) => return Ok(Outcome::PromptBlocked { reason }),
@@ -248,6 +270,7 @@ impl Agent {
         }
         let before = session.messages.len();
         self.push(session, message, Vec::new());
+        session.prompt_open = true;
         self.sync();
         let mut nudged = false;
         let mut sent_back = 0;
@@ -292,8 +315,9 @@ impl Agent {
                 }
                 events.emit(Event::streamed(piece));
             };
-            let response = self.provider.complete(request, &mut on_stream).await?;
+            let response = self.provider.complete(request, &mut on_stream).await;
             session.unfinished.clear();
+            let response = response?;
             let usage = response.usage;
             session.usage.add(usage);
             events.emit(Event::Usage { turn, usage });

@@ -77,6 +77,13 @@ impl Agent {
                 }
             })
             .collect();
+        // What an interrupt while they run may have left half done.
+        session.running = calls
+            .iter()
+            .zip(&verdicts)
+            .filter(|(_, verdict)| matches!(verdict, GateVerdict::Allowed { .. }))
+            .map(|(call, _)| call.id.clone())
+            .collect();
         let budget = self.limits.turn_budget;
         // A subagent's child starts from the taint its call was judged by.
         let turn_ctx = self.ctx.clone().with_taint(session.taint);
@@ -84,6 +91,7 @@ impl Agent {
             run_turn(registry, &ctx, turn, budget, slots).await
         })
         .await;
+        session.running.clear();
         let outputs = calls
             .iter()
             .zip(results)

@@ -265,10 +265,12 @@ impl Excerpt {
     /// The first lines of `content`, within both bounds, cut only at a
     /// character boundary.
     pub(crate) fn of(content: &str) -> Self {
+        // Through the last line's break, so that a result of exactly that
+        // many lines leaves nothing over.
         let mut end = content
             .match_indices('\n')
             .nth(EXCERPT_LINES - 1)
-            .map_or(content.len(), |(i, _)| i);
+            .map_or(content.len(), |(i, _)| i + 1);
         if end > EXCERPT_BYTES {
             end = EXCERPT_BYTES;
             while !content.is_char_boundary(end) {
@@ -353,8 +355,10 @@ mod tests {
         let content: String = (1..=100).map(|n| format!("line {n}\n")).collect();
         let excerpt = Excerpt::of(&content);
         assert_eq!(excerpt.head.lines().count(), EXCERPT_LINES);
-        assert!(excerpt.head.ends_with("line 40"), "{}", excerpt.head);
+        assert!(excerpt.head.ends_with("line 40\n"), "{}", excerpt.head);
         assert_eq!(excerpt.head.len() + excerpt.rest, content.len());
+        let forty: String = (1..=40).map(|n| format!("line {n}\n")).collect();
+        assert_eq!(Excerpt::of(&forty).rest, 0, "nothing over");
         let short = Excerpt::of("one\ntwo");
         assert_eq!((short.head.as_str(), short.rest), ("one\ntwo", 0));
     }

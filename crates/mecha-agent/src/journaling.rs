@@ -2,8 +2,8 @@
 //! it happens, and made durable at every turn boundary.
 
 use mecha_core::{
-    Block, INTERRUPTED_RESULT, INTERRUPTED_TURN, LOST_RESULT, Message, Record, Registry, Role,
-    Taint, Usage, results_for_open_calls,
+    Block, INTERRUPTED_RESULT, INTERRUPTED_TURN, LOST_RESULT, Message, NOT_RUN_RESULT, Record,
+    Registry, Role, Taint, Usage, results_for_open_calls,
 };
 
 use crate::agent::{Agent, Session};
@@ -39,11 +39,14 @@ impl Agent {
     pub fn rewind(&self, session: &mut Session, keep: usize) {
         session.messages.truncate(keep);
         session.reported = None;
+        session.unfinished.clear();
+        session.running.clear();
+        session.prompt_open = false;
         self.note(&Record::Rewind { keep });
         // A compaction during the exchange can have left the history
         // shorter than `keep`, its calls still open: no API accepts a call
         // without its result.
-        let results = results_for_open_calls(&session.messages, LOST_RESULT);
+        let results = results_for_open_calls(&session.messages, |_| LOST_RESULT);
         if !results.is_empty() {
             let closing = Message {
                 role: Role::User,
@@ -54,18 +57,25 @@ impl Agent {
         self.sync();
     }
 
-    /// Keeps what a turn the user interrupted had done, `before` being the
-    /// history's length when its prompt came: every message it finished,
-    /// the answer's text streamed so far, each call it had started closed
-    /// with a result saying so, and a note to the model that the user
-    /// interrupted. Made durable at once. A prompt that never entered the
-    /// history (a hook held it back) leaves nothing.
-    pub fn keep_interrupted(&self, session: &mut Session, before: usize) {
+    /// Keeps what a turn the user interrupted had done (called once its
+    /// `send` was dropped): every message it finished, the answer's text
+    /// streamed so far, each call it had let run closed with a result
+    /// saying it may have run in part (and any other that it never ran),
+    /// and a note to the model that the user interrupted. Made durable at
+    /// once. A prompt that never entered the history (a hook held it back,
+    /// or the interrupt came first) leaves nothing.
+    pub fn keep_interrupted(&self, session: &mut Session) {
         let unfinished = std::mem::take(&mut session.unfinished);
-        let mut content = results_for_open_calls(&session.messages, INTERRUPTED_RESULT);
-        // Open calls are closed whatever the length: a compaction during
-        // the turn can have left the history shorter than it was.
-        if content.is_empty() && session.messages.len() <= before {
+        let running = std::mem::take(&mut session.running);
+        let open = std::mem::replace(&mut session.prompt_open, false);
+        let mut content = results_for_open_calls(&session.messages, |id| {
+            if running.iter().any(|r| r == id) {
+                INTERRUPTED_RESULT
+            } else {
+                NOT_RUN_RESULT
+            }
+        });
+        if content.is_empty() && !open {
             return;
         }
         let ends_with_user = session.messages.last().map(|m| m.role) == Some(Role::User);

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use mecha_agent::Session;
 use mecha_core::{
-    Block, Capabilities, INTERRUPTED_RESULT, INTERRUPTED_TURN, Message, Record, Registry, Role,
-    Tool, ToolCtx, ToolOutput,
+    Block, Capabilities, INTERRUPTED_RESULT, INTERRUPTED_TURN, Message, NOT_RUN_RESULT, Record,
+    Registry, Role, Tool, ToolCtx, ToolOutput,
 };
 use mecha_provider::{Provider, ProviderError, Request, Response, StreamSink, Streamed};
 use serde_json::{Value, json};
@@ -126,7 +126,7 @@ async fn an_answer_cut_mid_stream_keeps_its_text_and_the_model_is_told() {
         _ = agent.send(&mut session, "tell me", &events) => panic!("the stalled turn ended"),
         () = provider.streamed.notified() => {}
     }
-    agent.keep_interrupted(&mut session, 0);
+    agent.keep_interrupted(&mut session);
     let roles: Vec<Role> = session.messages.iter().map(|m| m.role).collect();
     assert_eq!(roles, [Role::User, Role::Assistant, Role::User]);
     // What streamed before the retry was streamed again: only the rest.
@@ -158,7 +158,7 @@ async fn a_running_call_is_closed_with_a_result_that_says_the_user_stopped_it() 
         _ = agent.send(&mut session, "look", &events) => panic!("the hanging call ended"),
         () = started.notified() => {}
     }
-    agent.keep_interrupted(&mut session, 0);
+    agent.keep_interrupted(&mut session);
     assert_eq!(session.messages.len(), 3);
     assert_eq!(texts(&session.messages[1]), ["looking"], "the text is kept");
     let closing = &session.messages[2];
@@ -201,21 +201,12 @@ async fn a_prompt_that_never_entered_the_history_leaves_nothing() {
         role: Role::Assistant,
         content: vec![text("old answer")],
     });
-    agent.keep_interrupted(&mut session, 2);
+    // What a dropped send leaves when its prompt hook had not answered.
+    session.unfinished = "stale".into();
+    agent.keep_interrupted(&mut session);
     assert_eq!(session.messages.len(), 2);
     assert!(journal.records.lock().unwrap().is_empty());
-}
-
-/// A history ending in a call without its result, shorter than `before`
-/// said: what a compaction during the turn leaves.
-fn compacted_with_an_open_call() -> Session {
-    let mut session = session();
-    session.messages.push(Message::user_text("first"));
-    session.messages.push(Message {
-        role: Role::Assistant,
-        content: vec![call("c9", "hangs", json!({}))],
-    });
-    session
+    assert!(session.unfinished.is_empty());
 }
 
 fn closes(message: &Message, id: &str, said: &str) -> bool {
@@ -226,8 +217,85 @@ fn closes(message: &Message, id: &str, said: &str) -> bool {
         })
 }
 
+/// Says it was asked, then never answers.
+struct NeverAnswers(Arc<Notify>);
+
+#[async_trait]
+impl mecha_core::Approver for NeverAnswers {
+    async fn approve(&self, _tool: &dyn Tool, _input: &Value) -> mecha_core::Decision {
+        self.0.notify_one();
+        std::future::pending().await
+    }
+}
+
 #[tokio::test]
-async fn an_open_call_is_closed_even_when_a_compaction_shortened_the_history() {
+async fn a_call_stopped_at_its_approval_is_told_it_never_ran() {
+    let ws = tempfile::tempdir().unwrap();
+    let asked = Arc::new(Notify::new());
+    let mut registry = Registry::new();
+    registry
+        .register(Arc::new(Hangs(Arc::new(Notify::new()))))
+        .unwrap();
+    let gate = mecha_agent::Gate::new(
+        mecha_core::PermissionMode::Ask,
+        Arc::new(NeverAnswers(asked.clone())),
+        mecha_core::Rules::default(),
+        None,
+        false,
+    );
+    let provider = Queue::new(vec![vec![call("c1", "hangs", json!({}))]]);
+    let agent = agent(provider, registry, gate, ws.path());
+    let mut session = session();
+    let events = Recorder::default();
+    tokio::select! {
+        _ = agent.send(&mut session, "go", &events) => panic!("nobody answered"),
+        () = asked.notified() => {}
+    }
+    agent.keep_interrupted(&mut session);
+    assert!(closes(&session.messages[2], "c1", NOT_RUN_RESULT));
+}
+
+#[tokio::test]
+async fn a_finished_call_of_an_interrupted_batch_brings_nothing_in() {
+    let ws = tempfile::tempdir().unwrap();
+    let started = Arc::new(Notify::new());
+    let log: Log = Arc::default();
+    let mut registry = Registry::new();
+    registry
+        .register(Arc::new(Stub {
+            name: "secret",
+            caps: Capabilities {
+                private_data: true,
+                ..Capabilities::default()
+            },
+            read_only: true,
+            reply: ToolOutput::ok("THE-SECRET-VALUE"),
+            log: log.clone(),
+        }))
+        .unwrap();
+    registry.register(Arc::new(Hangs(started.clone()))).unwrap();
+    let provider = Queue::new(vec![vec![
+        call("c1", "secret", json!({})),
+        call("c2", "hangs", json!({})),
+    ]]);
+    let agent = agent(provider, registry, allow_all_gate(), ws.path());
+    let mut session = session();
+    let events = Recorder::default();
+    tokio::select! {
+        _ = agent.send(&mut session, "go", &events) => panic!("the hanging call ended"),
+        () = started.notified() => {}
+    }
+    assert_eq!(log.lock().unwrap().len(), 1, "the secret call ran");
+    agent.keep_interrupted(&mut session);
+    assert!(closes(&session.messages[2], "c1", INTERRUPTED_RESULT));
+    assert!(closes(&session.messages[2], "c2", INTERRUPTED_RESULT));
+    let kept = serde_json::to_string(&session.messages).unwrap();
+    assert!(!kept.contains("THE-SECRET-VALUE"), "{kept}");
+    assert!(!session.taint.private_data, "nothing private entered");
+}
+
+#[tokio::test]
+async fn an_open_call_is_closed_and_a_rewind_closes_what_it_cannot_remove() {
     let ws = tempfile::tempdir().unwrap();
     let agent = agent(
         Queue::new(vec![]),
@@ -235,12 +303,28 @@ async fn an_open_call_is_closed_even_when_a_compaction_shortened_the_history() {
         allow_all_gate(),
         ws.path(),
     );
-    let mut session = compacted_with_an_open_call();
-    agent.keep_interrupted(&mut session, 10);
+    // What a compaction during the turn leaves: shorter than the history
+    // was when the prompt came, ending in calls without results.
+    let open = || {
+        let mut session = session();
+        session.messages.push(Message::user_text("first"));
+        session.messages.push(Message {
+            role: Role::Assistant,
+            content: vec![
+                call("c8", "hangs", json!({})),
+                call("c9", "hangs", json!({})),
+            ],
+        });
+        session
+    };
+    let mut session = open();
+    session.running = vec!["c9".into()];
+    agent.keep_interrupted(&mut session);
     assert_eq!(session.messages.len(), 3);
+    assert!(closes(&session.messages[2], "c8", NOT_RUN_RESULT));
     assert!(closes(&session.messages[2], "c9", INTERRUPTED_RESULT));
 
-    let mut session = compacted_with_an_open_call();
+    let mut session = open();
     agent.rewind(&mut session, 10);
     assert_eq!(session.messages.len(), 3);
     assert!(closes(&session.messages[2], "c9", mecha_core::LOST_RESULT));

@@ -66,21 +66,29 @@ pub const LOST_RESULT: &str = "[mecha stopped before this call's result was reco
 pub const INTERRUPTED_RESULT: &str = "[the user interrupted this call before it finished: it \
      may have run in part. Check its effects before calling it again.]";
 
+/// What a tool result says when the user stopped its turn before the call
+/// was let run (while it waited for approval, or behind one that did).
+pub const NOT_RUN_RESULT: &str = "[the user interrupted the turn before this call ran: it did \
+     not run.]";
+
 /// What the model is told after a turn the user interrupted, so that the
 /// next prompt is not read as leave to finish the old one.
 pub const INTERRUPTED_TURN: &str = "[mecha: the user interrupted this turn]";
 
-/// Results saying `content` for every tool call in the last assistant
-/// message, which therefore has none yet; empty when the history does not
-/// end in calls.
-pub fn results_for_open_calls(messages: &[Message], content: &str) -> Vec<Block> {
+/// Results for every tool call in the last assistant message, which
+/// therefore has none yet, each saying what `content` gives for its id;
+/// empty when the history does not end in calls.
+pub fn results_for_open_calls(
+    messages: &[Message],
+    content: impl Fn(&str) -> &'static str,
+) -> Vec<Block> {
     let Some(last) = messages.last().filter(|m| m.role == Role::Assistant) else {
         return Vec::new();
     };
     last.tool_calls()
         .map(|call| Block::ToolResult {
             tool_use_id: call.id.clone(),
-            content: content.to_owned(),
+            content: content(&call.id).to_owned(),
             is_error: true,
             images: Vec::new(),
         })
@@ -92,7 +100,7 @@ pub fn results_for_open_calls(messages: &[Message], content: &str) -> Vec<Block>
 /// without its result) and the model knows the call may have run. Returns
 /// the message appended, if one was needed.
 pub fn close_dangling_calls(messages: &mut Vec<Message>) -> Option<&Message> {
-    let results = results_for_open_calls(messages, LOST_RESULT);
+    let results = results_for_open_calls(messages, |_| LOST_RESULT);
     if results.is_empty() {
         return None;
     }

@@ -57,8 +57,8 @@ pub use image::{
 };
 pub use jail::{Jail, JailError, ResolvedPath};
 pub use journal::{
-    INTERRUPTED_RESULT, INTERRUPTED_TURN, Journal, LOST_RESULT, Record, close_dangling_calls,
-    results_for_open_calls,
+    INTERRUPTED_RESULT, INTERRUPTED_TURN, Journal, LOST_RESULT, NOT_RUN_RESULT, Record,
+    close_dangling_calls, results_for_open_calls,
 };
 pub use output::{Narrowing, ToolOutput};
 pub use panic_cleanup::{clean_up_after_panic, install_panic_cleanup};

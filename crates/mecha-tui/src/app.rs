@@ -4,6 +4,7 @@
 //! reaction here is tested without either.
 
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::Frame;
@@ -60,7 +61,14 @@ pub struct App {
     /// at the next paced frame (a question's end must be seen before it
     /// can be answered yes).
     urgent: bool,
+    /// When a key last closed a box (a question, a list): an Esc that
+    /// comes right after, a double tap or a key's repeat, is not taken as
+    /// a wish to stop the turn.
+    box_closed: Option<Instant>,
 }
+
+/// How long after a box closed an Esc still belongs to it.
+const ESC_SETTLES: Duration = Duration::from_millis(500);
 
 impl App {
     pub fn new(info: RunInfo, theme: Theme, preview: Preview) -> Self {
@@ -78,6 +86,7 @@ impl App {
             scroll_back: 0,
             dirty: true,
             urgent: true,
+            box_closed: None,
         }
     }
 
@@ -182,6 +191,7 @@ impl App {
                 return Action::Interrupt;
             }
             if self.asking.is_none() {
+                self.box_closed = Some(Instant::now());
                 self.show_next();
             }
             return Action::None;
@@ -197,7 +207,10 @@ impl App {
                     self.picking = None;
                     self.transcript.notice(NoticeKind::Info, text);
                 }
-                Some(Picked::Closed) => self.picking = None,
+                Some(Picked::Closed) => {
+                    self.picking = None;
+                    self.box_closed = Some(Instant::now());
+                }
                 None => {}
             }
             return Action::None;
@@ -207,7 +220,8 @@ impl App {
         }
         // Esc stops a turn as Ctrl-C does, as in the other harnesses; at
         // the prompt it is the editor's.
-        if key.code == KeyCode::Esc && self.busy {
+        let settled = self.box_closed.is_none_or(|at| at.elapsed() >= ESC_SETTLES);
+        if key.code == KeyCode::Esc && self.busy && settled {
             return Action::Interrupt;
         }
         self.quit_armed = false;

@@ -72,6 +72,23 @@ fn esc_stops_a_turn_and_at_the_prompt_stops_nothing() {
     assert_eq!(a.on_terminal(key(KeyCode::Esc)), Action::Interrupt);
 }
 
+#[test]
+fn an_esc_right_after_one_that_declined_a_question_does_not_stop_the_turn() {
+    let mut a = app();
+    typed(&mut a, "x");
+    a.on_terminal(key(KeyCode::Enter));
+    let (asked, _answer) = UserQuestion::new(None, "which colour?");
+    a.on_agent(ToScreen::AskUser(asked));
+    assert_eq!(a.on_terminal(key(KeyCode::Esc)), Action::None, "declined");
+    assert_eq!(
+        a.on_terminal(key(KeyCode::Esc)),
+        Action::None,
+        "a double tap is not a stop"
+    );
+    std::thread::sleep(ESC_SETTLES);
+    assert_eq!(a.on_terminal(key(KeyCode::Esc)), Action::Interrupt);
+}
+
 #[tokio::test]
 async fn questions_are_answered_through_the_modal_one_at_a_time() {
     let mut a = app();

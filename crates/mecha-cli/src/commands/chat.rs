@@ -162,7 +162,7 @@ fn prompts(
         match outcome {
             // What the turn did is kept, its open calls closed; the model
             // is told the user interrupted.
-            Turn::Interrupted => agent.keep_interrupted(&mut session, before),
+            Turn::Interrupted => agent.keep_interrupted(&mut session),
             // A failed turn can leave calls without results, which no API
             // accepts; forget the whole exchange so it can be sent again.
             Turn::Unread | Turn::Ended(Err(_)) => agent.rewind(&mut session, before),

@@ -198,7 +198,6 @@ async fn drive(
     (source, prompts): (SessionSource, &[String]),
     events: &dyn EventSink,
 ) -> Result<u8, Failure> {
-    let before = session.messages.len();
     let outcome = tokio::select! {
         outcome = async {
             agent.start_session(&mut session, source, events).await;
@@ -229,7 +228,7 @@ async fn drive(
         }
         None => {
             // A resumed session goes on from what this run did.
-            agent.keep_interrupted(&mut session, before);
+            agent.keep_interrupted(&mut session);
             output::err_line(&format!("\nmecha: {INTERRUPTED}"));
             let end = RunEnd::Stopped {
                 why: EarlyStop::Interrupted,

@@ -251,6 +251,7 @@ impl Sessions<'_> {
                     // The turn that was running is dropped with its tools;
                     // the session keeps what it did, as after a Ctrl-C.
                     talk.interrupted();
+                    app.transcript.interrupted();
                     break Ok(Next::Done(EXIT_INTERRUPTED));
                 }
             };
@@ -300,8 +301,8 @@ struct Talk<'a> {
     toolbox: &'a Toolbox,
     session: Session,
     sink: ChannelSink,
-    /// The session's length before the running prompt: what an interrupt
-    /// or a failure is measured from.
+    /// The session's length before the running prompt, to rewind a failed
+    /// one to.
     before: Option<usize>,
 }
 
@@ -353,8 +354,7 @@ impl Conversation for Talk<'_> {
     }
 
     fn interrupted(&mut self) {
-        if let Some(before) = self.before.take() {
-            self.agent.keep_interrupted(&mut self.session, before);
-        }
+        self.before = None;
+        self.agent.keep_interrupted(&mut self.session);
     }
 }

@@ -164,9 +164,6 @@ fn push_message(out: &mut Vec<Value>, message: &Message, reasoning_field: Reason
     }
 }
 
-/// A `tool` message holds text only, so a result's images go in a user
-/// message right after the tool messages: a line naming the call they
-/// belong to, then each image as a data URL.
 /// Adds a user message, or joins it to the user message right before it:
 /// some chat templates (llama.cpp's for several open models) refuse two in
 /// a row, and a history can hold them (a prompt after an interrupted
@@ -193,6 +190,9 @@ fn parts(content: Value) -> Vec<Value> {
     }
 }
 
+/// A `tool` message holds text only, so a result's images go in a user
+/// message right after the tool messages: a line naming the call they
+/// belong to, then each image as a data URL.
 fn push_images(parts: &mut Vec<Value>, tool_use_id: &str, images: &[Image]) {
     if images.is_empty() {
         return;
