@@ -244,9 +244,8 @@ impl Agent {
         session.prompt_open = false;
         let sent = self.exchange(session, prompt, events).await;
         // Only a whole exchange gets here: one dropped midway leaves the
-        // flags for `keep_interrupted`.
+        // flag (and any text streamed) for `keep_interrupted`.
         session.prompt_open = false;
-        session.unfinished.clear();
         sent
     }
 
