@@ -9,196 +9,9 @@ mod common;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::pty::{Ended, Terminal};
-use rustix::termios::LocalModes;
+use common::tui::{CTRL_C, READY, Tui, assert_restored, children, left_in_scrollback};
 
 use mecha_testkit::{MockModel, MockReply};
-
-/// What the TUI writes once the terminal is in its modes (the alternate
-/// screen, then bracketed paste): keys typed before it could be lost.
-const READY: &str = "\u{1b}[?1049h\u{1b}[?2004h";
-/// What it writes last: bracketed paste off, the shell's screen back, the
-/// cursor shown.
-const RESTORED: &str = "\u{1b}[?2004l\u{1b}[?1049l\u{1b}[?25h";
-
-const CTRL_C: &[u8] = b"\x03";
-
-/// A TUI under a pseudo-terminal of 100x30.
-struct Tui {
-    terminal: Terminal,
-}
-
-impl Tui {
-    fn start(e: &common::Env, mock: &MockModel, args: &str) -> Self {
-        std::fs::write(
-            e.home.join("config.toml"),
-            format!("[provider]\nkind = \"anthropic\"\n{}", e.extra_config),
-        )
-        .unwrap();
-        let mut mecha = Command::new(assert_cmd::cargo::cargo_bin("mecha"));
-        mecha
-            .arg("-C")
-            .arg(&e.ws)
-            .args(args.split_whitespace())
-            .env("MECHA_HOME", &e.home)
-            .env("ANTHROPIC_API_KEY", "k")
-            .env("ANTHROPIC_BASE_URL", mock.anthropic_url())
-            .env("TERM", "xterm")
-            .env_remove("OPENAI_API_KEY");
-        Self {
-            terminal: Terminal::start(&mecha, ROWS as u16, COLS as u16),
-        }
-    }
-
-    fn pid(&self) -> u32 {
-        self.terminal.pid()
-    }
-
-    /// Waits until what was written holds `bytes`.
-    async fn wait_written(&self, bytes: &str) {
-        let what = format!("{bytes:?} written");
-        self.terminal
-            .wait_until(&what, |screen| screen.contains(bytes))
-            .await;
-    }
-
-    /// Waits until the screen, as a terminal would show it, holds `text`
-    /// on one row (async: the mock model answers on this same runtime
-    /// meanwhile).
-    async fn wait_for(&self, text: &str) {
-        let what = format!("{text:?} shown");
-        self.terminal
-            .wait_until(&what, |screen| cells(screen).contains(text))
-            .await;
-    }
-
-    /// Resizes the terminal and waits until the screen is drawn again at
-    /// its new size (ratatui clears it first).
-    async fn resize_and_wait(&self, rows: u16, cols: u16) {
-        let before = self.terminal.screen().len();
-        self.terminal.resize(rows, cols);
-        self.terminal
-            .wait_until("a frame at the new size", |written| {
-                written
-                    .get(before..)
-                    .is_some_and(|after| after.contains("\u{1b}[2J"))
-            })
-            .await;
-    }
-
-    /// Waits until `text` is shown as a finished answer: while one streams
-    /// an ellipsis follows it, and the turn is over once that goes.
-    async fn wait_answered(&self, text: &str) {
-        let what = format!("{text:?} answered");
-        self.terminal
-            .wait_until(&what, |screen| {
-                cells(screen)
-                    .split_once(text)
-                    .is_some_and(|(_, after)| !after.contains('…'))
-            })
-            .await;
-    }
-
-    fn type_keys(&mut self, keys: &[u8]) {
-        self.terminal.type_keys(keys);
-    }
-
-    /// Waits for mecha to end.
-    async fn end(self) -> Ended {
-        self.terminal.end().await
-    }
-
-    /// Ctrl-C twice at an empty prompt: mecha ends well and the terminal
-    /// is as it was.
-    async fn quit(mut self) -> Ended {
-        self.type_keys(CTRL_C);
-        self.wait_for("again to quit").await;
-        self.type_keys(CTRL_C);
-        let ended = self.end().await;
-        assert!(
-            ended.status.success(),
-            "{:?}: {}",
-            ended.status,
-            ended.screen
-        );
-        assert_restored(&ended);
-        ended
-    }
-}
-
-const ROWS: usize = 30;
-const COLS: usize = 100;
-
-/// What a terminal shows after `written`, row by row: ratatui writes only
-/// the cells that changed, moving the cursor (`CSI row;col H`) over the
-/// rest, so the bytes alone do not hold the screen's words. Styles and
-/// modes are ignored.
-fn cells(written: &str) -> String {
-    let mut grid = vec![vec![' '; COLS]; ROWS];
-    let (mut row, mut col) = (0usize, 0usize);
-    let mut chars = written.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{1b}' if chars.peek() == Some(&'[') => {
-                chars.next();
-                let mut params = String::new();
-                let mut last = ' ';
-                for c in chars.by_ref() {
-                    if ('@'..='~').contains(&c) {
-                        last = c;
-                        break;
-                    }
-                    params.push(c);
-                }
-                let numbers: Vec<usize> =
-                    params.split(';').map(|n| n.parse().unwrap_or(1)).collect();
-                match last {
-                    'H' => {
-                        row = numbers[0].max(1) - 1;
-                        col = numbers.get(1).copied().unwrap_or(1).max(1) - 1;
-                    }
-                    'J' if params == "2" => grid = vec![vec![' '; COLS]; ROWS],
-                    _ => {}
-                }
-            }
-            '\r' => col = 0,
-            '\n' => row += 1,
-            c if c.is_control() => {}
-            c => {
-                if row < ROWS && col < COLS {
-                    grid[row][col] = c;
-                }
-                col += 1;
-            }
-        }
-    }
-    grid.iter()
-        .map(|r| r.iter().collect::<String>().trim_end().to_owned())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// Checks that mecha's last output restored the terminal: after its modes'
-/// sequences it wrote only plain text (the conversation, left in the
-/// scrollback), and the line discipline is canonical with echo again.
-fn assert_restored(ended: &Ended) {
-    let after = left_in_scrollback(ended);
-    assert!(
-        !after.contains('\u{1b}'),
-        "an escape after the terminal was restored: {after:?}"
-    );
-    let modes = ended.modes.local_modes;
-    assert!(modes.contains(LocalModes::ICANON), "raw mode was left on");
-    assert!(modes.contains(LocalModes::ECHO), "echo was left off");
-}
-
-/// What mecha wrote after it restored the terminal.
-fn left_in_scrollback(ended: &Ended) -> &str {
-    let Some(at) = ended.screen.rfind(RESTORED) else {
-        panic!("the terminal was not restored: {:?}", ended.screen);
-    };
-    &ended.screen[at + RESTORED.len()..]
-}
 
 #[tokio::test]
 async fn a_prompt_is_answered_on_the_screen_and_ctrl_c_twice_quits() {
@@ -297,33 +110,6 @@ async fn the_model_asks_in_a_modal_and_the_typed_answer_is_the_result() {
         [("blue".to_owned(), false)],
         "the answer is the call's result"
     );
-}
-
-/// The live processes whose parent is `pid` (a zombie has ended, and
-/// waits only to be reaped).
-fn children(pid: u32) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // After the command's name in parentheses: state, then the parent.
-        let Some((_, rest)) = stat.rsplit_once(')') else {
-            continue;
-        };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next();
-        let parent = fields.next().and_then(|p| p.parse().ok());
-        if parent == Some(pid) && state != Some("Z") {
-            found.extend(
-                entry
-                    .file_name()
-                    .to_str()
-                    .and_then(|n| n.parse::<u32>().ok()),
-            );
-        }
-    }
-    found
 }
 
 #[tokio::test]
@@ -542,4 +328,73 @@ async fn a_resized_narrow_terminal_is_drawn_within_its_new_size() {
     assert!(row <= 8 && col <= 30, "drawn at row {row}, column {col}");
     tui.resize_and_wait(30, 100).await;
     tui.quit().await;
+}
+
+/// Whether process `pid` is still running (not gone, not a zombie).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.starts_with(" Z"))
+    })
+}
+
+/// Waits a little for process `pid` to end: a killed process may take a
+/// moment to be gone.
+async fn ends(pid: u32) -> bool {
+    let start = Instant::now();
+    while alive(pid) {
+        if start.elapsed() > Duration::from_secs(5) {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    true
+}
+
+/// The ids of the MCP server processes started so far, in order.
+fn started(file: &std::path::Path) -> Vec<u32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_switch_keeps_the_mcp_servers_until_their_config_changes() {
+    if !common::have_setsid() {
+        return;
+    }
+    let mut e = common::env();
+    let starts = e.home.join("starts");
+    let server = format!(
+        "[[mcp]]\nname = \"fx\"\ncommand = {:?}\nargs = [\"--starts\", {:?}]\n",
+        mecha_testkit::fixture_mcp().display().to_string(),
+        starts.display().to_string()
+    );
+    e.extra_config = server.clone();
+    let mock = MockModel::start(vec![]).await;
+    let mut tui = Tui::start(&e, &mock, "tui");
+    tui.wait_written(READY).await;
+    tui.type_keys(b"/clear\r");
+    tui.wait_for("a new session").await;
+    tui.type_keys(b"/tools\r");
+    tui.wait_for("fx__echo").await;
+    let first = started(&starts);
+    assert_eq!(first.len(), 1, "/clear started the server again");
+    assert!(alive(first[0]));
+    // Another timezone is another start: the old server goes.
+    std::fs::write(
+        e.home.join("config.toml"),
+        format!("[provider]\nkind = \"anthropic\"\n[agent]\ntimezone = \"UTC\"\n{server}"),
+    )
+    .unwrap();
+    tui.type_keys(b"/clear\r");
+    tui.terminal
+        .wait_until("a second start", |_| started(&starts).len() == 2)
+        .await;
+    let second = started(&starts)[1];
+    assert!(ends(first[0]).await, "the replaced server was left running");
+    tui.quit().await;
+    assert!(ends(second).await, "the server outlived the screen");
 }

@@ -39,6 +39,7 @@ pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, F
         resumed: loaded.as_ref(),
         replay: None,
         asking: Asking::Terminal,
+        servers: None,
     };
     let runtime = crate::runtime()?;
     let started = runtime.block_on(build_agent(settings, &args.options, workspace, start))?;

@@ -99,6 +99,7 @@ pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Fa
         resumed: loaded.as_ref().filter(|_| replay.is_none()),
         replay,
         asking: Asking::Terminal,
+        servers: None,
     };
     let source = if start.resumed.is_some() {
         SessionSource::Resume

@@ -13,7 +13,7 @@ use crate::Failure;
 use crate::config::Settings;
 use crate::skills::SkillFlags;
 use crate::terminal::printable;
-use crate::wiring::{Toolbox, build_toolbox, register_subagents};
+use crate::wiring::{ServerStart, Toolbox, build_toolbox, register_subagents};
 
 #[derive(Args, Debug)]
 pub struct ToolsArgs {
@@ -96,7 +96,7 @@ pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<
         &SkillFlags::default(),
         false,
         workspace,
-        report,
+        ServerStart { report, kept: None },
         Vec::new(),
     ))?;
     // Listed, never called: nothing connects them to a model here.
@@ -114,7 +114,7 @@ pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<
         // servers; JSON output escapes control characters itself.
         human(&toolbox, &settings, workspace).map(|text| printable(&text).into_owned())
     };
-    let failed = toolbox.hub.as_ref().is_some_and(|hub| {
+    let failed = toolbox.hub().is_some_and(|hub| {
         hub.statuses()
             .iter()
             .any(|s| matches!(s.state, ServerState::Failed { .. }))
@@ -146,7 +146,7 @@ fn sandbox_line(sandbox: Option<&Sandbox>, settings: &Settings) -> String {
 
 /// [`send_warning`] for each MCP tool of the run, on stderr.
 fn warn_about_send_lookalikes(toolbox: &Toolbox, settings: &Settings) {
-    let Some(hub) = &toolbox.hub else { return };
+    let Some(hub) = toolbox.hub() else { return };
     for tool in toolbox.registry.iter() {
         let Some(origin) = hub.origin(tool.name()) else {
             continue;
@@ -184,7 +184,7 @@ pub fn toolbox_json(toolbox: &Toolbox) -> serde_json::Value {
         .registry
         .iter()
         .map(|t| {
-            let origin = toolbox.hub.as_ref().and_then(|hub| hub.origin(t.name()));
+            let origin = toolbox.hub().and_then(|hub| hub.origin(t.name()));
             let child = toolbox.children.get(t.name());
             let source = match (&origin, child) {
                 (Some(o), _) => format!("mcp:{}", o.server),
@@ -213,8 +213,7 @@ pub fn toolbox_json(toolbox: &Toolbox) -> serde_json::Value {
         })
         .collect();
     let servers: Vec<_> = toolbox
-        .hub
-        .as_ref()
+        .hub()
         .map(|hub| hub.statuses())
         .unwrap_or_default()
         .into_iter()
@@ -249,7 +248,7 @@ pub fn toolbox_json(toolbox: &Toolbox) -> serde_json::Value {
 
 fn human(toolbox: &Toolbox, settings: &Settings, workspace: &Path) -> serde_json::Result<String> {
     let mut out = sandbox_line(toolbox.sandbox.as_ref(), settings);
-    let hub = toolbox.hub.as_deref();
+    let hub = toolbox.hub().map(|hub| hub.as_ref());
     let is_builtin = |t: &&std::sync::Arc<dyn Tool>| {
         hub.is_none_or(|h| h.origin(t.name()).is_none()) && !toolbox.children.contains_key(t.name())
     };

@@ -26,7 +26,7 @@ use crate::config::Settings;
 use crate::output;
 use crate::raw_screen::{self, RawScreen};
 use crate::session::{self, Resume};
-use crate::wiring::{Asking, Start, Started, Toolbox, build_agent};
+use crate::wiring::{Asking, Servers, Start, Started, Toolbox, build_agent};
 
 #[derive(Args, Debug, Default)]
 pub struct TuiArgs {
@@ -83,8 +83,13 @@ pub fn run(
         options: args.options,
         to_screen,
         app: None,
+        servers: None,
     };
     let ended = session.converse(&mut screen, &mut inputs, settings, loaded, reload);
+    // Kept for a conversation that never came (its config was broken).
+    if let Some(servers) = session.servers.take() {
+        servers.shutdown();
+    }
     output::divert(None);
     drop(screen);
     drop(raw);
@@ -114,6 +119,8 @@ struct Sessions<'a> {
     to_screen: UnboundedSender<mecha_tui::ToScreen>,
     /// The screen's state, kept from one conversation to the next.
     app: Option<App>,
+    /// The MCP servers, between one conversation and the next.
+    servers: Option<Servers>,
 }
 
 /// How one conversation ended.
@@ -148,6 +155,7 @@ impl Sessions<'_> {
                 resumed: loaded.as_ref(),
                 replay: None,
                 asking: Asking::Modal(self.to_screen.clone()),
+                servers: self.servers.take(),
             };
             let started = self.runtime.block_on(build_agent(
                 settings,
@@ -174,7 +182,7 @@ impl Sessions<'_> {
     ) -> Result<Next, Failure> {
         let Started {
             agent,
-            toolbox,
+            mut toolbox,
             mut session,
             model,
             session_id,
@@ -261,7 +269,13 @@ impl Sessions<'_> {
                 Err(why) => app.transcript.notice(NoticeKind::Warning, why),
             }
         };
-        toolbox.shutdown();
+        drop(talk);
+        // The next conversation goes on with the servers if its config
+        // still starts the same ones.
+        match &next {
+            Ok(Next::Switch(_)) => self.servers = toolbox.servers.take(),
+            _ => toolbox.shutdown(),
+        }
         self.app = Some(app);
         next
     }

@@ -17,7 +17,7 @@ use mecha_tools::Compact;
 use mecha_tui::{AskUser, ModalApprover, ModalAsker, ToScreen};
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::{McpRefresh, Toolbox, build_toolbox, register_subagents};
+use super::{McpRefresh, ServerStart, Servers, Toolbox, build_toolbox, register_subagents};
 use crate::Failure;
 use crate::approve::TerminalAsker;
 use crate::commands::RunOptions;
@@ -73,7 +73,8 @@ fn protect_mecha_files(mut ctx: ToolCtx, settings: &Settings) -> Result<ToolCtx,
 }
 
 /// What a run starts from besides config: the command (for the session's
-/// header), the session it resumes, or the stored session it replays.
+/// header), the session it resumes, or the stored session it replays, and
+/// the MCP servers of the conversation before it on the same screen.
 pub struct Start<'a> {
     pub command: &'static str,
     pub resumed: Option<&'a Loaded>,
@@ -82,6 +83,8 @@ pub struct Start<'a> {
     pub replay: Option<Script>,
     /// Where approval questions are asked.
     pub asking: Asking,
+    /// Servers to go on with when config still starts the same ones.
+    pub servers: Option<Servers>,
 }
 
 /// Where a call that needs approval is asked about: the one choice of
@@ -178,16 +181,14 @@ pub async fn build_agent(
     let session_id = parent_session.clone();
     let model = provider.model().map(str::to_owned);
     let window = provider.context_window();
-    let built = wire(
-        settings,
-        options,
-        workspace,
+    let parts = Parts {
         provider,
         session_tools,
         parent_session,
-        start.asking,
-    )
-    .await;
+        asking: start.asking,
+        servers: start.servers,
+    };
+    let built = wire(settings, options, workspace, parts).await;
     let (mut agent, toolbox, instructed, ctx) = match built {
         Ok(built) => built,
         Err(failure) => {
@@ -233,17 +234,33 @@ pub async fn build_agent(
     })
 }
 
-/// The toolbox and the agent around `provider`, the taint the project's
+/// What [`wire`] builds on besides config, as `build_agent` chose it.
+struct Parts {
+    provider: Arc<dyn Provider>,
+    /// The built-ins that depend on the session.
+    session_tools: Vec<Arc<dyn Tool>>,
+    /// The id of the session subagents' sessions are filed under.
+    parent_session: Option<String>,
+    asking: Asking,
+    /// The last conversation's MCP servers, if any.
+    servers: Option<Servers>,
+}
+
+/// The toolbox and the agent around the provider, the taint the project's
 /// instructions give the conversation, and the tools' context.
 async fn wire(
     mut settings: Settings,
     options: &RunOptions,
     workspace: &Path,
-    provider: Arc<dyn Provider>,
-    session_tools: Vec<Arc<dyn Tool>>,
-    parent_session: Option<String>,
-    asking: Asking,
+    parts: Parts,
 ) -> Result<(Agent, Toolbox, Taint, ToolCtx), Failure> {
+    let Parts {
+        provider,
+        session_tools,
+        parent_session,
+        asking,
+        servers,
+    } = parts;
     // Planning sees only what cannot change anything: the other tools are
     // absent, not merely refused.
     let flags = SkillFlags {
@@ -256,7 +273,10 @@ async fn wire(
         &flags,
         options.plan,
         workspace,
-        true,
+        ServerStart {
+            report: true,
+            kept: servers,
+        },
         session_tools,
     )
     .await?;
@@ -326,7 +346,7 @@ async fn wire(
     if let Some(hook) = hook {
         agent = agent.with_loop_hooks(hook);
     }
-    if let Some(hub) = &toolbox.hub {
+    if let Some(hub) = toolbox.hub() {
         let mcp_names = toolbox
             .registry
             .names()

@@ -3,9 +3,11 @@
 //! around it in `agent.rs`.
 
 mod agent;
+mod servers;
 mod subagents;
 
 pub use agent::{Asking, Start, Started, build_agent};
+pub use servers::{ServerStart, Servers};
 pub use subagents::register_subagents;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -15,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use mecha_agent::ToolRefresh;
 use mecha_core::{Forced, ForcedCapabilities, Registry, Rules, Tool};
-use mecha_mcp::{McpHub, NameConflict, ServerState, SpawnOptions};
+use mecha_mcp::{McpHub, NameConflict};
 use mecha_sandbox::{HostEnv, Sandbox};
 use mecha_skills::{Skill, SkillTool};
 
@@ -27,7 +29,8 @@ use crate::terminal::printable;
 /// The tools of a run and the MCP servers behind some of them.
 pub struct Toolbox {
     pub registry: Registry,
-    pub hub: Option<Arc<McpHub>>,
+    /// The MCP servers behind some of those tools, if any are configured.
+    pub servers: Option<Servers>,
     /// What survives narrowing, for tools announced later.
     pub filter: ToolFilter,
     /// The `[[rule]]`s, compiled, and checked against the tools.
@@ -91,27 +94,33 @@ impl Toolbox {
         }
     }
 
+    /// The hub of the run's MCP servers, if any are configured.
+    pub fn hub(&self) -> Option<&Arc<McpHub>> {
+        self.servers.as_ref().map(|s| &s.hub)
+    }
+
     /// Stops every MCP server now rather than whenever the last tool is
     /// dropped.
     pub fn shutdown(&self) {
-        if let Some(hub) = &self.hub {
-            hub.shutdown();
+        if let Some(servers) = &self.servers {
+            servers.shutdown();
         }
     }
 }
 
 /// Every built-in (with `session_tools`, the built-ins that depend on the
 /// session: `compact`, `recall`, and the terminal UI's `ask_user`) and every MCP tool (the servers start
-/// concurrently), narrowed by config and `flags`. A server that fails is
-/// reported on stderr when `report` is set, and its tools are simply
-/// absent.
+/// concurrently, or are kept from the last conversation: see
+/// [`Servers::start`]), narrowed by config and `flags`. A server that fails
+/// is reported on stderr when `servers.report` is set, and its tools are
+/// simply absent.
 pub async fn build_toolbox(
     settings: &mut Settings,
     flags: &[String],
     skills: &SkillFlags,
     plan: bool,
     workspace: &Path,
-    report: bool,
+    servers: ServerStart,
     session_tools: Vec<Arc<dyn Tool>>,
 ) -> Result<Toolbox, Failure> {
     // Checked against the machine before anything runs: a sandbox that
@@ -131,7 +140,7 @@ pub async fn build_toolbox(
     // A skill that did not load is said at every start, by name and
     // reason: silently absent looks like a skill the model did not choose.
     let skills = Selection::load(&settings.skills, skills);
-    if report {
+    if servers.report {
         for line in skills.report_lines() {
             crate::output::err_line(&printable(&line));
         }
@@ -144,26 +153,13 @@ pub async fn build_toolbox(
             .register(tool)
             .map_err(|e| Failure::Run(anyhow::Error::new(e)))?;
     }
-    let hub = if settings.mcp.is_empty() {
-        None
-    } else {
-        let mut options = SpawnOptions::new(workspace).with_sandbox(sandbox.clone());
-        if let Some(tz) = &settings.timezone {
-            options = options.with_timezone(tz.clone());
-        }
-        let configs = settings.mcp.iter().map(|s| s.config.clone());
-        let hub = McpHub::start(configs, &options).await;
-        if report {
-            for status in hub.statuses() {
-                if matches!(status.state, ServerState::Failed { .. }) {
-                    crate::output::err_line(&format!("mecha: {status}"));
-                }
-            }
-        }
-        hub.register_into(&mut registry)
+    let servers = Servers::start(settings, sandbox.as_ref(), workspace, servers).await;
+    if let Some(servers) = &servers {
+        servers
+            .hub
+            .register_into(&mut registry)
             .map_err(|conflict| Failure::Usage(conflict.to_string()))?;
-        Some(Arc::new(hub))
-    };
+    }
     check_names(settings, flags, &registry)?;
     subagents::check_profiles(settings, &registry)?;
     let forcing = Forcing(settings.forcing());
@@ -176,7 +172,7 @@ pub async fn build_toolbox(
     registry.retain(|t| filter.keeps(t));
     Ok(Toolbox {
         registry,
-        hub,
+        servers,
         filter,
         rules,
         sandbox,

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod pty;
+pub mod tui;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -29,6 +29,7 @@
 //! --slow-start SECS      sleep before answering `initialize`
 //! --flood-stderr LINES   write that many lines to stderr before serving
 //! --record FILE          append `call NAME ARGS` / `cancelled ID` per message
+//! --starts FILE          append this process's id on each `initialize`
 //! --protocol VERSION     answer `initialize` with this version, not the client's
 //! --page-size N          paginate tools/list
 //! --extra-tools N        add tools extra_000 .. extra_N-1 (for pagination)
@@ -72,6 +73,7 @@ struct Options {
     slow_start: Option<f64>,
     flood_stderr: usize,
     record: Option<String>,
+    starts: Option<String>,
     protocol: Option<String>,
     page_size: Option<usize>,
     extra_tools: usize,
@@ -107,6 +109,7 @@ fn parse_args() -> Result<Options, String> {
                 opts.flood_stderr = value(&arg)?.parse().map_err(|e| format!("{e}"))?;
             }
             "--record" => opts.record = Some(value(&arg)?),
+            "--starts" => opts.starts = Some(value(&arg)?),
             "--protocol" => opts.protocol = Some(value(&arg)?),
             "--page-size" => {
                 opts.page_size = Some(value(&arg)?.parse().map_err(|e| format!("{e}"))?);
@@ -264,6 +267,11 @@ impl Fixture {
     }
 
     fn initialize(&mut self, id: &Value, params: Option<&Value>) {
+        if let Some(path) = &self.opts.starts
+            && let Ok(mut file) = OpenOptions::new().create(true).append(true).open(path)
+        {
+            let _ = writeln!(file, "{}", std::process::id());
+        }
         if let Some(secs) = self.opts.slow_start {
             std::thread::sleep(Duration::from_secs_f64(secs));
         }

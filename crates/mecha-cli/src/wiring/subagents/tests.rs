@@ -9,7 +9,7 @@ use super::register_subagents;
 use crate::Failure;
 use crate::config::Settings;
 use crate::skills::SkillFlags;
-use crate::wiring::{Toolbox, build_toolbox};
+use crate::wiring::{ServerStart, Toolbox, build_toolbox};
 
 /// The toolbox of a run with `config` as the user's file and one skill,
 /// `notes`, in the store; its subagents registered without a model.
@@ -47,7 +47,7 @@ fn toolbox_with(
         &SkillFlags::default(),
         plan,
         &ws,
-        false,
+        ServerStart::default(),
         Vec::new(),
     ))?;
     register_subagents(&mut toolbox, &settings.subagents, runtime)?;
