@@ -131,6 +131,12 @@ fn each_value_names_the_layer_it_came_from_in_json() {
     let enabled = &doc["settings"]["tools.enabled"];
     assert_eq!(enabled["value"], serde_json::json!(["fs_read", "grep"]));
     assert_eq!(enabled["source"], "--tool");
+    // --plan keeps only the read-only tools, and says so.
+    assert_eq!(s["tools.read_only"]["value"], false);
+    let doc = json(&d, &["--plan"]);
+    let read_only = &doc["settings"]["tools.read_only"];
+    assert_eq!(read_only["value"], true);
+    assert_eq!(read_only["source"], "--plan");
 }
 
 #[test]

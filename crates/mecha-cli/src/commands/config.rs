@@ -69,6 +69,16 @@ fn document(settings: &mut Settings, options: &RunOptions) -> Value {
     };
     known("provider.context_window", window, &mut values);
     known("provider.max_tokens", max_output, &mut values);
+    // Planning is a flag alone, no key of a file: a run with it sends only
+    // the read-only tools.
+    let read_only = match options.plan {
+        true => Origin::Flag("--plan"),
+        false => Origin::Default,
+    };
+    values.insert(
+        "tools.read_only".to_owned(),
+        read_only.entry(json!(options.plan)),
+    );
     let threshold = settings
         .compaction_threshold(window, max_output)
         .ok()
