@@ -55,13 +55,15 @@ fn system_prompt(workspace: &Path, skills_block: &str, project: Option<&str>) ->
 
 /// Keeps the file tools' writes out of mecha's own files: its home
 /// (config, skills, hooks, sessions), which a run whose workspace contains
-/// it could otherwise rewrite for the next run, and every MCP servers file
-/// the config or `--mcp-file` names, which would start whatever a model
-/// planted there.
+/// it could otherwise rewrite for the next run; the skill store wherever
+/// `[skills] dir` puts it, or a model could author a skill every later run
+/// carries; and every MCP servers file the config or `--mcp-file` names,
+/// which would start whatever a model planted there.
 fn protect_mecha_files(mut ctx: ToolCtx, settings: &Settings) -> Result<ToolCtx, Failure> {
     let home = crate::config::mecha_home()?;
     let server_files = settings.mcp.iter().map(|s| PathBuf::from(&s.source));
-    for path in std::iter::once(home).chain(server_files) {
+    let own = [home, settings.skills.dir.clone()];
+    for path in own.into_iter().chain(server_files) {
         ctx = ctx.protecting(&path).map_err(|e| {
             Failure::Run(anyhow::anyhow!(
                 "cannot protect {} from the file tools: {e}",
