@@ -4,9 +4,9 @@
 //! them out: a withheld skill and one the model chose not to load look the
 //! same from outside, and only one is a configuration mistake.
 
-use mecha_skills::{LoadFailure, Skill, Store};
+use mecha_skills::{LoadFailure, Skill, SkillTool, Store};
 
-use crate::config::SkillSettings;
+use crate::config::{SkillSettings, ToolFilter};
 
 /// What this run's flags ask of the skills.
 #[derive(Debug, Clone, Default)]
@@ -79,6 +79,19 @@ impl Selection {
             }
         }
         selection
+    }
+
+    /// A run whose tools leave out the skill tool can load no skill: each
+    /// one that would be carried is withheld instead, saying so, rather
+    /// than listed as carried by a run that cannot serve it.
+    pub fn narrow_to_tools(&mut self, filter: &ToolFilter) {
+        if filter.keeps_name(SkillTool::NAME) {
+            return;
+        }
+        let why = "the `skill` tool is not among this run's tools ([tools] enabled or disabled,                    or --tool)";
+        for skill in self.carried.drain(..) {
+            self.withheld.push((skill, why.to_owned()));
+        }
     }
 
     /// The start-up report: every failure and warning, one line each.

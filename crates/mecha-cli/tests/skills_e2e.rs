@@ -318,3 +318,35 @@ async fn chat_answers_skills_and_tools_from_the_running_agent() {
         "a slash command went to the model"
     );
 }
+
+#[tokio::test]
+async fn without_the_skill_tool_no_skill_is_listed_as_carried() {
+    let mut e = env();
+    store(&e);
+    e.extra_config = "[tools]\ndisabled = [\"skill\"]\n".to_owned();
+    let (_, listing, err) = skills_json(&e, &[]).await;
+    let alpha = status_of(&listing, "alpha-letter");
+    assert_eq!(alpha["status"], "withheld", "{listing:?}");
+    assert!(
+        alpha["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the `skill` tool is not among this run's tools"),
+        "{alpha}"
+    );
+    let mock = MockModel::start(vec![]).await;
+    let out = e
+        .mecha(Api::OpenAi, &mock, "k", "chat", &[], "/skills\n/exit\n")
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("skills this run carries (0)"), "{text}");
+    assert!(
+        text.contains("alpha-letter  [withheld: the `skill` tool is not among"),
+        "{text}"
+    );
+    // `skill` is a tool's name even when no skill makes it one.
+    for stderr in [err, stderr(&out)] {
+        assert!(!stderr.contains("which is no tool"), "{stderr}");
+    }
+}

@@ -25,6 +25,9 @@ pub struct SkillTool {
 }
 
 impl SkillTool {
+    /// The tool's name, which config and `--tool` narrow by.
+    pub const NAME: &'static str = "skill";
+
     pub fn new(skills: Vec<Skill>) -> Self {
         Self {
             skills: skills.into_iter().map(|s| (s.name.clone(), s)).collect(),
@@ -72,7 +75,7 @@ impl SkillTool {
 #[async_trait]
 impl Tool for SkillTool {
     fn name(&self) -> &str {
-        "skill"
+        Self::NAME
     }
 
     fn description(&self) -> &str {

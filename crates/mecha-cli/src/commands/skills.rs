@@ -32,7 +32,8 @@ pub fn run(args: SkillsArgs, settings: Settings) -> Result<u8, Failure> {
         only: args.only,
         none: args.no_skills,
     };
-    let selection = Selection::load(&settings.skills, &flags);
+    let mut selection = Selection::load(&settings.skills, &flags);
+    selection.narrow_to_tools(&settings.tool_filter(false));
     let block = level1_block(&selection.carried);
     let size_warning = level1_warning(&block, settings.provider.context_window);
     if args.json {

@@ -139,13 +139,13 @@ pub async fn build_toolbox(
     }
     // A skill that did not load is said at every start, by name and
     // reason: silently absent looks like a skill the model did not choose.
-    let skills = Selection::load(&settings.skills, skills);
+    let mut skills = Selection::load(&settings.skills, skills);
     if servers.report {
         for line in skills.report_lines() {
             crate::output::err_line(&printable(&line));
         }
     }
-    let skill_tool =
+    let mut skill_tool =
         (!skills.carried.is_empty()).then(|| Arc::new(SkillTool::new(skills.carried.clone())));
     if let Some(tool) = &skill_tool {
         let tool: Arc<dyn Tool> = Arc::clone(tool) as Arc<dyn Tool>;
@@ -170,6 +170,10 @@ pub async fn build_toolbox(
     settings.apply_tool_flags(flags);
     let filter = settings.tool_filter(plan);
     registry.retain(|t| filter.keeps(t));
+    skills.narrow_to_tools(&filter);
+    if !filter.keeps_name(SkillTool::NAME) {
+        skill_tool = None;
+    }
     Ok(Toolbox {
         registry,
         servers,
@@ -222,7 +226,13 @@ fn of_a_server(settings: &Settings, name: &str) -> bool {
 /// server that did not start); names in config that match nothing are
 /// worth a warning, so a typo does not pass for a deliberate narrowing.
 fn check_names(settings: &Settings, flags: &[String], registry: &Registry) -> Result<(), Failure> {
-    let exists = |name: &str| registry.contains(name) || profile_names(settings).any(|p| p == name);
+    // The skill tool is registered only when a skill is carried; its name
+    // is no typo when none is.
+    let exists = |name: &str| {
+        registry.contains(name)
+            || name == SkillTool::NAME
+            || profile_names(settings).any(|p| p == name)
+    };
     let of_a_server = |name: &str| of_a_server(settings, name);
     let typos: Vec<&str> = flags
         .iter()
