@@ -167,9 +167,17 @@ impl SubagentTool {
         }
     }
 
+    /// Whether the child's own words, other than an answer that fits the
+    /// shape, come back external: always for a profile whose answers must
+    /// earn trust (nothing else earned it), and otherwise when the child
+    /// took in untrusted content.
+    fn unearned(&self, untrusted: bool) -> bool {
+        self.profile.trusted.is_some() || untrusted
+    }
+
     /// A child that stopped before answering: an error result that says how
     /// far it got and carries its last words, never nothing.
-    fn partial(&self, why: &str, session: &Session, ctx: &ToolCtx) -> ToolOutput {
+    fn partial(&self, why: &str, session: &Session, untrusted: bool, ctx: &ToolCtx) -> ToolOutput {
         let last = session
             .messages
             .iter()
@@ -186,6 +194,8 @@ impl SubagentTool {
              final answer.",
             self.profile.name, session.turns
         );
+        // Only the child's own words can carry what it read.
+        let words = last.is_some();
         match last {
             Some(last) => text.push_str(&format!(" Its last words:\n{last}")),
             None => text.push_str(" It said nothing yet."),
@@ -193,7 +203,7 @@ impl SubagentTool {
         let mut sink = ctx.sink(&self.profile.name, ctx.call_budget_bytes);
         sink.push(text.as_bytes());
         ToolOutput {
-            external: session.taint.untrusted_input && self.profile.trusted.is_none(),
+            external: words && self.unearned(untrusted),
             ..ToolOutput::err(sink.finish())
         }
     }
@@ -296,25 +306,32 @@ impl Tool for SubagentTool {
             Some(Ok(Outcome::TurnLimit { turns })) => self.partial(
                 &format!("stopped at its limit of {turns} model requests (max_turns)"),
                 &session,
+                untrusted,
                 ctx,
             ),
-            Some(Ok(Outcome::Refused { detail, .. })) => ToolOutput::err(format!(
-                "subagent `{}`'s model declined the task{}",
-                self.profile.name,
-                detail.map(|d| format!(": {d}")).unwrap_or_default()
-            )),
-            Some(Ok(Outcome::Silent { .. })) => self.partial("ended without a word", &session, ctx),
+            Some(Ok(Outcome::Refused { detail, .. })) => ToolOutput {
+                external: detail.is_some() && self.unearned(untrusted),
+                ..ToolOutput::err(format!(
+                    "subagent `{}`'s model declined the task{}",
+                    self.profile.name,
+                    detail.map(|d| format!(": {d}")).unwrap_or_default()
+                ))
+            },
+            Some(Ok(Outcome::Silent { .. })) => {
+                self.partial("ended without a word", &session, untrusted, ctx)
+            }
             Some(Ok(Outcome::PromptBlocked { reason })) => ToolOutput::err(format!(
                 "subagent `{}`'s task was refused by a hook: {reason}",
                 self.profile.name
             )),
-            Some(Err(e)) => self.partial(&format!("failed ({e})"), &session, ctx),
+            Some(Err(e)) => self.partial(&format!("failed ({e})"), &session, untrusted, ctx),
             None => self.partial(
                 &format!(
                     "ran out of its {} (timeout_s)",
                     spoken(self.profile.timeout.unwrap_or_default())
                 ),
                 &session,
+                untrusted,
                 ctx,
             ),
         })
