@@ -71,11 +71,24 @@ fn open_checked(target: &ResolvedPath) -> io::Result<std::fs::File> {
 /// not a regular file (the words are all mecha's), otherwise an error that
 /// carries what the system said.
 pub(crate) fn failure(verb: &str, requested: &str, e: io::Error) -> ToolOutput {
-    let text = format!("cannot {verb} {requested}: {e}");
+    let text = format!("cannot {verb} {requested}: {}", system_words(&e));
     if e.get_ref().is_some_and(|inner| inner.is::<NotRegular>()) {
         ToolOutput::refusal(text)
     } else {
         ToolOutput::err(text)
+    }
+}
+
+/// What the system said, without the ` (os error N)` Rust adds: the words
+/// any other program would print for it.
+fn system_words(e: &io::Error) -> String {
+    let text = e.to_string();
+    match e.raw_os_error() {
+        Some(code) => match text.strip_suffix(&format!(" (os error {code})")) {
+            Some(words) => words.to_owned(),
+            None => text,
+        },
+        None => text,
     }
 }
 
@@ -117,5 +130,16 @@ mod tests {
         let out = failure("read", "pipe", err);
         assert!(out.harness && out.is_error, "{out:?}");
         assert!(out.content.contains("named pipe (FIFO)"), "{}", out.content);
+    }
+
+    #[test]
+    fn a_missing_file_is_said_in_the_systems_words() {
+        let err = io::Error::from_raw_os_error(2);
+        let out = failure("read", "notes/missing.md", err);
+        assert!(out.is_error && !out.harness, "{out:?}");
+        assert_eq!(
+            out.content,
+            "cannot read notes/missing.md: No such file or directory"
+        );
     }
 }
