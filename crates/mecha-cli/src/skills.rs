@@ -26,6 +26,8 @@ pub struct Selection {
     pub withheld: Vec<(Skill, String)>,
     /// Folders whose SKILL.md did not load.
     pub failures: Vec<LoadFailure>,
+    /// Why the store itself could not be read, if it could not.
+    pub unreadable: Option<String>,
     /// Worth telling the user: a skill loaded leniently, a name in config
     /// or `--skill` that matches nothing on disk.
     pub warnings: Vec<String>,
@@ -60,6 +62,7 @@ impl Selection {
         }
         let mut selection = Self {
             failures: store.failures,
+            unreadable: store.unreadable,
             warnings,
             ..Self::default()
         };
@@ -94,11 +97,17 @@ impl Selection {
         }
     }
 
+    /// Whether anything failed: a skill, or the store itself.
+    pub fn failed(&self) -> bool {
+        !self.failures.is_empty() || self.unreadable.is_some()
+    }
+
     /// The start-up report: every failure and warning, one line each.
     pub fn report_lines(&self) -> Vec<String> {
+        let store = self.unreadable.iter().map(|why| format!("mecha: {why}"));
         let failures = self.failures.iter().map(|f| format!("mecha: {f}"));
         let warnings = self.warnings.iter().map(|w| format!("mecha: warning: {w}"));
-        failures.chain(warnings).collect()
+        store.chain(failures).chain(warnings).collect()
     }
 }
 

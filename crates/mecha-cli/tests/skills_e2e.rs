@@ -350,3 +350,19 @@ async fn without_the_skill_tool_no_skill_is_listed_as_carried() {
         assert!(!stderr.contains("which is no tool"), "{stderr}");
     }
 }
+
+#[tokio::test]
+async fn a_store_that_cannot_be_read_fails_mecha_skills_and_is_said_at_start() {
+    let mut e = env();
+    let store = e.home.join("skills-file");
+    std::fs::write(&store, "not a folder").unwrap();
+    e.extra_config = format!("[skills]\ndir = {:?}\n", store.display().to_string());
+    let mock = MockModel::start(vec![MockReply::text("hi")]).await;
+    let listed = e.mecha(Api::OpenAi, &mock, "k", "skills", &[], "").await;
+    assert_eq!(listed.status.code(), Some(1), "{}", stderr(&listed));
+    let said = "cannot read the skills directory";
+    assert!(stderr(&listed).contains(said), "{}", stderr(&listed));
+    let run = e.run(Api::OpenAi, &mock, "k", &["go"]).await;
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(stderr(&run).contains(said), "{}", stderr(&run));
+}

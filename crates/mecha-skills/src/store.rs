@@ -18,12 +18,15 @@ pub const MAX_SKILL_FILE_BYTES: u64 = 4 * 1024 * 1024;
 const DESCRIPTION_LIMIT_CHARS: usize = 1024;
 
 /// What the store holds: the skills that loaded, sorted by folder name; the
-/// ones that did not, with why; and what loaded with a caveat.
+/// ones that did not, with why; what loaded with a caveat; and why the
+/// store itself could not be read, when it could not (then it holds
+/// nothing, and that is a failure too, not an empty store).
 #[derive(Debug, Default)]
 pub struct Store {
     pub skills: Vec<Skill>,
     pub failures: Vec<LoadFailure>,
     pub warnings: Vec<String>,
+    pub unreadable: Option<String>,
 }
 
 /// One loaded skill.
@@ -62,28 +65,55 @@ impl fmt::Display for LoadFailure {
 impl Store {
     /// Every `<dir>/<name>/SKILL.md`, sorted by folder name; a missing
     /// `dir` is an empty store, not an error. Hidden entries and loose
-    /// files are not skills; a folder without a SKILL.md is a failure,
-    /// since a skill that silently did not load looks like one the model
-    /// chose not to use.
+    /// files are not skills; a folder without a SKILL.md is a failure, and
+    /// so is a symlinked folder that leads nowhere, since a skill that
+    /// silently did not load looks like one the model chose not to use.
     pub fn load(dir: &Path) -> Store {
         let mut store = Store::default();
         let entries = match std::fs::read_dir(dir) {
             Ok(entries) => entries,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return store,
+            // A symlink to nothing is a store someone meant to have.
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !is_symlink(dir) => return store,
             Err(e) => {
-                store.warnings.push(format!(
-                    "cannot read the skills directory {}: {e}; no skills were loaded",
-                    dir.display()
+                store.unreadable = Some(format!(
+                    "cannot read the skills directory {}: {}; no skill was loaded — fix it or \
+                     point [skills] dir elsewhere",
+                    dir.display(),
+                    gone_or(&e)
                 ));
                 return store;
             }
         };
-        let mut folders: Vec<(String, PathBuf)> = entries
-            .filter_map(Result::ok)
-            .filter(|e| e.path().is_dir())
-            .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
-            .filter(|(name, _)| !name.starts_with('.'))
-            .collect();
+        let mut folders: Vec<(String, PathBuf)> = Vec::new();
+        for entry in entries {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    store.warnings.push(format!(
+                        "cannot read an entry of the skills directory {}: {e}; a skill there \
+                         may be missing",
+                        dir.display()
+                    ));
+                    continue;
+                }
+            };
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue;
+            }
+            let path = entry.path();
+            match std::fs::metadata(&path) {
+                Ok(meta) if meta.is_dir() => folders.push((name, path)),
+                Ok(_) => {}
+                Err(e) => store.failures.push(LoadFailure {
+                    dir_name: name,
+                    reason: format!(
+                        "cannot open the folder: {}; point it at a skill folder or remove it",
+                        gone_or(&e)
+                    ),
+                }),
+            }
+        }
         folders.sort();
         for (dir_name, path) in folders {
             match load_one(&dir_name, &path, &mut store.warnings) {
@@ -92,6 +122,19 @@ impl Store {
             }
         }
         store
+    }
+}
+
+fn is_symlink(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// An error opening a path, said as a person would: a symlink that leads
+/// nowhere rather than "not found".
+fn gone_or(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => "it is a symlink to something that does not exist".to_owned(),
+        _ => e.to_string(),
     }
 }
 

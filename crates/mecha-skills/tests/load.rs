@@ -237,6 +237,49 @@ fn a_missing_store_is_empty() {
 }
 
 #[test]
+fn a_symlinked_skill_loads_and_one_that_leads_nowhere_is_a_failure() {
+    let root = tempfile::tempdir().unwrap();
+    let (store, elsewhere) = (root.path().join("store"), root.path().join("repo"));
+    std::fs::create_dir_all(&store).unwrap();
+    skill(&elsewhere, "linked", simple("linked", "", "Go.").as_bytes());
+    std::os::unix::fs::symlink(elsewhere.join("linked"), store.join("linked")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.join("moved"), store.join("moved")).unwrap();
+    std::os::unix::fs::symlink(elsewhere.join("linked/SKILL.md"), store.join("file")).unwrap();
+    let loaded = Store::load(&store);
+    assert_eq!(loaded.skills.len(), 1, "{:?}", loaded.failures);
+    assert_eq!(loaded.skills[0].name, "linked");
+    assert_eq!(loaded.failures.len(), 1, "{:?}", loaded.failures);
+    assert_eq!(loaded.failures[0].dir_name, "moved");
+    assert!(
+        loaded.failures[0]
+            .reason
+            .contains("a symlink to something that does not exist"),
+        "{}",
+        loaded.failures[0]
+    );
+    assert!(loaded.unreadable.is_none());
+}
+
+#[test]
+fn a_store_that_cannot_be_read_says_so_rather_than_holding_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let file = root.path().join("skills");
+    std::fs::write(&file, "not a folder").unwrap();
+    let dangling = root.path().join("dangling");
+    std::os::unix::fs::symlink(root.path().join("gone"), &dangling).unwrap();
+    for (store, said) in [
+        (file, "Not a directory"),
+        (dangling, "a symlink to something that does not exist"),
+    ] {
+        let loaded = Store::load(&store);
+        let why = loaded
+            .unreadable
+            .expect("an unreadable store passed for an empty one");
+        assert!(why.contains(said) && why.contains("[skills] dir"), "{why}");
+    }
+}
+
+#[test]
 fn an_unquoted_colon_loads_leniently_with_a_warning_naming_the_line() {
     let store = tempfile::tempdir().unwrap();
     skill(

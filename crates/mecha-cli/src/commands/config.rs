@@ -204,7 +204,8 @@ fn skills(settings: &Settings, options: &RunOptions) -> Value {
         only: options.skills.clone(),
         none: options.no_skills,
     };
-    let selection = Selection::load(&settings.skills, &flags);
+    let mut selection = Selection::load(&settings.skills, &flags);
+    selection.narrow_to_tools(&settings.tool_filter(options.plan));
     json!({
         "dir": settings.origins.of("skills.dir").entry(json!(settings.skills.dir.display().to_string())),
         "carried": selection.carried.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),

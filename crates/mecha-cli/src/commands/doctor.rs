@@ -217,7 +217,12 @@ async fn mcp(report: &mut Report, settings: &Settings, workspace: &Path, sandbox
 }
 
 fn skills(report: &mut Report, settings: &Settings) {
-    let selection = Selection::load(&settings.skills, &SkillFlags::default());
+    let mut selection = Selection::load(&settings.skills, &SkillFlags::default());
+    selection.narrow_to_tools(&settings.tool_filter(false));
+    if let Some(why) = &selection.unreadable {
+        report.line(Verdict::Problem, "skills", why);
+        return;
+    }
     report.line(
         Verdict::Ok,
         "skills",

@@ -1,6 +1,6 @@
 //! `mecha skills`: what a run would carry, the skills config withheld
 //! (marked, with the reason, never left out) and the ones that failed to
-//! load. Exits 1 when one failed.
+//! load. Exits 1 when one failed, or the store could not be read.
 
 use clap::Args;
 use mecha_skills::{Skill, level1_block};
@@ -43,10 +43,13 @@ pub fn run(args: SkillsArgs, settings: Settings) -> Result<u8, Failure> {
     } else {
         crate::output::out(&printable(&human(&selection, &block, args.show)));
     }
+    if let Some(why) = &selection.unreadable {
+        crate::output::err_line(&printable(&format!("mecha: {why}")));
+    }
     for line in selection.warnings.iter().chain(&size_warning) {
         crate::output::err_line(&printable(&format!("mecha: warning: {line}")));
     }
-    Ok(u8::from(!selection.failures.is_empty()))
+    Ok(u8::from(selection.failed()))
 }
 
 fn human(selection: &Selection, block: &str, show: bool) -> String {
