@@ -223,3 +223,39 @@ fn a_rule_for_no_tool_is_warned_about_and_a_glob_that_matches_one_is_not() {
     assert!(!stderr.contains("`fs_*`"), "{stderr}");
     assert!(!stderr.contains("`shell`"), "{stderr}");
 }
+
+/// What a run gets, `compact` included when its conversation compacts
+/// (the provider's window is known): nothing is sent to build it.
+#[test]
+fn the_listing_has_compact_when_a_run_would() {
+    let e = env();
+    std::fs::write(
+        e.home.join("config.toml"),
+        "[provider]\nkind = \"anthropic\"\nmodel = \"claude-sonnet-4-5\"\n",
+    )
+    .unwrap();
+    let names = |key: Option<&str>| {
+        let mut mecha = Command::cargo_bin("mecha").unwrap();
+        mecha
+            .env("MECHA_HOME", &e.home)
+            .env_remove("ANTHROPIC_API_KEY")
+            .current_dir(&e.ws)
+            .args(["tools", "--json"]);
+        if let Some(key) = key {
+            mecha.env("ANTHROPIC_API_KEY", key);
+        }
+        let out = mecha.assert().success();
+        let listing: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        listing["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let with = names(Some("k"));
+    assert!(with.iter().any(|n| n == "compact"), "{with:?}");
+    // No provider, no run, no compaction.
+    let without = names(None);
+    assert!(!without.iter().any(|n| n == "compact"), "{without:?}");
+}

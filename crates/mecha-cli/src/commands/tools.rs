@@ -2,11 +2,13 @@
 //! start the MCP servers, which makes it the smoke test for wiring one.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use clap::Args;
 use mecha_core::{Capabilities, Egress, Registry, Tool};
 use mecha_mcp::{McpHub, ServerState};
 use mecha_sandbox::Sandbox;
+use mecha_tools::Compact;
 use serde_json::json;
 
 use crate::Failure;
@@ -82,6 +84,24 @@ pub fn mcp_entry_file<'a>(settings: &'a Settings, server: &str) -> Option<&'a Pa
         .then_some(settings.global_file.as_path())
 }
 
+/// The built-ins that depend on the session which `mecha run` with this
+/// config gets: `compact`, when its conversation would compact (which
+/// takes a provider that builds). `recall` and `ask_user` belong to
+/// conversations and the screen.
+fn session_tools(settings: &mut Settings) -> Vec<Arc<dyn Tool>> {
+    let env = |name: &str| std::env::var(name).ok();
+    let Ok(provider) = mecha_provider::build(&settings.provider, &env) else {
+        return Vec::new();
+    };
+    settings.adopt_context_window(provider.context_window());
+    let threshold =
+        settings.compaction_threshold(provider.context_window(), provider.max_output_tokens());
+    match threshold {
+        Ok(Some(_)) => vec![Arc::new(Compact)],
+        _ => Vec::new(),
+    }
+}
+
 /// Exits 1 when a configured MCP server failed, having printed the rest:
 /// a script that checks its wiring must not read a half-working setup as
 /// a working one.
@@ -90,6 +110,7 @@ pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<
     // The listing shows failed servers itself; the machine-readable forms
     // report them on stderr.
     let report = args.schema || args.json;
+    let session_tools = session_tools(&mut settings);
     let mut toolbox = runtime.block_on(build_toolbox(
         &mut settings,
         &args.tools,
@@ -97,7 +118,7 @@ pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<
         false,
         workspace,
         ServerStart { report, kept: None },
-        Vec::new(),
+        session_tools,
     ))?;
     // Listed, never called: nothing connects them to a model here.
     if let Err(failure) = register_subagents(&mut toolbox, &settings.subagents, &|_| None) {
