@@ -84,14 +84,20 @@ impl Selection {
         selection
     }
 
+    /// As [`without_skill_tool`](Self::without_skill_tool) when `filter`
+    /// leaves the skill tool out, for what lists a run without building it.
+    pub fn narrow_to_tools(&mut self, filter: &ToolFilter) {
+        if !filter.keeps_name(SkillTool::NAME) {
+            self.without_skill_tool();
+        }
+    }
+
     /// A run whose tools leave out the skill tool can load no skill: each
     /// one that would be carried is withheld instead, saying so, rather
     /// than listed as carried by a run that cannot serve it.
-    pub fn narrow_to_tools(&mut self, filter: &ToolFilter) {
-        if filter.keeps_name(SkillTool::NAME) {
-            return;
-        }
-        let why = "the `skill` tool is not among this run's tools ([tools] enabled or disabled,                    or --tool)";
+    pub fn without_skill_tool(&mut self) {
+        let why = "the `skill` tool is not among this run's tools ([tools] enabled or disabled, \
+                   --tool, or --plan when config forces it to change things)";
         for skill in self.carried.drain(..) {
             self.withheld.push((skill, why.to_owned()));
         }

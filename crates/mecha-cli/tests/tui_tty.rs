@@ -395,6 +395,13 @@ async fn a_switch_keeps_the_mcp_servers_until_their_config_changes() {
         .await;
     let second = started(&starts)[1];
     assert!(ends(first[0]).await, "the replaced server was left running");
+    // A config without servers stops the kept ones, mecha still running.
+    std::fs::write(
+        e.home.join("config.toml"),
+        "[provider]\nkind = \"anthropic\"\n",
+    )
+    .unwrap();
+    tui.type_keys(b"/clear\r");
+    assert!(ends(second).await, "the server outlived its config");
     tui.quit().await;
-    assert!(ends(second).await, "the server outlived the screen");
 }

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use cap_std::ambient_authority;
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
-use mecha_core::{ToolCtx, ToolOutput};
+use mecha_core::{ToolCtx, ToolOutput, system_words};
 use rustix::fs::OFlags;
 
 use crate::Skill;
@@ -62,8 +62,12 @@ pub(crate) fn read(skill: &Skill, requested: &str, ctx: &ToolCtx) -> ToolOutput 
             "`file` is empty; name a file bundled with skill `{name}`, relative to its folder"
         ));
     }
-    let cannot =
-        |e: io::Error| ToolOutput::err(format!("cannot read `{requested}` of skill `{name}`: {e}"));
+    let cannot = |e: io::Error| {
+        ToolOutput::err(format!(
+            "cannot read `{requested}` of skill `{name}`: {}",
+            system_words(&e)
+        ))
+    };
     let root = match std::fs::canonicalize(&skill.dir) {
         Ok(root) => root,
         Err(e) => return cannot(e),

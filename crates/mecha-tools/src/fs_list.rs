@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 use cap_std::fs::Dir;
 use globset::{Glob, GlobMatcher};
-use mecha_core::{ArgKind, Capabilities, Tool, ToolCtx, ToolOutput};
+use mecha_core::{ArgKind, Capabilities, Tool, ToolCtx, ToolOutput, system_words};
 use serde_json::{Value, json};
 
 use crate::args::{jail_refusal, optional_str, optional_u64};
@@ -91,7 +91,8 @@ fn list(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
         .unwrap_or(default_depth)
         .clamp(1, MAX_DEPTH);
     let target = ctx.resolve(requested).map_err(jail_refusal)?;
-    let cannot = |e: io::Error| ToolOutput::err(format!("cannot list {requested}: {e}"));
+    let cannot =
+        |e: io::Error| ToolOutput::err(format!("cannot list {requested}: {}", system_words(&e)));
     let dir = target.dir().open_dir(target.relative()).map_err(cannot)?;
     let mut listing = Listing {
         glob,

@@ -7,7 +7,7 @@ use std::fmt;
 use std::io;
 
 use cap_std::fs::{FileTypeExt, Metadata, OpenOptions, OpenOptionsExt};
-use mecha_core::{ResolvedPath, ToolOutput};
+use mecha_core::{ResolvedPath, ToolOutput, system_words};
 use rustix::fs::OFlags;
 
 /// Why a path is not a regular file, in mecha's own words. It travels inside
@@ -76,19 +76,6 @@ pub(crate) fn failure(verb: &str, requested: &str, e: io::Error) -> ToolOutput {
         ToolOutput::refusal(text)
     } else {
         ToolOutput::err(text)
-    }
-}
-
-/// What the system said, without the ` (os error N)` Rust adds: the words
-/// any other program would print for it.
-fn system_words(e: &io::Error) -> String {
-    let text = e.to_string();
-    match e.raw_os_error() {
-        Some(code) => match text.strip_suffix(&format!(" (os error {code})")) {
-            Some(words) => words.to_owned(),
-            None => text,
-        },
-        None => text,
     }
 }
 

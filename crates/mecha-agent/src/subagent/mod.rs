@@ -167,12 +167,12 @@ impl SubagentTool {
         }
     }
 
-    /// Whether the child's own words, other than an answer that fits the
-    /// shape, come back external: always for a profile whose answers must
-    /// earn trust (nothing else earned it), and otherwise when the child
-    /// took in untrusted content.
-    fn unearned(&self, untrusted: bool) -> bool {
-        self.profile.trusted.is_some() || untrusted
+    /// Whether a result other than an answer that fits the shape comes
+    /// back external: whenever the child took in untrusted content, and
+    /// when it carries the child's own words (`words`) for a profile whose
+    /// answers must earn trust, since nothing else earned it.
+    fn unearned(&self, words: bool, untrusted: bool) -> bool {
+        untrusted || (words && self.profile.trusted.is_some())
     }
 
     /// A child that stopped before answering: an error result that says how
@@ -203,7 +203,7 @@ impl SubagentTool {
         let mut sink = ctx.sink(&self.profile.name, ctx.call_budget_bytes);
         sink.push(text.as_bytes());
         ToolOutput {
-            external: words && self.unearned(untrusted),
+            external: self.unearned(words, untrusted),
             ..ToolOutput::err(sink.finish())
         }
     }
@@ -310,7 +310,7 @@ impl Tool for SubagentTool {
                 ctx,
             ),
             Some(Ok(Outcome::Refused { detail, .. })) => ToolOutput {
-                external: detail.is_some() && self.unearned(untrusted),
+                external: self.unearned(detail.is_some(), untrusted),
                 ..ToolOutput::err(format!(
                     "subagent `{}`'s model declined the task{}",
                     self.profile.name,

@@ -84,14 +84,10 @@ impl Forcing {
 
 impl Toolbox {
     /// The skills the run carries: none when the skill tool did not survive
-    /// narrowing, or the model would be told of skills it cannot load.
+    /// narrowing (they are withheld then), or the model would be told of
+    /// skills it cannot load.
     pub fn carried_skills(&self) -> &[Skill] {
-        match &self.skill_tool {
-            Some(tool) if self.registry.get(tool.name()).is_some() => {
-                self.skills.carried.as_slice()
-            }
-            _ => &[],
-        }
+        &self.skills.carried
     }
 
     /// The hub of the run's MCP servers, if any are configured.
@@ -170,8 +166,8 @@ pub async fn build_toolbox(
     settings.apply_tool_flags(flags);
     let filter = settings.tool_filter(plan);
     registry.retain(|t| filter.keeps(t));
-    skills.narrow_to_tools(&filter);
-    if !filter.keeps_name(SkillTool::NAME) {
+    if !registry.contains(SkillTool::NAME) {
+        skills.without_skill_tool();
         skill_tool = None;
     }
     Ok(Toolbox {
