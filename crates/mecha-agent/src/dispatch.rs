@@ -34,7 +34,6 @@ impl Agent {
         events: &dyn EventSink,
     ) -> Result<TurnResults, AgentError> {
         let whole = calls.len();
-        let surface = turn_surface(registry, session.surface.as_ref(), calls);
         let calls: Vec<&ToolCall> = calls.iter().chain(cut.as_ref()).collect();
         let mut verdicts = Vec::with_capacity(calls.len());
         for (n, &call) in calls.iter().enumerate() {
@@ -49,15 +48,9 @@ impl Agent {
                     reason: CUT_CALL.to_owned(),
                 }
             } else {
+                let surface = session.surface.as_ref();
                 self.gate
-                    .judge(
-                        registry,
-                        &self.ctx,
-                        session.taint,
-                        surface.as_ref(),
-                        call,
-                        events,
-                    )
+                    .judge(registry, &self.ctx, session.taint, surface, call, events)
                     .await
             };
             events.emit(Event::Gate {
@@ -161,23 +154,4 @@ impl Agent {
         blocks.extend(notes);
         Ok(TurnResults { blocks, external })
     }
-}
-
-/// The surface a turn's calls are judged by: the session's, narrowed as
-/// every skill the turn loads will narrow it. The calls run side by side,
-/// so one beside the load must not escape what the load restricts.
-fn turn_surface(
-    registry: &Registry,
-    session: Option<&Surface>,
-    calls: &[ToolCall],
-) -> Option<Surface> {
-    let mut surface = session.cloned();
-    for call in calls {
-        if let Some(tool) = registry.get(&call.name)
-            && let Some(narrowing) = tool.narrowing(&call.input)
-        {
-            Surface::apply(&mut surface, &narrowing, tool.name(), registry);
-        }
-    }
-    surface
 }

@@ -35,25 +35,22 @@ impl Tool for Loader {
     fn read_only(&self) -> bool {
         true
     }
-    fn narrowing(&self, input: &Value) -> Option<Narrowing> {
+    async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
+        self.log
+            .lock()
+            .unwrap()
+            .push((ctx.turn, "skill".into(), input.clone()));
         let tools = input["tools"]
             .as_array()
             .unwrap()
             .iter()
             .map(|t| t.as_str().unwrap().to_owned())
             .collect();
-        Some(Narrowing {
-            by: input["name"].as_str().unwrap().to_owned(),
-            tools,
-        })
-    }
-    async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
-        self.log
-            .lock()
-            .unwrap()
-            .push((ctx.turn, "skill".into(), input.clone()));
         Ok(ToolOutput {
-            narrows: self.narrowing(&input),
+            narrows: Some(Narrowing {
+                by: input["name"].as_str().unwrap().to_owned(),
+                tools,
+            }),
             ..ToolOutput::ok("the procedure")
         })
     }
@@ -155,31 +152,6 @@ async fn a_call_outside_the_surface_is_refused_and_never_runs() {
             "review".to_owned(),
             vec!["fs_list".into(), "fs_read".into(), "skill".into()]
         )]
-    );
-}
-
-#[tokio::test]
-async fn a_call_beside_the_load_in_one_turn_is_judged_by_its_narrowing() {
-    let log = Log::default();
-    let dir = tempfile::tempdir().unwrap();
-    let queue = Queue::new(vec![vec![
-        load("l", "review", &["fs_read"]),
-        call("w", "fs_write", json!({"path": "x", "content": "y"})),
-        call("r", "fs_read", json!({})),
-    ]]);
-    let agent = agent(queue.clone(), registry(&log), allow_all_gate(), dir.path());
-    agent
-        .send(&mut session(), "go", &Recorder::default())
-        .await
-        .unwrap();
-    let mut ran = ran(&log);
-    ran.sort();
-    assert_eq!(ran, ["fs_read", "skill"], "fs_write ran beside the load");
-    let (refusal, is_error) = result_of(&queue, "w");
-    assert!(is_error);
-    assert!(
-        refusal.starts_with("`fs_write` is outside this run's tool surface: the skill `review`"),
-        "{refusal}"
     );
 }
 

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ArgKind, Capabilities, Egress, Narrowing, Tool, ToolCtx, ToolOutput};
+use crate::{ArgKind, Capabilities, Egress, Tool, ToolCtx, ToolOutput};
 
 /// Capabilities config forces on:
 /// `force = { untrusted_input = true, egress = "chosen" }`. A `false` (or
@@ -152,10 +152,6 @@ impl Tool for Forced {
 
     fn resource_group(&self) -> Option<&str> {
         self.inner.resource_group()
-    }
-
-    fn narrowing(&self, input: &Value) -> Option<Narrowing> {
-        self.inner.narrowing(input)
     }
 
     fn echo(&self) -> Option<String> {

@@ -104,16 +104,6 @@ impl Tool for SkillTool {
         Capabilities::NONE
     }
 
-    /// Loading a skill (its body, not one of its files) narrows to its
-    /// `tools:`, which the frontmatter says before anything runs.
-    fn narrowing(&self, input: &Value) -> Option<Narrowing> {
-        if !matches!(input.get("file"), None | Some(Value::Null)) {
-            return None;
-        }
-        let name = input.get("name").and_then(Value::as_str)?;
-        self.skills.get(name).and_then(narrowing_of)
-    }
-
     fn saved_state(&self) -> Option<Value> {
         let loaded = self.loaded();
         (!loaded.is_empty()).then(|| json!(*loaded))
@@ -220,16 +210,11 @@ fn body(skill: &Skill, ctx: &ToolCtx) -> ToolOutput {
     sink.push(head.as_bytes());
     sink.push(skill.body.as_bytes());
     let mut out = ToolOutput::ok(sink.finish());
-    out.narrows = narrowing_of(skill);
-    out
-}
-
-/// What loading `skill` narrows the run to: its `tools:`, if it has them.
-fn narrowing_of(skill: &Skill) -> Option<Narrowing> {
-    skill.tools.clone().map(|tools| Narrowing {
+    out.narrows = skill.tools.clone().map(|tools| Narrowing {
         by: skill.name.clone(),
         tools,
-    })
+    });
+    out
 }
 
 #[cfg(test)]
@@ -254,33 +239,6 @@ mod tests {
 
     fn tool(names: &[&str]) -> SkillTool {
         SkillTool::new(names.iter().map(|n| skill(n)).collect())
-    }
-
-    #[test]
-    fn loading_a_body_says_its_narrowing_before_it_runs_and_a_file_does_not() {
-        let narrow = Skill {
-            tools: Some(vec!["fs_read".to_owned()]),
-            ..skill("review")
-        };
-        let tool = SkillTool::new(vec![narrow, skill("plain")]);
-        let expected = Narrowing {
-            by: "review".to_owned(),
-            tools: vec!["fs_read".to_owned()],
-        };
-        assert_eq!(
-            tool.narrowing(&json!({"name": "review"})),
-            Some(expected.clone())
-        );
-        assert_eq!(
-            tool.narrowing(&json!({"name": "review", "file": null})),
-            Some(expected)
-        );
-        assert_eq!(
-            tool.narrowing(&json!({"name": "review", "file": "a.md"})),
-            None
-        );
-        assert_eq!(tool.narrowing(&json!({"name": "plain"})), None);
-        assert_eq!(tool.narrowing(&json!({"name": "nope"})), None);
     }
 
     #[test]
