@@ -2,8 +2,8 @@
 //!
 //! Mount order matters, because a later mount wins: the system directories
 //! read-only (never all of `/`, so HOME, `/root`, `/run`, the host's `/tmp`
-//! and every socket in them are simply absent), a fresh `/proc`, `/dev` and
-//! `/tmp`, the extra paths, the workspace read-write, and last the
+//! and every socket in them are simply absent), a fresh `/proc` (read-only),
+//! `/dev` and `/tmp`, the extra paths, the workspace read-write, and last the
 //! protected paths inside it (protect.rs).
 
 use std::ffi::OsString;
@@ -172,6 +172,15 @@ fn layout() -> Vec<OsString> {
     for (flag, dest) in [("--proc", "/proc"), ("--dev", "/dev"), ("--tmpfs", "/tmp")] {
         args.extend([flag.into(), dest.into()]);
     }
+    // The whole of /proc read-only. As root, the user namespace maps uid 0
+    // to the host's 0, and the kernel checks a sysctl write by uid, not by
+    // capability: `kernel.core_pattern` would make the host kernel run a
+    // workspace program as host root. bwrap covers /proc/sys only where
+    // its own access check says it is writable, which it does not as root.
+    // Nothing under /proc that writes kernel state stays writable this way
+    // (sysrq-trigger, /proc/sys, /proc/self/*); writes through the
+    // descriptors in /proc/self/fd reach their files, not /proc.
+    args.extend(["--remount-ro".into(), "/proc".into()]);
     args
 }
 

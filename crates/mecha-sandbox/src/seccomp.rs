@@ -95,6 +95,13 @@ fn rules(network: bool) -> Result<BTreeMap<i64, Vec<SeccompRule>>, SandboxError>
         libc::SYS_io_uring_setup,
         libc::SYS_io_uring_enter,
         libc::SYS_io_uring_register,
+        // The kernel's keyrings are not namespaced by anything bwrap sets
+        // up: the session keyring is inherited, so a confined command could
+        // read a key the user had put there. Refused as Flatpak and Docker
+        // refuse them.
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
     ] {
         rules.insert(call, Vec::new());
     }
