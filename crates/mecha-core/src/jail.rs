@@ -208,7 +208,7 @@ pub(crate) fn resolve_in(jails: &[&Jail], requested: &str) -> Result<ResolvedPat
 
 /// Canonicalizes a directory no tool may write to, once, leniently (it may
 /// not exist yet, and a write could create it).
-pub(crate) fn canonical_protected(dir: &Path) -> Result<PathBuf, JailError> {
+pub fn canonical_protected(dir: &Path) -> Result<PathBuf, JailError> {
     let named = dir.display().to_string();
     let absolute = std::path::absolute(dir).map_err(|source| JailError::Io {
         requested: named.clone(),

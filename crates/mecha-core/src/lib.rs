@@ -55,7 +55,7 @@ pub use forced::{Forced, ForcedCapabilities, ForcedEgress};
 pub use image::{
     IMAGE_COST_BYTES, Image, MAX_IMAGE_BYTES, human_size, over_cap, placeholder, sniff,
 };
-pub use jail::{Jail, JailError, ResolvedPath};
+pub use jail::{Jail, JailError, ResolvedPath, canonical_protected};
 pub use journal::{
     INTERRUPTED_RESULT, INTERRUPTED_TURN, Journal, LOST_RESULT, NOT_RUN_RESULT, Record,
     close_dangling_calls, results_for_open_calls,

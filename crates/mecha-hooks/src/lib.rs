@@ -118,6 +118,12 @@ impl HookSet {
         self.hooks.is_empty()
     }
 
+    /// The programs the hooks run, as resolved: they run unconfined, so
+    /// the caller keeps them from every writer a model drives.
+    pub fn programs(&self) -> impl Iterator<Item = &Path> {
+        self.hooks.iter().map(|hook| hook.program.as_path())
+    }
+
     pub fn describe(&self) -> Vec<HookLine> {
         self.hooks
             .iter()

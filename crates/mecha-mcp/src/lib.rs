@@ -49,4 +49,4 @@ pub use import::{
 };
 pub use naming::MAX_TOOL_NAME_LEN;
 pub use send_words::send_word;
-pub use spawn::{BASE_ENV, SpawnOptions, server_env};
+pub use spawn::{BASE_ENV, SpawnOptions, server_env, unconfined_programs};

@@ -43,6 +43,10 @@ pub struct SpawnOptions {
     pub parent_env: Vec<(OsString, OsString)>,
     /// The run's sandbox, for servers configured with `sandbox = true`.
     pub sandbox: Option<Sandbox>,
+    /// Host paths a confined server must not write (mecha's home, the MCP
+    /// servers files, the programs mecha runs unconfined): the sandbox
+    /// re-binds them read-only, as it does for the shell. Canonical.
+    pub read_only: Vec<PathBuf>,
 }
 
 impl SpawnOptions {
@@ -53,12 +57,19 @@ impl SpawnOptions {
             timezone: None,
             parent_env: std::env::vars_os().collect(),
             sandbox: None,
+            read_only: Vec::new(),
         }
     }
 
     #[must_use]
     pub fn with_sandbox(mut self, sandbox: Option<Sandbox>) -> Self {
         self.sandbox = sandbox;
+        self
+    }
+
+    #[must_use]
+    pub fn with_read_only(mut self, paths: Vec<PathBuf>) -> Self {
+        self.read_only = paths;
         self
     }
 
@@ -159,6 +170,27 @@ pub(crate) fn resolve_command(command: &str, opts: &SpawnOptions) -> Result<Path
         })
 }
 
+/// What a server runs unconfined that a writer in the workspace could
+/// change for its next start: its program and every argument that names an
+/// existing regular file (a script: `node server.js`), resolved against the
+/// workspace as the server's working directory. Directories are never
+/// named here: a server handed the workspace itself must not freeze it.
+/// Nothing for a server that runs confined, where a planted change stays
+/// confined too.
+pub fn unconfined_programs(config: &McpServerConfig, opts: &SpawnOptions) -> Vec<PathBuf> {
+    if opts.confinement(config).is_some() {
+        return Vec::new();
+    }
+    let mut paths: Vec<PathBuf> = resolve_command(&config.command, opts).into_iter().collect();
+    for arg in &config.args {
+        let path = opts.workspace.join(arg);
+        if !arg.is_empty() && std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+            paths.push(path);
+        }
+    }
+    paths
+}
+
 /// The program of a confined server: an absolute path (inside, PATH holds
 /// only the system directories, so a bare name would mean something else
 /// or nothing), which the sandbox shows.
@@ -223,7 +255,7 @@ pub(crate) fn spawn(config: &McpServerConfig, opts: &SpawnOptions) -> Result<Spa
                     workspace: &opts.workspace,
                     env,
                     network,
-                    read_only: &[],
+                    read_only: &opts.read_only,
                 })
                 .map_err(|e| StartError::Sandbox(e.to_string()))?;
             (confined.command, program, Some(confined.lease))

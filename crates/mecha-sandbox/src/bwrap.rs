@@ -80,6 +80,7 @@ impl Bwrap {
         job: &Job<'_>,
         readable: &[PathBuf],
         writable: &[PathBuf],
+        home: Option<&Path>,
     ) -> Result<Confined, SandboxError> {
         let fail = |reason: String| SandboxError::Confine {
             program: job.program.to_string_lossy().into_owned(),
@@ -94,7 +95,15 @@ impl Bwrap {
         let host_ws = std::fs::canonicalize(job.workspace)
             .map_err(|e| fail(format!("the workspace `{shown}` cannot be opened: {e}")))?;
         let mut lease = Lease::default();
-        let protected = protect::plan(&host_ws, job.workspace, writable, &mut lease)?;
+        let scope = protect::Scope {
+            host: &host_ws,
+            inside: job.workspace,
+            writable,
+            caller: job.read_only,
+            home,
+        };
+        let (protected, baseline) = protect::plan(&scope, &mut lease)?;
+        lease.baseline = baseline;
         let seccomp = self.filters.fd(job.network)?;
         let fd = seccomp.as_raw_fd();
         let args = self.args(job, &host_ws, readable, writable, &protected, fd);
@@ -135,15 +144,6 @@ impl Bwrap {
             match mount {
                 Mount::Pin { source, dest } => bind("--bind", source, dest),
                 Mount::ReadOnly { source, dest } => bind("--ro-bind", source, dest),
-            }
-        }
-        // The caller's own protected paths, where a bind made them
-        // writable: last, so they win over every writable mount.
-        for path in job.read_only {
-            if let Ok(rel) = path.strip_prefix(host_ws) {
-                bind("--ro-bind-try", path, &job.workspace.join(rel));
-            } else if writable.iter().any(|w| path.starts_with(w)) {
-                bind("--ro-bind-try", path, path);
             }
         }
         args.extend([

@@ -22,10 +22,12 @@ mod bwrap;
 mod config;
 mod docker;
 mod error;
+mod gitconfig;
 mod hint;
 mod probe;
 mod protect;
 mod seccomp;
+mod sweep;
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -104,11 +106,22 @@ pub struct Confined {
 #[derive(Debug, Default)]
 pub struct Lease {
     parts: Vec<Box<dyn std::fmt::Debug + Send + Sync>>,
+    baseline: sweep::Baseline,
 }
 
 impl Lease {
     fn hold(&mut self, part: impl std::fmt::Debug + Send + Sync + 'static) {
         self.parts.push(Box::new(part));
+    }
+
+    /// Once the program has exited (and before the lease drops): undoes
+    /// whatever it left in the workspace that git or a login shell on the
+    /// host would run (a new repository's hooks and executable config, a
+    /// replaced start-up link), and says what, one sentence each, for the
+    /// caller to pass on. A long-running program (an MCP server) is swept
+    /// after each of its calls.
+    pub fn sweep(&self) -> Vec<String> {
+        self.baseline.sweep()
     }
 }
 
@@ -272,7 +285,12 @@ impl Sandbox {
     pub fn confine(&self, job: Job<'_>) -> Result<Confined, SandboxError> {
         let inner = &self.inner;
         match &inner.backend {
-            Backend::Bwrap(bwrap) => bwrap.confine(&job, &inner.readable, &inner.writable),
+            Backend::Bwrap(bwrap) => bwrap.confine(
+                &job,
+                &inner.readable,
+                &inner.writable,
+                inner.host.home.as_deref(),
+            ),
             Backend::Docker(docker) => docker.confine(&job, &inner.readable, &inner.writable),
         }
     }

@@ -182,10 +182,14 @@ async fn mcp(report: &mut Report, settings: &Settings, workspace: &Path, sandbox
         report.line(Verdict::Ok, "mcp", "no servers configured");
         return;
     }
-    let mut options = SpawnOptions::new(workspace).with_sandbox(sandbox);
-    if let Some(tz) = &settings.timezone {
-        options = options.with_timezone(tz.clone());
-    }
+    let options = match crate::wiring::spawn_options(settings, workspace, sandbox.as_ref()) {
+        Ok(options) => options,
+        Err(failure) => {
+            report.line(Verdict::Problem, "mcp", &failure.to_string());
+            return;
+        }
+    };
+    unconfined_in_workspace(report, settings, &options);
     let hub = McpHub::start(settings.mcp.iter().map(|s| s.config.clone()), &options).await;
     for status in hub.statuses() {
         let source = settings
@@ -214,6 +218,36 @@ async fn mcp(report: &mut Report, settings: &Settings, workspace: &Path, sandbox
         }
     }
     hub.shutdown();
+}
+
+/// A server that runs unconfined from a program or script in the
+/// workspace runs, at its next start, whatever a command changed there.
+/// mecha keeps those files read-only to its own writers, but not to the
+/// user's editor or to a build step, and not to code the program loads by
+/// other means (a module next to it).
+fn unconfined_in_workspace(report: &mut Report, settings: &Settings, options: &SpawnOptions) {
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let workspace = canonical(&options.workspace);
+    for server in &settings.mcp {
+        let inside: Vec<String> = mecha_mcp::unconfined_programs(&server.config, options)
+            .into_iter()
+            .filter(|path| canonical(path).starts_with(&workspace))
+            .map(|path| path.display().to_string())
+            .collect();
+        if !inside.is_empty() {
+            report.line(
+                Verdict::Warning,
+                "mcp",
+                &format!(
+                    "`{}` runs unconfined from the workspace ({}): mecha keeps these read-only to \
+                     its tools and the sandbox, but code they load from beside them is not covered; \
+                     install the server outside the workspace, or set `sandbox = true` for it",
+                    server.config.name,
+                    inside.join(", ")
+                ),
+            );
+        }
+    }
 }
 
 fn skills(report: &mut Report, settings: &Settings) {

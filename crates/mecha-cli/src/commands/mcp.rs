@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use clap::Subcommand;
-use mecha_mcp::{ServerState, SpawnOptions};
+use mecha_mcp::ServerState;
 use mecha_sandbox::{HostEnv, Sandbox};
 
 use crate::Failure;
@@ -90,10 +90,7 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
     // A `sandbox = true` server is checked the way a run would start it.
     let sandbox = Sandbox::start(&settings.sandbox, HostEnv::current())
         .map_err(|e| Failure::Usage(e.to_string()))?;
-    let mut options = SpawnOptions::new(workspace).with_sandbox(sandbox);
-    if let Some(tz) = &settings.timezone {
-        options = options.with_timezone(tz.clone());
-    }
+    let options = crate::wiring::spawn_options(&settings, workspace, sandbox.as_ref())?;
     let runtime = crate::runtime()?;
     let status = runtime.block_on(mecha_mcp::check(server.config.clone(), &options));
     // Everything below but the capability flags is the server's to write.

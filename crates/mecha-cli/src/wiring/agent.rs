@@ -2,7 +2,7 @@
 //! starts from and is journaled to, compaction, the gate and the context.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use mecha_agent::{Agent, ChildJournals, Gate, Hook, Limits, Lineage, Runtime, Session};
@@ -17,6 +17,7 @@ use mecha_tools::Compact;
 use mecha_tui::{AskUser, ModalApprover, ModalAsker, ToScreen};
 use tokio::sync::mpsc::UnboundedSender;
 
+use super::protected::Protected;
 use super::{McpRefresh, ServerStart, Servers, Toolbox, build_toolbox, register_subagents};
 use crate::Failure;
 use crate::approve::TerminalAsker;
@@ -51,63 +52,6 @@ fn system_prompt(workspace: &Path, skills_block: &str, project: Option<&str>) ->
         prompt.push_str(project);
     }
     prompt
-}
-
-/// Keeps the file tools' writes out of mecha's own files: its home
-/// (config, skills, hooks, sessions), which a run whose workspace contains
-/// it could otherwise rewrite for the next run; the skill store wherever
-/// `[skills] dir` puts it and wherever its symlinks lead, or a model could
-/// author a skill every later run carries; and every MCP servers file the
-/// config or `--mcp-file` names, which would start whatever a model
-/// planted there.
-fn protect_mecha_files(mut ctx: ToolCtx, settings: &Settings) -> Result<ToolCtx, Failure> {
-    let home = crate::config::mecha_home()?;
-    let server_files = settings.mcp.iter().map(|s| PathBuf::from(&s.source));
-    for path in std::iter::once(home).chain(server_files) {
-        ctx = ctx.protecting(&path).map_err(|e| {
-            Failure::Run(anyhow::anyhow!(
-                "cannot protect {} from the file tools: {e}",
-                path.display()
-            ))
-        })?;
-    }
-    // A broken store loads no skill, which start-up says; it must not stop
-    // the run too.
-    for path in skill_store_paths(&settings.skills.dir) {
-        ctx = match ctx.clone().protecting(&path) {
-            Ok(protected) => protected,
-            Err(e) => {
-                crate::output::err_line(&format!(
-                    "mecha: warning: cannot protect {} from the file tools: {e}",
-                    path.display()
-                ));
-                ctx
-            }
-        };
-    }
-    Ok(ctx)
-}
-
-/// The skill store, and each place a symlinked skill folder in it leads:
-/// a write through the link lands there, outside the store.
-fn skill_store_paths(store: &Path) -> Vec<PathBuf> {
-    let mut paths = vec![link_target(store)];
-    for entry in std::fs::read_dir(store).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.symlink_metadata().is_ok_and(|m| m.is_symlink()) {
-            paths.push(link_target(&path));
-        }
-    }
-    paths
-}
-
-/// `path`, or where it leads when it is a symlink to nothing yet: that
-/// cannot be canonicalized, and a write could create what it names.
-fn link_target(path: &Path) -> PathBuf {
-    match (path.exists(), std::fs::read_link(path)) {
-        (false, Ok(target)) => path.parent().map_or(target.clone(), |p| p.join(&target)),
-        _ => path.to_path_buf(),
-    }
 }
 
 /// What a run starts from besides config: the command (for the session's
@@ -330,7 +274,8 @@ async fn wire(
     let ctx = ToolCtx::new(workspace, settings.turn_budget)
         .and_then(|ctx| ctx.with_spill_max_bytes(settings.spill_max_bytes))
         .map_err(|e| Failure::Run(anyhow::anyhow!("cannot set up the workspace: {e}")))?;
-    let ctx = protect_mecha_files(ctx, &settings)?;
+    let protected = Protected::of(&settings, workspace, settings.builtins.shell.sandbox.as_ref())?;
+    let ctx = protected.apply(ctx);
     let mode = settings.permission_mode;
     let approver = asking.approver(mode, &ctx);
     let hook: Option<Arc<dyn Hook>> = (!settings.hooks.is_empty()).then(|| {

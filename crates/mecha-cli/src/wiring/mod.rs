@@ -3,11 +3,13 @@
 //! around it in `agent.rs`.
 
 mod agent;
+mod protected;
 mod servers;
 mod subagents;
 
 pub use agent::{Asking, Start, Started, build_agent};
 pub use servers::{ServerStart, Servers};
+pub use protected::spawn_options;
 pub use subagents::register_subagents;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -149,7 +151,8 @@ pub async fn build_toolbox(
             .register(tool)
             .map_err(|e| Failure::Run(anyhow::Error::new(e)))?;
     }
-    let servers = Servers::start(settings, sandbox.as_ref(), workspace, servers).await;
+    let options = protected::spawn_options(settings, workspace, sandbox.as_ref())?;
+    let servers = Servers::start(settings, options, servers).await;
     if let Some(servers) = &servers {
         servers
             .hub

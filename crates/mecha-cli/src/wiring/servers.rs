@@ -4,11 +4,10 @@
 //! every switch the slowest server's start-up, and lose what a server holds
 //! in memory for no reason the user asked for.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use mecha_mcp::{McpHub, McpServerConfig, ServerState, SpawnOptions};
-use mecha_sandbox::{Sandbox, SandboxConfig};
+use mecha_sandbox::SandboxConfig;
 
 use crate::config::Settings;
 
@@ -54,12 +53,7 @@ impl Servers {
     /// configuration and every one of them is up; otherwise the kept ones
     /// are stopped and these start afresh, so a fixed config or a server
     /// that died gets its new start.
-    pub async fn start(
-        settings: &Settings,
-        sandbox: Option<&Sandbox>,
-        workspace: &Path,
-        start: ServerStart,
-    ) -> Option<Self> {
+    pub async fn start(settings: &Settings, options: SpawnOptions, start: ServerStart) -> Option<Self> {
         let origin = Origin::of(settings);
         if let Some(kept) = start.kept {
             if kept.origin == origin && kept.all_up() {
@@ -69,10 +63,6 @@ impl Servers {
         }
         if origin.configs.is_empty() {
             return None;
-        }
-        let mut options = SpawnOptions::new(workspace).with_sandbox(sandbox.cloned());
-        if let Some(tz) = &origin.timezone {
-            options = options.with_timezone(tz.clone());
         }
         let hub = McpHub::start(origin.configs.iter().cloned(), &options).await;
         if start.report {
@@ -126,7 +116,9 @@ mod tests {
             report: false,
             kept,
         };
-        Servers::start(settings, None, dir, start).await.unwrap()
+        Servers::start(settings, SpawnOptions::new(dir), start)
+            .await
+            .unwrap()
     }
 
     fn stopped(hub: &McpHub) -> bool {
@@ -160,7 +152,7 @@ mod tests {
             kept: Some(next),
         };
         assert!(
-            Servers::start(&none, None, dir.path(), start)
+            Servers::start(&none, SpawnOptions::new(dir.path()), start)
                 .await
                 .is_none()
         );

@@ -1,0 +1,131 @@
+//! What no writer a model drives may change: the file tools refuse it, and
+//! the sandbox re-binds it read-only for the shell and every confined MCP
+//! server. One list, so the two can never disagree.
+//!
+//! Each entry is something mecha itself reads or runs later, outside any
+//! sandbox: its home (config, skills, hooks, sessions), which a run whose
+//! workspace contains it could otherwise rewrite for the next run; the
+//! skill store wherever `[skills] dir` puts it and wherever its symlinks
+//! lead; every MCP servers file the config or `--mcp-file` names, which
+//! would start whatever a model planted there; and the programs mecha runs
+//! unconfined (hooks, and servers without `sandbox = true`, with their
+//! script arguments), which a confined command could otherwise rewrite so
+//! that the next start runs its code as the user.
+
+use std::path::{Path, PathBuf};
+
+use mecha_core::{ToolCtx, canonical_protected};
+use mecha_mcp::{SpawnOptions, unconfined_programs};
+use mecha_sandbox::Sandbox;
+
+use crate::Failure;
+use crate::config::Settings;
+
+/// The protected paths of a run, canonical.
+#[derive(Debug, Clone, Default)]
+pub struct Protected {
+    paths: Vec<PathBuf>,
+}
+
+impl Protected {
+    /// Everything `settings` makes mecha read or run later, for a run in
+    /// `workspace` with `sandbox`. mecha's home and the servers files must
+    /// be protected or the run stops; a skill store or a program that
+    /// cannot be resolved is a warning (a broken store loads no skill,
+    /// which start-up says, and must not stop the run too).
+    pub fn of(
+        settings: &Settings,
+        workspace: &Path,
+        sandbox: Option<&Sandbox>,
+    ) -> Result<Self, Failure> {
+        let mut protected = Self::default();
+        let home = crate::config::mecha_home()?;
+        let server_files = settings.mcp.iter().map(|s| PathBuf::from(&s.source));
+        for path in std::iter::once(home).chain(server_files) {
+            let canonical = canonical_protected(&path).map_err(|e| {
+                Failure::Run(anyhow::anyhow!(
+                    "cannot protect {} from the file tools: {e}",
+                    path.display()
+                ))
+            })?;
+            protected.add(canonical);
+        }
+        let options = bare_options(settings, workspace, sandbox);
+        let programs = settings
+            .mcp
+            .iter()
+            .flat_map(|server| unconfined_programs(&server.config, &options))
+            .chain(settings.hooks.programs().map(Path::to_path_buf));
+        for path in skill_store_paths(&settings.skills.dir).into_iter().chain(programs) {
+            match canonical_protected(&path) {
+                Ok(canonical) => protected.add(canonical),
+                Err(e) => crate::output::err_line(&format!(
+                    "mecha: warning: cannot protect {} from the file tools: {e}",
+                    path.display()
+                )),
+            }
+        }
+        Ok(protected)
+    }
+
+    fn add(&mut self, path: PathBuf) {
+        if !self.paths.contains(&path) {
+            self.paths.push(path);
+        }
+    }
+
+    /// `ctx` with every protected path refused to its writers.
+    pub fn apply(&self, ctx: ToolCtx) -> ToolCtx {
+        self.paths.iter().fold(ctx, |ctx, path| {
+            // Already canonical, so protecting cannot fail on it again;
+            // if the filesystem changed under it, the original stands.
+            ctx.clone().protecting(path).unwrap_or(ctx)
+        })
+    }
+
+}
+
+/// How the run's servers are started: in `workspace`, with `sandbox` for
+/// the `sandbox = true` ones, `[agent] timezone` as `MECHA_TZ`, and (when
+/// confined) the protected paths read-only.
+pub fn spawn_options(
+    settings: &Settings,
+    workspace: &Path,
+    sandbox: Option<&Sandbox>,
+) -> Result<SpawnOptions, Failure> {
+    let read_only = match sandbox {
+        Some(_) => Protected::of(settings, workspace, sandbox)?.paths,
+        None => Vec::new(),
+    };
+    Ok(bare_options(settings, workspace, sandbox).with_read_only(read_only))
+}
+
+fn bare_options(settings: &Settings, workspace: &Path, sandbox: Option<&Sandbox>) -> SpawnOptions {
+    let mut options = SpawnOptions::new(workspace).with_sandbox(sandbox.cloned());
+    if let Some(tz) = &settings.timezone {
+        options = options.with_timezone(tz.clone());
+    }
+    options
+}
+
+/// The skill store, and each place a symlinked skill folder in it leads:
+/// a write through the link lands there, outside the store.
+fn skill_store_paths(store: &Path) -> Vec<PathBuf> {
+    let mut paths = vec![link_target(store)];
+    for entry in std::fs::read_dir(store).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.symlink_metadata().is_ok_and(|m| m.is_symlink()) {
+            paths.push(link_target(&path));
+        }
+    }
+    paths
+}
+
+/// `path`, or where it leads when it is a symlink to nothing yet: that
+/// cannot be canonicalized, and a write could create what it names.
+fn link_target(path: &Path) -> PathBuf {
+    match (path.exists(), std::fs::read_link(path)) {
+        (false, Ok(target)) => path.parent().map_or(target.clone(), |p| p.join(&target)),
+        _ => path.to_path_buf(),
+    }
+}

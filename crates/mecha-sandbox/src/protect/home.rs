@@ -1,0 +1,71 @@
+//! The user's start-up files: what a login shell, git, ssh, a desktop
+//! session or a toolchain runs or trusts from the home directory. When the
+//! workspace is the home directory (or a `writable` line brings part of it
+//! in), a confined command could otherwise add a line to `~/.bashrc` that
+//! the user's next terminal runs unconfined.
+//!
+//! A missing one gets a placeholder while a job runs, because creating it
+//! is the attack; the placeholders of the bash login files carry on to the
+//! file bash would have read next, so a login during a job behaves as if
+//! they were absent.
+
+use std::path::Path;
+
+use super::{Kind, Target};
+
+/// bash reads the first of these that exists; each placeholder reads the
+/// next in line, as absence would.
+const BASH_PROFILE: &[u8] =
+    b"# mecha placeholder (removed when the command ends): reads what bash would read next\n\
+      if [ -f \"$HOME/.bash_login\" ]; then . \"$HOME/.bash_login\"; \
+      elif [ -f \"$HOME/.profile\" ]; then . \"$HOME/.profile\"; fi\n";
+const BASH_LOGIN: &[u8] =
+    b"# mecha placeholder (removed when the command ends): reads what bash would read next\n\
+      if [ -f \"$HOME/.profile\" ]; then . \"$HOME/.profile\"; fi\n";
+
+/// Relative to the home directory. Listed in the README.
+pub(crate) const STARTUP_FILES: &[(&str, Kind)] = &[
+    (".profile", Kind::File(b"")),
+    (".bash_profile", Kind::File(BASH_PROFILE)),
+    (".bash_login", Kind::File(BASH_LOGIN)),
+    (".bashrc", Kind::File(b"")),
+    (".bash_logout", Kind::File(b"")),
+    (".bashrc.d", Kind::Dir),
+    (".zshenv", Kind::File(b"")),
+    (".zprofile", Kind::File(b"")),
+    (".zshrc", Kind::File(b"")),
+    (".zlogin", Kind::File(b"")),
+    (".zlogout", Kind::File(b"")),
+    (".config/fish", Kind::Dir),
+    (".inputrc", Kind::File(b"")),
+    (".pam_environment", Kind::File(b"")),
+    (".xprofile", Kind::File(b"")),
+    (".xsessionrc", Kind::File(b"")),
+    (".xinitrc", Kind::File(b"")),
+    (".tmux.conf", Kind::File(b"")),
+    (".vimrc", Kind::File(b"")),
+    (".ssh", Kind::Dir),
+    (".gitconfig", Kind::File(b"")),
+    (".config/git", Kind::Dir),
+    (".npmrc", Kind::File(b"")),
+    (".cargo/env", Kind::File(b"")),
+    (".cargo/config.toml", Kind::File(b"")),
+    (".cargo/config", Kind::File(b"")),
+    ("bin", Kind::Dir),
+    (".local/bin", Kind::Dir),
+    (".config/autostart", Kind::Dir),
+    (".config/systemd", Kind::Dir),
+    (".config/environment.d", Kind::Dir),
+    (".config/nvim", Kind::Dir),
+];
+
+/// The start-up files of `home`, as protection targets. Only those inside
+/// a root the program can write are mounted (see [`super::plan`]); a
+/// missing one is masked at its first missing component (no `~/.cargo`
+/// means `~/.cargo` itself is masked while the job runs).
+pub(crate) fn targets(home: &Path) -> Vec<Target> {
+    STARTUP_FILES
+        .iter()
+        .map(|(rel, kind)| Target::followed(home.join(rel), *kind))
+        .collect()
+}

@@ -1,0 +1,373 @@
+//! The paths a confined program must not change, and the mounts that
+//! protect them.
+//!
+//! Everything here is something that runs or configures programs outside
+//! the sandbox later: git's hooks and config in every repository of the
+//! workspace (git.rs), the user's start-up files when a writable root holds
+//! them (home.rs), the workspace `mecha.toml`, and whatever the caller
+//! names (mecha's home, the MCP servers files, the programs mecha runs
+//! unconfined). Each is re-bound read-only over the writable mounts. Three
+//! details decide whether that holds:
+//!
+//! - a directory between a writable root and a protected path could be
+//!   renamed away and rebuilt (`mv .git x; mkdir -p .git/hooks`), so every
+//!   such directory is pinned by binding it onto itself: a mount point
+//!   cannot be renamed or removed;
+//! - a protected path that does not exist yet would simply be created, so
+//!   where a placeholder is allowed the first missing component gets one,
+//!   bound read-only (see placeholder.rs);
+//! - a mount follows a symlink, and the link itself stays replaceable, so a
+//!   protected path with a symlink between it and its root is refused.
+//!
+//! What the walk finds is also the baseline the sweep (sweep.rs) compares
+//! against after the job: a repository that was not there before is one
+//! the job made.
+
+mod git;
+mod home;
+mod placeholder;
+
+use std::fs;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use crate::sweep::Baseline;
+use crate::{Lease, SandboxError};
+pub(crate) use git::{Found, find, gitfile_dirs};
+
+/// One protection mount, applied after the writable mounts, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Mount {
+    /// Bound onto itself read-write, so it cannot be renamed away.
+    Pin { source: PathBuf, dest: PathBuf },
+    ReadOnly { source: PathBuf, dest: PathBuf },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A file, and what its placeholder holds.
+    File(&'static [u8]),
+    Dir,
+}
+
+/// One host path to keep read-only.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    host: PathBuf,
+    /// Masked with a placeholder of this kind while missing; `None` for
+    /// what is only protected when it exists.
+    placeholder: Option<Kind>,
+    /// Mounted (read-only) even outside every writable root, where git
+    /// inside must see it: a worktree's git directory.
+    shown: Option<PathBuf>,
+    /// A start-up file, often a symlink into a dotfiles repository: where
+    /// it leads is protected, and each link on the way is kept for the
+    /// sweep to find unchanged (a link is no mount point, so it could be
+    /// replaced), instead of the symlink being refused.
+    follow: bool,
+}
+
+impl Target {
+    fn existing(host: PathBuf) -> Self {
+        Self {
+            host,
+            placeholder: None,
+            shown: None,
+            follow: false,
+        }
+    }
+
+    pub(crate) fn placeheld(host: PathBuf, kind: Kind) -> Self {
+        Self {
+            placeholder: Some(kind),
+            ..Self::existing(host)
+        }
+    }
+
+    pub(crate) fn followed(host: PathBuf, kind: Kind) -> Self {
+        Self {
+            follow: true,
+            ..Self::placeheld(host, kind)
+        }
+    }
+}
+
+/// A tree the program can write: where it is on the host (canonical) and
+/// inside.
+struct Root<'a> {
+    host: &'a Path,
+    inside: &'a Path,
+}
+
+/// Where one job runs, as the protection sees it.
+pub(crate) struct Scope<'a> {
+    /// The workspace on the host, canonical.
+    pub host: &'a Path,
+    /// The workspace inside, where the mounts go.
+    pub inside: &'a Path,
+    /// Host paths the program can write besides the workspace.
+    pub writable: &'a [PathBuf],
+    /// The caller's own protected paths, canonical.
+    pub caller: &'a [PathBuf],
+    /// The user's home directory, for the start-up files.
+    pub home: Option<&'a Path>,
+}
+
+/// The protection mounts for a job (pins first, then the read-only
+/// mounts), and the repositories that existed before it; placeholders
+/// created for it are held in `lease`.
+pub(crate) fn plan(
+    scope: &Scope<'_>,
+    lease: &mut Lease,
+) -> Result<(Vec<Mount>, Baseline), SandboxError> {
+    let mut roots = vec![Root {
+        host: scope.host,
+        inside: scope.inside,
+    }];
+    roots.extend(scope.writable.iter().map(|w| Root {
+        host: w.as_path(),
+        inside: w.as_path(),
+    }));
+    let found = find(scope.host);
+    let mut baseline = Baseline::of(scope.host, &found);
+    let mut registry = placeholder::registry();
+    let mut targets = vec![Target::existing(scope.host.join("mecha.toml"))];
+    targets.extend(repository_targets(scope, &found, &registry)?);
+    if let Some(home) = scope.home {
+        targets.extend(home::targets(home));
+    }
+    targets.extend(scope.caller.iter().cloned().map(Target::existing));
+
+    let mut pins: Vec<Mount> = Vec::new();
+    let mut read_only: Vec<Mount> = Vec::new();
+    for mut target in targets {
+        if target.follow {
+            let Some(resolved) = follow_links(&target.host, &mut baseline) else {
+                continue;
+            };
+            target.host = resolved;
+        }
+        let root = roots.iter().find(|r| target.host.starts_with(r.host));
+        let Some(root) = root else {
+            if let Some(dest) = target.shown {
+                push_new(&mut read_only, Mount::ReadOnly {
+                    source: target.host,
+                    dest,
+                });
+            }
+            continue;
+        };
+        refuse_symlinks_below(root.host, &target.host)?;
+        let Some(host) = masked_at(&mut registry, root.host, &target, lease)? else {
+            continue;
+        };
+        let inside = |path: &Path| match path.strip_prefix(root.host) {
+            Ok(rel) => root.inside.join(rel),
+            Err(_) => path.to_path_buf(),
+        };
+        let mut dir = host.parent();
+        let mut between = Vec::new();
+        while let Some(d) = dir.filter(|d| d.starts_with(root.host) && *d != root.host) {
+            between.push(d.to_path_buf());
+            dir = d.parent();
+        }
+        for d in between.into_iter().rev() {
+            push_new(&mut pins, Mount::Pin {
+                dest: inside(&d),
+                source: d,
+            });
+        }
+        let dest = target.shown.unwrap_or_else(|| inside(&host));
+        push_new(&mut read_only, Mount::ReadOnly { source: host, dest });
+    }
+    drop(registry);
+    // A pin under a read-only mount is covered by it, and would only be
+    // noise; the rest go shallow first.
+    pins.retain(|pin| {
+        let Mount::Pin { source, .. } = pin else {
+            return true;
+        };
+        !read_only
+            .iter()
+            .any(|ro| matches!(ro, Mount::ReadOnly { source: s, .. } if source.starts_with(s)))
+    });
+    pins.sort_by_key(|pin| match pin {
+        Mount::Pin { source, .. } | Mount::ReadOnly { source, .. } => source.components().count(),
+    });
+    pins.extend(read_only);
+    Ok((pins, baseline))
+}
+
+/// `path` with every symlink on the way resolved, each link kept in
+/// `baseline`; `None` when a link leads nowhere that exists (a missing
+/// link target is the user's own, and no file is masked through it).
+fn follow_links(path: &Path, baseline: &mut Baseline) -> Option<PathBuf> {
+    let mut at = PathBuf::new();
+    let mut linked = false;
+    for part in path.components() {
+        at.push(part);
+        if let Ok(target) = fs::read_link(&at) {
+            baseline.keep_link(at.clone(), target);
+            linked = true;
+        }
+    }
+    if !linked {
+        return Some(path.to_path_buf());
+    }
+    fs::canonicalize(path).ok()
+}
+
+fn push_new(mounts: &mut Vec<Mount>, mount: Mount) {
+    if !mounts.contains(&mount) {
+        mounts.push(mount);
+    }
+}
+
+/// Where `target` is masked: itself if it exists, else its first missing
+/// component (a placeholder created for it), else nothing to mount.
+fn masked_at(
+    registry: &mut placeholder::Registry,
+    root: &Path,
+    target: &Target,
+    lease: &mut Lease,
+) -> Result<Option<PathBuf>, SandboxError> {
+    let Some(kind) = target.placeholder else {
+        return Ok(target.host.symlink_metadata().is_ok().then(|| target.host.clone()));
+    };
+    let rest = target.host.strip_prefix(root).unwrap_or(Path::new(""));
+    let mut at = root.to_path_buf();
+    for part in rest.components() {
+        at.push(part);
+        match fs::symlink_metadata(&at) {
+            Ok(_) => {
+                if placeholder::hold_if_ours(registry, &at, lease) {
+                    // Someone else's placeholder already masks it all.
+                    return Ok(Some(at));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let kind = if at == target.host { kind } else { Kind::Dir };
+                let created = placeholder::create(registry, &at, kind, lease)?;
+                return Ok(created.then_some(at));
+            }
+            Err(e) => return Err(protect_failed(&at, &e)),
+        }
+    }
+    Ok(Some(at))
+}
+
+/// The repositories' targets: in every git directory its protected entries
+/// and what its config points at; a `.git` file itself, and the git and
+/// common directories it names (shown read-only wherever they are, so git
+/// inside works). The root's `.git`, when missing or only a placeholder of
+/// another job, is one read-only empty directory that stands for its hooks
+/// and config both.
+fn repository_targets(
+    scope: &Scope<'_>,
+    found: &[Found],
+    registry: &placeholder::Registry,
+) -> Result<Vec<Target>, SandboxError> {
+    let root_git = scope.host.join(".git");
+    let inside = |path: &Path| match path.strip_prefix(scope.host) {
+        Ok(rel) => scope.inside.join(rel),
+        Err(_) => path.to_path_buf(),
+    };
+    let mut targets = Vec::new();
+    let mut root_seen = false;
+    for repo in found {
+        match repo {
+            Found::GitDir(dir) if *dir == root_git && registry.contains_key(dir) => {}
+            Found::GitDir(dir) => {
+                root_seen |= *dir == root_git;
+                let worktree = match dir.file_name() {
+                    Some(name) if name == ".git" => dir.parent().unwrap_or(dir),
+                    _ => dir,
+                };
+                targets.extend(git::gitdir_targets(dir, worktree, scope.home));
+            }
+            Found::GitFile(file) => {
+                root_seen |= *file == root_git;
+                targets.push(Target::existing(file.clone()));
+                let named = match git::gitfile_dirs(file) {
+                    Ok(Some(named)) => named,
+                    Ok(None) => continue,
+                    Err((lexical, e)) if *file == root_git => {
+                        return Err(SandboxError::Confine {
+                            program: file.display().to_string(),
+                            reason: format!(
+                                "it names `{}`, which cannot be opened ({e}); repair the \
+                                 worktree with `git worktree repair`, or remove the file",
+                                lexical.display()
+                            ),
+                        });
+                    }
+                    // A nested one that names nothing: git there fails.
+                    Err(_) => continue,
+                };
+                let worktree = file.parent().unwrap_or(scope.host);
+                for (lexical, canonical) in named.common.iter().chain([&named.gitdir]) {
+                    for root in std::iter::once(scope.host).chain(scope.writable.iter().map(PathBuf::as_path)) {
+                        if lexical.starts_with(root) {
+                            refuse_symlinks_below(root, lexical)?;
+                        }
+                    }
+                    targets.push(Target {
+                        host: canonical.clone(),
+                        placeholder: None,
+                        shown: Some(inside(lexical)),
+                        follow: false,
+                    });
+                    targets.extend(git::config_targets(canonical, worktree, scope.home));
+                }
+            }
+        }
+    }
+    if !root_seen {
+        targets.push(Target::placeheld(root_git, Kind::Dir));
+    }
+    Ok(targets)
+}
+
+/// A symlink between `root` and `path` would let the program move what a
+/// mount at `path` protects.
+fn refuse_symlinks_below(root: &Path, path: &Path) -> Result<(), SandboxError> {
+    let Ok(rest) = path.strip_prefix(root) else {
+        return Ok(());
+    };
+    let mut at = root.to_path_buf();
+    for part in rest.components() {
+        at.push(part);
+        if fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(SandboxError::ProtectedSymlink { path: at });
+        }
+    }
+    Ok(())
+}
+
+/// `.` and `..` resolved without the filesystem, as git resolves a
+/// relative gitdir against the directory it was found in.
+pub(crate) fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+fn protect_failed(path: &Path, e: &io::Error) -> SandboxError {
+    SandboxError::Confine {
+        program: path.display().to_string(),
+        reason: format!(
+            "it must be protected read-only but cannot be ({e}); check the workspace's permissions"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests;
