@@ -309,7 +309,13 @@ mod tests {
 
     #[test]
     fn what_it_cannot_read_is_refused() {
-        for text in ["key = 1\n", "[core\n", "[core]\n\tx = \"open\n", "[c]\n\t9 = x\n", "[c]\nk = \\q\n"] {
+        for text in [
+            "key = 1\n",
+            "[core\n",
+            "[core]\n\tx = \"open\n",
+            "[c]\n\t9 = x\n",
+            "[c]\nk = \\q\n",
+        ] {
             assert_eq!(parse(text), None, "{text:?}");
         }
     }

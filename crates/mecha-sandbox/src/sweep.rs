@@ -105,7 +105,11 @@ impl Baseline {
             // A linked worktree's entries, and the common directory each
             // (or the repository itself) names: a fake one is new too.
             queue.extend(commondir(&dir));
-            for entry in std::fs::read_dir(dir.join("worktrees")).into_iter().flatten().flatten() {
+            for entry in std::fs::read_dir(dir.join("worktrees"))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
                 if entry.file_type().is_ok_and(|t| t.is_dir()) {
                     queue.push(entry.path());
                 }
@@ -138,7 +142,11 @@ fn commondir(dir: &Path) -> Option<PathBuf> {
 }
 
 fn open_dir(root: &OwnedFd, rel: &Path) -> Option<OwnedFd> {
-    let rel = if rel.as_os_str().is_empty() { Path::new(".") } else { rel };
+    let rel = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
     rustix::fs::openat2(
         root,
         rel,
@@ -186,7 +194,10 @@ fn sanitize_config(dir: &OwnedFd, shown: &str, name: &str, undone: &mut Vec<Stri
             let names: Vec<String> = bad.iter().map(gitconfig::Entry::name).collect();
             (keep, format!("removed {}", names.join(", ")))
         }
-        None => (Vec::new(), "emptied it (it is not config mecha can read)".into()),
+        None => (
+            Vec::new(),
+            "emptied it (it is not config mecha can read)".into(),
+        ),
     };
     if rustix::fs::renameat(dir, name, dir, aside(name)).is_err() {
         return;

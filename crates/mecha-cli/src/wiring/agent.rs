@@ -274,7 +274,11 @@ async fn wire(
     let ctx = ToolCtx::new(workspace, settings.turn_budget)
         .and_then(|ctx| ctx.with_spill_max_bytes(settings.spill_max_bytes))
         .map_err(|e| Failure::Run(anyhow::anyhow!("cannot set up the workspace: {e}")))?;
-    let protected = Protected::of(&settings, workspace, settings.builtins.shell.sandbox.as_ref())?;
+    let protected = Protected::of(
+        &settings,
+        workspace,
+        settings.builtins.shell.sandbox.as_ref(),
+    )?;
     let ctx = protected.apply(ctx);
     let mode = settings.permission_mode;
     let approver = asking.approver(mode, &ctx);

@@ -8,8 +8,8 @@ mod servers;
 mod subagents;
 
 pub use agent::{Asking, Start, Started, build_agent};
-pub use servers::{ServerStart, Servers};
 pub use protected::spawn_options;
+pub use servers::{ServerStart, Servers};
 pub use subagents::register_subagents;
 
 use std::collections::{BTreeMap, BTreeSet};

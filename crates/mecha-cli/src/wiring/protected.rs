@@ -56,7 +56,10 @@ impl Protected {
             .iter()
             .flat_map(|server| unconfined_programs(&server.config, &options))
             .chain(settings.hooks.programs().map(Path::to_path_buf));
-        for path in skill_store_paths(&settings.skills.dir).into_iter().chain(programs) {
+        for path in skill_store_paths(&settings.skills.dir)
+            .into_iter()
+            .chain(programs)
+        {
             match canonical_protected(&path) {
                 Ok(canonical) => protected.add(canonical),
                 Err(e) => crate::output::err_line(&format!(
@@ -82,7 +85,6 @@ impl Protected {
             ctx.clone().protecting(path).unwrap_or(ctx)
         })
     }
-
 }
 
 /// How the run's servers are started: in `workspace`, with `sandbox` for

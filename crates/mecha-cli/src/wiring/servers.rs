@@ -53,7 +53,11 @@ impl Servers {
     /// configuration and every one of them is up; otherwise the kept ones
     /// are stopped and these start afresh, so a fixed config or a server
     /// that died gets its new start.
-    pub async fn start(settings: &Settings, options: SpawnOptions, start: ServerStart) -> Option<Self> {
+    pub async fn start(
+        settings: &Settings,
+        options: SpawnOptions,
+        start: ServerStart,
+    ) -> Option<Self> {
         let origin = Origin::of(settings);
         if let Some(kept) = start.kept {
             if kept.origin == origin && kept.all_up() {

@@ -39,8 +39,14 @@ pub(crate) use git::{Found, find, gitfile_dirs};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Mount {
     /// Bound onto itself read-write, so it cannot be renamed away.
-    Pin { source: PathBuf, dest: PathBuf },
-    ReadOnly { source: PathBuf, dest: PathBuf },
+    Pin {
+        source: PathBuf,
+        dest: PathBuf,
+    },
+    ReadOnly {
+        source: PathBuf,
+        dest: PathBuf,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,10 +156,13 @@ pub(crate) fn plan(
         let root = roots.iter().find(|r| target.host.starts_with(r.host));
         let Some(root) = root else {
             if let Some(dest) = target.shown {
-                push_new(&mut read_only, Mount::ReadOnly {
-                    source: target.host,
-                    dest,
-                });
+                push_new(
+                    &mut read_only,
+                    Mount::ReadOnly {
+                        source: target.host,
+                        dest,
+                    },
+                );
             }
             continue;
         };
@@ -172,10 +181,13 @@ pub(crate) fn plan(
             dir = d.parent();
         }
         for d in between.into_iter().rev() {
-            push_new(&mut pins, Mount::Pin {
-                dest: inside(&d),
-                source: d,
-            });
+            push_new(
+                &mut pins,
+                Mount::Pin {
+                    dest: inside(&d),
+                    source: d,
+                },
+            );
         }
         let dest = target.shown.unwrap_or_else(|| inside(&host));
         push_new(&mut read_only, Mount::ReadOnly { source: host, dest });
@@ -232,7 +244,11 @@ fn masked_at(
     lease: &mut Lease,
 ) -> Result<Option<PathBuf>, SandboxError> {
     let Some(kind) = target.placeholder else {
-        return Ok(target.host.symlink_metadata().is_ok().then(|| target.host.clone()));
+        return Ok(target
+            .host
+            .symlink_metadata()
+            .is_ok()
+            .then(|| target.host.clone()));
     };
     let rest = target.host.strip_prefix(root).unwrap_or(Path::new(""));
     let mut at = root.to_path_buf();
@@ -305,11 +321,24 @@ fn repository_targets(
                     Err(_) => continue,
                 };
                 let worktree = file.parent().unwrap_or(scope.host);
+                let writable_roots =
+                    std::iter::once(scope.host).chain(scope.writable.iter().map(PathBuf::as_path));
                 for (lexical, canonical) in named.common.iter().chain([&named.gitdir]) {
-                    for root in std::iter::once(scope.host).chain(scope.writable.iter().map(PathBuf::as_path)) {
+                    for root in writable_roots.clone() {
                         if lexical.starts_with(root) {
                             refuse_symlinks_below(root, lexical)?;
                         }
+                    }
+                    // Inside a writable root it is a repository of the
+                    // workspace like any other (its own entries protected,
+                    // the rest of it writable); elsewhere it is shown to git
+                    // inside, read-only.
+                    if writable_roots
+                        .clone()
+                        .any(|root| canonical.starts_with(root))
+                    {
+                        targets.extend(git::gitdir_targets(canonical, worktree, scope.home));
+                        continue;
                     }
                     targets.push(Target {
                         host: canonical.clone(),

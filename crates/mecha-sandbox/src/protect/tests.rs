@@ -148,7 +148,6 @@ fn normalize_resolves_dots_lexically() {
     assert_eq!(normalize(Path::new("/a/b/../c/./d")), Path::new("/a/c/d"));
 }
 
-
 #[test]
 fn a_nested_repository_and_what_its_config_points_at_are_protected() {
     let tmp = tempfile::tempdir().unwrap();
@@ -170,14 +169,19 @@ fn a_nested_repository_and_what_its_config_points_at_are_protected() {
         ro(".husky", ws),
         ro("shared.gitconfig", ws),
     ] {
-        assert!(mounts.contains(&expected), "{expected:?} not in {mounts:#?}");
+        assert!(
+            mounts.contains(&expected),
+            "{expected:?} not in {mounts:#?}"
+        );
     }
     let first_ro = mounts
         .iter()
         .position(|m| matches!(m, Mount::ReadOnly { .. }))
         .unwrap();
     assert!(
-        mounts[first_ro..].iter().all(|m| matches!(m, Mount::ReadOnly { .. })),
+        mounts[first_ro..]
+            .iter()
+            .all(|m| matches!(m, Mount::ReadOnly { .. })),
         "every pin comes before the read-only mounts: {mounts:#?}"
     );
     assert!(ws.join(".husky").is_dir() && ws.join("shared.gitconfig").is_file());
@@ -199,7 +203,10 @@ fn the_callers_paths_are_read_only_with_every_directory_above_pinned() {
     let file = ro("tools/mcp/server.js", ws);
     assert!(at(&pin("tools", ws)) < at(&pin("tools/mcp", ws)));
     assert!(at(&pin("tools/mcp", ws)) < at(&file));
-    assert!(!ws.join("absent").exists(), "a caller's path gets no placeholder");
+    assert!(
+        !ws.join("absent").exists(),
+        "a caller's path gets no placeholder"
+    );
 }
 
 #[test]
@@ -224,10 +231,16 @@ fn a_home_workspace_keeps_the_start_up_files_read_only() {
         ro("dotfiles/zshrc", home),
         ro(".cargo", home),
     ] {
-        assert!(mounts.contains(&expected), "{expected:?} not in {mounts:#?}");
+        assert!(
+            mounts.contains(&expected),
+            "{expected:?} not in {mounts:#?}"
+        );
     }
     let profile = fs::read_to_string(home.join(".bash_profile")).unwrap();
-    assert!(profile.contains(".profile"), "absence is mimicked: {profile}");
+    assert!(
+        profile.contains(".profile"),
+        "absence is mimicked: {profile}"
+    );
     drop(lease);
     for gone in [".profile", ".bash_profile", ".ssh", ".config", ".cargo"] {
         assert!(!home.join(gone).exists(), "{gone} is left behind");

@@ -1,0 +1,210 @@
+//! Git on the host finds a repository from wherever it runs, and runs what
+//! that repository's config and hooks name. Each test here plants one of
+//! the reproduced ways out from inside the real sandbox, then runs the
+//! user's ordinary `git status` on the host, and checks that nothing the
+//! command planted ran (a marker file outside the workspace stays absent)
+//! and that the sweep said what it undid.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{bwrap, confine};
+
+/// `git` on the host, as the user runs it: whatever the repository says.
+fn host_git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Runs `script` confined in `ws`, then sweeps, as the shell tool does.
+async fn plant(ws: &Path, script: &str) -> (String, Vec<String>) {
+    let sandbox = bwrap().expect("bubblewrap");
+    let confined = confine(&sandbox, ws, script, false);
+    let mut command = confined.command;
+    let out = command.output().await.unwrap();
+    let undone = confined.lease.sweep();
+    drop(confined.lease);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (text, undone)
+}
+
+/// A program that, if git ever runs it, leaves `marker` behind.
+fn payload(ws: &Path, marker: &Path) -> String {
+    let script = ws.join("payload.sh");
+    std::fs::write(&script, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+    Command::new("chmod")
+        .arg("755")
+        .arg(&script)
+        .status()
+        .unwrap();
+    script.display().to_string()
+}
+
+struct Case {
+    ws: tempfile::TempDir,
+    marker: std::path::PathBuf,
+    _outside: tempfile::TempDir,
+    payload: String,
+}
+
+fn case() -> Option<Case> {
+    bwrap()?;
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let marker = outside.path().join("RAN");
+    let payload = payload(ws.path(), &marker);
+    Some(Case {
+        ws,
+        marker,
+        _outside: outside,
+        payload,
+    })
+}
+
+#[tokio::test]
+async fn a_nested_repository_with_fsmonitor_is_disarmed() {
+    let Some(c) = case() else { return };
+    let ws = c.ws.path();
+    let script = format!(
+        "git init -q vendor/lib && git -C vendor/lib config core.fsmonitor {p} && \
+         git -C vendor/lib config alias.st '!{p}' && echo '#!/bin/sh' > vendor/lib/.git/hooks/post-checkout && \
+         chmod +x vendor/lib/.git/hooks/post-checkout && echo PLANTED",
+        p = c.payload
+    );
+    let (out, undone) = plant(ws, &script).await;
+    assert!(out.contains("PLANTED"), "{out}");
+    let said = undone.join("\n");
+    assert!(
+        said.contains("core.fsmonitor") && said.contains("alias.st"),
+        "{said}"
+    );
+    assert!(said.contains("hooks/post-checkout"), "{said}");
+    host_git(&ws.join("vendor/lib"), &["status"]);
+    host_git(&ws.join("vendor/lib"), &["st"]);
+    assert!(!c.marker.exists(), "host git ran the planted program");
+    // What the user may need is kept beside it, inert.
+    assert!(ws.join("vendor/lib/.git/config.mecha-quarantine").is_file());
+}
+
+#[tokio::test]
+async fn a_bare_repository_at_a_root_without_git_is_disarmed() {
+    let Some(c) = case() else { return };
+    let ws = c.ws.path();
+    let script = format!(
+        "git init -q --bare . 2>&1; git config -f config core.worktree .. ; \
+         git config -f config core.bare false; git config -f config core.fsmonitor {p}; \
+         ls HEAD config && echo PLANTED",
+        p = c.payload
+    );
+    let (out, undone) = plant(ws, &script).await;
+    assert!(out.contains("PLANTED"), "{out}");
+    assert!(undone.join("\n").contains("core.fsmonitor"), "{undone:?}");
+    host_git(ws, &["status"]);
+    assert!(!c.marker.exists(), "host git ran the planted program");
+}
+
+#[tokio::test]
+async fn a_gitfile_naming_a_fake_git_directory_is_disarmed() {
+    let Some(c) = case() else { return };
+    let ws = c.ws.path();
+    let script = format!(
+        "git init -q --bare fake && git -C fake config core.fsmonitor {p} && \
+         git -C fake config core.bare false && mkdir -p app && \
+         echo 'gitdir: ../fake' > app/.git && git -C fake config core.worktree ../app && \
+         echo PLANTED",
+        p = c.payload
+    );
+    let (out, undone) = plant(ws, &script).await;
+    assert!(out.contains("PLANTED"), "{out}");
+    assert!(undone.join("\n").contains("core.fsmonitor"), "{undone:?}");
+    host_git(&ws.join("app"), &["status"]);
+    assert!(!c.marker.exists(), "host git ran the planted program");
+}
+
+/// An existing repository's pointers and what its config names live in the
+/// writable tree: a linked worktree's commondir, `core.hooksPath = .husky`,
+/// an `include.path` file, a submodule's `.git` file. None can be changed.
+#[tokio::test]
+async fn an_existing_repositorys_pointers_and_config_targets_are_read_only() {
+    let Some(c) = case() else { return };
+    let ws = c.ws.path();
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .current_dir(ws)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "x"]);
+    git(&["worktree", "add", "-q", "wt"]);
+    git(&["config", "core.hooksPath", ".husky"]);
+    git(&["config", "include.path", "../team.gitconfig"]);
+    std::fs::create_dir_all(ws.join("sub")).unwrap();
+    std::fs::write(ws.join("sub/.git"), "gitdir: ../.git/modules/sub\n").unwrap();
+    let script = format!(
+        "try() {{ if (eval \"$1\") >/dev/null 2>&1; then echo \"BREACH: $1\"; fi; }}\n\
+         try 'mkdir -p fakecommon && echo ../../../fakecommon > .git/worktrees/wt/commondir'\n\
+         try 'echo x > .git/worktrees/wt/gitdir'\n\
+         try 'mkdir -p .git/worktrees/other'\n\
+         try 'mkdir -p .husky && cp {p} .husky/pre-commit'\n\
+         try 'printf \"[core]\\n\\tfsmonitor = {p}\\n\" > team.gitconfig'\n\
+         try 'echo gitdir: ../fake > sub/.git'\n\
+         try 'mv sub sub2'\n\
+         try 'echo x > .git/config.worktree'\n\
+         echo x > wt/file && echo WORKTREE-WRITABLE\n",
+        p = c.payload
+    );
+    let (out, _) = plant(ws, &script).await;
+    assert!(!out.contains("BREACH"), "{out}");
+    assert!(out.contains("WORKTREE-WRITABLE"), "{out}");
+    host_git(ws, &["status"]);
+    assert!(!c.marker.exists(), "host git ran the planted program");
+}
+
+/// What the user asked for still works, and nothing is reported undone.
+#[tokio::test]
+async fn a_plain_git_init_with_a_remote_is_left_alone() {
+    let Some(c) = case() else { return };
+    let ws = c.ws.path();
+    let script = "git init -q lib && git -C lib remote add origin https://example.invalid/r.git && \
+                  git -C lib -c user.name=t -c user.email=t@t commit -q --allow-empty -m one && \
+                  git -C lib branch -q -M main && echo DONE";
+    let (out, undone) = plant(ws, script).await;
+    assert!(out.contains("DONE"), "{out}");
+    assert!(undone.is_empty(), "{undone:?}");
+    let log = host_git(&ws.join("lib"), &["log", "--oneline"]);
+    assert!(log.contains("one"), "{log}");
+    let remote = host_git(&ws.join("lib"), &["remote", "get-url", "origin"]);
+    assert!(remote.contains("example.invalid"), "{remote}");
+}
