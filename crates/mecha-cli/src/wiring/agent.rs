@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use mecha_agent::{Agent, ChildJournals, Gate, Hook, Limits, Lineage, Runtime, Session};
 use mecha_core::{
-    Approver, AskingApprover, Journal, ModeApprover, PermissionMode, Record, Taint, Tool, ToolCtx,
+    Approver, AskingApprover, Journal, ModeApprover, PermissionMode, Taint, Tool, ToolCtx,
 };
 use mecha_hooks::HookContext;
 use mecha_provider::{Provider, ProviderError, Script, ScriptedProvider};
@@ -248,19 +248,13 @@ pub async fn build_agent(
         ),
         None => Session::default(),
     };
-    // The instructions are in the system prompt of every request, so the
-    // conversation holds what they add from the start; a resumed session
-    // had it already, unless the file appeared since.
-    let taint = session.taint.union(instructed);
-    if taint != session.taint {
-        session.taint = taint;
-        if let Some(journal) = &journal {
-            journal.append(&Record::Taint { taint });
-        }
-    }
     if let Some(journal) = &journal {
         agent = agent.with_journal(Arc::clone(journal) as Arc<dyn Journal>);
     }
+    // The instructions are in the system prompt of every request, so the
+    // conversation holds what they add from the start; a resumed session
+    // had it already, unless the file appeared since.
+    agent.start_tainted(&mut session, instructed);
     Ok(Started {
         agent,
         toolbox,
