@@ -88,6 +88,22 @@ fn protect_mecha_files(mut ctx: ToolCtx, settings: &Settings) -> Result<ToolCtx,
     Ok(ctx)
 }
 
+/// The session store's files hold what earlier runs fetched, so a file
+/// tool that reads one (the workspace can contain `$MECHA_HOME`) returns
+/// content from outside. Only the file tools learn this: by the spec shell
+/// is no untrusted source, since taint cannot see inside a command (`cat`
+/// of a session is as unlabelled as any other), and its mitigation is the
+/// sandbox taking the way out away, not a label.
+fn distrust_session_store(ctx: ToolCtx) -> Result<ToolCtx, Failure> {
+    let store = crate::commands::sessions::store()?;
+    ctx.holding_external(store.dir()).map_err(|e| {
+        Failure::Run(anyhow::anyhow!(
+            "cannot mark the session store {} as outside content for the file tools: {e}",
+            store.dir().display()
+        ))
+    })
+}
+
 /// The skill store, and each place a symlinked skill folder in it leads:
 /// a write through the link lands there, outside the store.
 fn skill_store_paths(store: &Path) -> Vec<PathBuf> {
@@ -325,6 +341,7 @@ async fn wire(
         .and_then(|ctx| ctx.with_spill_max_bytes(settings.spill_max_bytes))
         .map_err(|e| Failure::Run(anyhow::anyhow!("cannot set up the workspace: {e}")))?;
     let ctx = protect_mecha_files(ctx, &settings)?;
+    let ctx = distrust_session_store(ctx)?;
     let mode = settings.permission_mode;
     let approver = asking.approver(mode, &ctx);
     let hook: Option<Arc<dyn Hook>> = (!settings.hooks.is_empty()).then(|| {
