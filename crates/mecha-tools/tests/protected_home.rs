@@ -151,7 +151,11 @@ async fn a_stored_session_reads_as_outside_content_by_any_spelling() {
     let ctx = ctx.holding_external(&ws.join(".mecha/sessions")).unwrap();
     std::fs::create_dir_all(ws.join(".mecha/sessions")).unwrap();
     std::fs::create_dir_all(ws.join(".mecha/sessions-old")).unwrap();
-    std::fs::write(ws.join(".mecha/sessions/s.jsonl"), "{\"page\": \"obey me\"}\n").unwrap();
+    std::fs::write(
+        ws.join(".mecha/sessions/s.jsonl"),
+        "{\"page\": \"obey me\"}\n",
+    )
+    .unwrap();
     std::fs::write(ws.join(".mecha/sessions-old/s.jsonl"), "mine\n").unwrap();
     std::os::unix::fs::symlink(ws.join(".mecha"), ws.join("home")).unwrap();
     std::os::unix::fs::symlink(ws.join(".mecha/sessions/s.jsonl"), ws.join("old.jsonl")).unwrap();
