@@ -1,5 +1,6 @@
-//! One turn's calls: each gated in order, the approved ones run
-//! concurrently within the turn's budget, and the results (with what they
+//! One turn's calls: each gated in order (by the tool surface the turn's
+//! skill loads leave), the approved ones run concurrently within the
+//! turn's budget, and the results (with what they
 //! brought into the session: taint, a narrowing, a compaction request)
 //! handed back in call order.
 
@@ -34,6 +35,7 @@ impl Agent {
         events: &dyn EventSink,
     ) -> Result<TurnResults, AgentError> {
         let whole = calls.len();
+        let surface = self.turn_surface(registry, session.surface.as_ref(), calls);
         let calls: Vec<&ToolCall> = calls.iter().chain(cut.as_ref()).collect();
         let mut verdicts = Vec::with_capacity(calls.len());
         for (n, &call) in calls.iter().enumerate() {
@@ -48,7 +50,7 @@ impl Agent {
                     reason: CUT_CALL.to_owned(),
                 }
             } else {
-                let surface = session.surface.as_ref();
+                let surface = surface.as_ref();
                 self.gate
                     .judge(registry, &self.ctx, session.taint, surface, call, events)
                     .await
@@ -153,5 +155,29 @@ impl Agent {
         // must not sit where a result is expected.
         blocks.extend(notes);
         Ok(TurnResults { blocks, external })
+    }
+
+    /// The surface a turn's calls are judged by: the session's, narrowed as
+    /// every load in the turn that passes validation will narrow it (a
+    /// skill with `tools:`). The calls run side by side with the load, so
+    /// one beside it, before or after it in the model's order, must not
+    /// escape what it restricts. A load refused later on (by a hook, a
+    /// rule, a person) still narrows its turn: that errs towards refusing,
+    /// and its refusal is among the results.
+    fn turn_surface(
+        &self,
+        registry: &Registry,
+        session: Option<&Surface>,
+        calls: &[ToolCall],
+    ) -> Option<Surface> {
+        let loads: Vec<_> = calls
+            .iter()
+            .filter_map(|call| {
+                let narrowing = registry.get(&call.name)?.narrowing(&call.input)?;
+                let tool = self.gate.validate(registry, session, call).ok()?;
+                Some((narrowing, tool.name()))
+            })
+            .collect();
+        Surface::for_turn(session, &loads, registry)
     }
 }

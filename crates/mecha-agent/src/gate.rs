@@ -48,6 +48,37 @@ impl Gate {
         }
     }
 
+    /// The validation stage alone: the tool exists, lies inside `surface`
+    /// and gets arguments that match its schema; `Err` is the refusal.
+    /// Dispatch asks it too, of a call whose narrowing the turn is judged
+    /// by: a load that never gets past it narrows nothing.
+    pub(crate) fn validate<'r>(
+        &self,
+        registry: &'r Registry,
+        surface: Option<&Surface>,
+        call: &ToolCall,
+    ) -> Result<&'r dyn Tool, String> {
+        let Some(tool) = registry.get(&call.name) else {
+            return Err(unknown_tool(registry, &call.name));
+        };
+        // A shortened tool list alone is advisory: a model that saw the
+        // tool earlier in the conversation can still name it.
+        if let Some(surface) = surface
+            && !surface.allows(&call.name)
+        {
+            return Err(surface.refusal(&call.name, registry));
+        }
+        if let Some(error) = &call.input_error {
+            return Err(format!(
+                "the arguments for `{}` are not valid JSON ({error}); send a JSON object that \
+                 matches its input schema",
+                call.name
+            ));
+        }
+        self.schemas.check(tool.as_ref(), &call.input)?;
+        Ok(tool.as_ref())
+    }
+
     /// Judges one call against the conversation's taint and tool surface
     /// (`None`: nothing narrowed it) as they stand; `ctx` is the context it
     /// would run in, whose jail judges its paths.
@@ -62,30 +93,10 @@ impl Gate {
     ) -> GateVerdict {
         use GateStage::*;
         let blocked = |stage, reason: String| GateVerdict::Blocked { stage, reason };
-        let Some(tool) = registry.get(&call.name) else {
-            return blocked(Validation, unknown_tool(registry, &call.name));
+        let tool = match self.validate(registry, surface, call) {
+            Ok(tool) => tool,
+            Err(reason) => return blocked(Validation, reason),
         };
-        // A shortened tool list alone is advisory: a model that saw the
-        // tool earlier in the conversation can still name it.
-        if let Some(surface) = surface
-            && !surface.allows(&call.name)
-        {
-            return blocked(Validation, surface.refusal(&call.name, registry));
-        }
-        let tool: &dyn Tool = tool.as_ref();
-        if let Some(error) = &call.input_error {
-            return blocked(
-                Validation,
-                format!(
-                    "the arguments for `{}` are not valid JSON ({error}); send a JSON object that \
-                     matches its input schema",
-                    call.name
-                ),
-            );
-        }
-        if let Err(problem) = self.schemas.check(tool, &call.input) {
-            return blocked(Validation, problem);
-        }
         // With nobody to give the fresh decision, this is the refusal.
         let needs_fresh = match interlock(taint, tool, self.block_sends_after_private) {
             InterlockVerdict::Refused(reason) => return blocked(Interlock, reason),

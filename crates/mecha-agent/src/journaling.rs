@@ -17,6 +17,19 @@ impl Agent {
         }
     }
 
+    /// Adds `taint` to what `session` holds before anything is sent (what
+    /// a subagent's child inherits from its parent, what the project's
+    /// instructions bring), journaled when it grows: a resumed session
+    /// rebuilds its taint from the journal alone, so a taint it started
+    /// with and never recorded would come back disarmed.
+    pub fn start_tainted(&self, session: &mut Session, taint: Taint) {
+        let grown = session.taint.union(taint);
+        if grown != session.taint {
+            session.taint = grown;
+            self.note(&Record::Taint { taint: grown });
+        }
+    }
+
     pub(crate) fn sync(&self) {
         if let Some(journal) = &self.journal {
             journal.sync();

@@ -8,6 +8,10 @@
 //! load the follow-up" would name a vanished tool), intersected with what
 //! is registered (a union of subsets is still a subset: it never grows past
 //! the unrestricted surface). There is no unload: it lasts the session.
+//!
+//! A load gates the calls beside it in its turn too: they run concurrently
+//! with it, so the turn is judged by the surface the load will leave
+//! ([`Surface::for_turn`]).
 
 use std::collections::BTreeSet;
 
@@ -20,6 +24,10 @@ pub struct Surface {
     by: Vec<String>,
     /// Sorted, like the registry: the definitions sent keep its order.
     tools: BTreeSet<String>,
+    /// Only on the surface a turn is judged by, never on the session's:
+    /// the skills whose load in that turn narrowed it, so a call refused
+    /// beside the load is told why.
+    loading: Vec<String>,
 }
 
 impl Surface {
@@ -29,7 +37,30 @@ impl Surface {
         Self {
             by,
             tools: tools.into_iter().collect(),
+            loading: Vec::new(),
         }
+    }
+
+    /// The surface one turn's calls are judged by: `session`'s, narrowed as
+    /// each of `loads` (what a call of the turn will narrow to, and the
+    /// tool called) will narrow it. `None`: nothing narrows this turn.
+    pub(crate) fn for_turn(
+        session: Option<&Surface>,
+        loads: &[(Narrowing, &str)],
+        registry: &Registry,
+    ) -> Option<Surface> {
+        let mut surface = session.cloned();
+        for (narrowing, caller) in loads {
+            // A skill loaded before narrows nothing new.
+            let again = surface
+                .as_ref()
+                .is_some_and(|s| s.by.contains(&narrowing.by));
+            Surface::apply(&mut surface, narrowing, caller, registry);
+            if !again && let Some(surface) = &mut surface {
+                surface.loading.push(narrowing.by.clone());
+            }
+        }
+        surface
     }
 
     /// Whether a call to `tool` may go ahead.
@@ -83,18 +114,38 @@ impl Surface {
     /// what narrowed it and what is left, so the model can finish with those
     /// or hand the question to the user.
     pub(crate) fn refusal(&self, tool: &str, registry: &Registry) -> String {
-        let skills: Vec<String> = self.by.iter().map(|by| format!("`{by}`")).collect();
-        let who = match skills.as_slice() {
-            [one] => format!("the skill {one}"),
-            [init @ .., last] => format!("the skills {} and {last}", init.join(", ")),
-            [] => "a skill".to_owned(),
-        };
         let left: Vec<&str> = self.tools().filter(|t| registry.contains(t)).collect();
+        let beside = match self.loading.as_slice() {
+            [] => String::new(),
+            [one] => format!(
+                " The skill `{one}` is loaded in this same turn, and its `tools:` gate the calls \
+                 made beside the load too."
+            ),
+            many => format!(
+                " The skills {} are loaded in this same turn, and their `tools:` gate the calls \
+                 made beside the loads too.",
+                names(many)
+            ),
+        };
         format!(
-            "`{tool}` is outside this run's tool surface: {who} narrowed it to {}. Finish with \
-             those tools, or ask the user.",
-            left.join(", ")
+            "`{tool}` is outside this run's tool surface: {who} narrowed it to {}.{beside} Finish \
+             with those tools, or ask the user.",
+            left.join(", "),
+            who = match self.by.as_slice() {
+                [] => "a skill".to_owned(),
+                [one] => format!("the skill `{one}`"),
+                many => format!("the skills {}", names(many)),
+            },
         )
+    }
+}
+
+/// `a`, `b` and `c`, each in backquotes.
+fn names(names: &[String]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.as_slice() {
+        [init @ .., last] if !init.is_empty() => format!("{} and {last}", init.join(", ")),
+        _ => quoted.concat(),
     }
 }
 

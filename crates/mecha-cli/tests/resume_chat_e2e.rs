@@ -1,12 +1,13 @@
 //! What a resume restores besides the history, through the real binary:
-//! a skill's narrowing stays in force and its body is carried by the next
-//! compaction; the todo list comes back; `chat --continue` picks the
+//! a skill's narrowing (which already gated the calls beside its load)
+//! stays in force and its body is carried by the next compaction; the todo
+//! list comes back; `chat --continue` picks the
 //! conversation up, with `recall` on offer.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
-use common::{Api, Env, env, stderr, stdout, tool_turn};
+use common::{Api, Env, env, results_in, stderr, stdout, tool_turn};
 use mecha_testkit::{MockModel, MockReply};
 use serde_json::{Value, json};
 
@@ -55,15 +56,25 @@ fn skill_env() -> Env {
 #[tokio::test]
 async fn a_resume_keeps_the_narrowing_the_loaded_skill_and_the_todo_list() {
     let e = skill_env();
-    let todo = json!({"items": [{"content": "review the notes", "status": "in_progress"}]});
+    let todo = |status| json!({"items": [{"content": "review the notes", "status": status}]});
     let mock = MockModel::start(vec![
-        tool_turn(&[("todo", todo), ("skill", json!({"name": "review"}))]),
+        tool_turn(&[("todo", todo("in_progress"))]),
+        // The skill names only fs_read: the todo call beside its load is
+        // judged by the surface the load leaves, and refused.
+        tool_turn(&[("skill", json!({"name": "review"})), ("todo", todo("done"))]),
         MockReply::text("loaded"),
     ])
     .await;
     let out = e.run(Api::OpenAi, &mock, "k", &["--yes", "review"]).await;
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(tool_names(&mock.requests()[0].body).contains(&"fs_write".to_owned()));
+    let (refusal, is_error) = results_in(&mock, 2).pop().unwrap();
+    assert!(
+        is_error
+            && refusal.contains("`todo` is outside this run's tool surface")
+            && refusal.contains("`review` is loaded in this same turn, and its `tools:`"),
+        "{refusal}"
+    );
 
     let mut replies: Vec<MockReply> = (0..8)
         .map(|_| tool_turn(&[("fs_read", json!({"path": "notes.txt"}))]))
@@ -109,7 +120,7 @@ async fn a_resume_keeps_the_narrowing_the_loaded_skill_and_the_todo_list() {
     );
     assert!(
         carried[0].contains("[>] review the notes"),
-        "and the todo list"
+        "and the todo list, as it was before the refused update"
     );
 }
 

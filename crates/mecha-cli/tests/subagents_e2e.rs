@@ -2,12 +2,13 @@
 //! mock model that tells parent and child apart by their tool lists: the
 //! answer comes back as the result and nothing else of the child's
 //! conversation; the user sees the child at work; the child's allowlist
-//! holds; its conversation is stored beside the parent's, linked.
+//! holds; its conversation is stored beside the parent's, linked, and a
+//! child of an armed parent resumed on its own is still armed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
-use common::{Api, Env, env, stderr, stdout, tool_turn};
+use common::{Api, Env, env, results_in, stderr, stdout, tool_turn};
 use mecha_testkit::{MockModel, MockReply};
 use serde_json::{Value, json};
 
@@ -170,4 +171,69 @@ async fn a_child_gets_the_projects_instructions() {
             && child_system.contains("Dates are ISO 8601."),
         "{child_system}"
     );
+}
+
+/// The ids `mecha sessions list` shows: the run's, then its subagent's.
+async fn parent_and_child(e: &Env, mock: &MockModel) -> (String, String) {
+    let out = e
+        .mecha(Api::OpenAi, mock, "k", "sessions", &["list", "--json"], "")
+        .await;
+    let listed: Vec<Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let id = |child: bool| {
+        listed
+            .iter()
+            .find(|l| l["parent"].is_string() == child)
+            .map(|l| l["id"].as_str().unwrap().to_owned())
+            .unwrap()
+    };
+    (id(false), id(true))
+}
+
+#[tokio::test]
+async fn a_child_of_an_armed_parent_resumed_on_its_own_still_refuses_the_send() {
+    let mut e = research_env();
+    std::fs::write(e.ws.join("secret.txt"), "s3cr3t").unwrap();
+    // todo, forced untrusted, stands in for a fetched page; fs_read brings
+    // the private data: the parent is armed when it delegates.
+    e.extra_config = format!("{RESEARCH}[tools.todo]\nforce = {{ untrusted_input = true }}\n");
+    let todo = json!({"items": [{"content": "read the page", "status": "done"}]});
+    let mock = MockModel::start(vec![
+        tool_turn(&[("todo", todo), ("fs_read", json!({"path": "secret.txt"}))]),
+        tool_turn(&[("research", json!({"task": "When is the meeting?"}))]),
+        MockReply::text("Tuesday."),
+    ])
+    .await;
+    // The child takes in nothing: the armed taint it starts with is all
+    // it has.
+    mock.route(&["fs_read"], vec![MockReply::text("Tuesday.")]);
+    let out = e.run(Api::OpenAi, &mock, "k", &["--yes", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (_, child) = parent_and_child(&e, &mock).await;
+
+    // Nothing is forced now: only the taint the child's session recorded
+    // can refuse.
+    e.extra_config = RESEARCH.into();
+    let mock = MockModel::start(vec![
+        tool_turn(&[("shell", json!({"command": "cat secret.txt > sent.txt"}))]),
+        MockReply::text("done"),
+    ])
+    .await;
+    let out = e
+        .run(
+            Api::OpenAi,
+            &mock,
+            "k",
+            &["--yes", "--resume", &child, "send it"],
+        )
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (result, is_error) = results_in(&mock, 1).pop().unwrap();
+    assert!(
+        is_error && result.contains("refused by mecha's interlock"),
+        "{result}"
+    );
+    assert!(!e.ws.join("sent.txt").exists(), "the send never ran");
 }

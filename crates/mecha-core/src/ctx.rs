@@ -19,6 +19,9 @@ pub struct ToolCtx {
     spill: Arc<SpillDir>,
     /// Canonical directories the writers' resolver refuses (mecha's home).
     protected: Arc<[PathBuf]>,
+    /// Canonical directories whose files hold content from outside the
+    /// machine (the session store: its sessions hold fetched pages).
+    external_dirs: Arc<[PathBuf]>,
     /// The spill files this call wrote, labelled once its output is known.
     call_spills: Arc<CallSpills>,
     /// Where progress reports go; none outside a loop that shows them.
@@ -51,6 +54,7 @@ impl ToolCtx {
             spill: Arc::new(SpillDir::create(DEFAULT_SPILL_MAX_BYTES)?),
             call_spills: Arc::default(),
             protected: Arc::from(Vec::new()),
+            external_dirs: Arc::from(Vec::new()),
             progress: None,
             call_budget_bytes: call_budget,
             call_id: String::new(),
@@ -87,6 +91,31 @@ impl ToolCtx {
     /// writers, canonical: a sandbox re-binds them read-only too.
     pub fn protected(&self) -> &[PathBuf] {
         &self.protected
+    }
+
+    /// The same context, with every file at or under `dir` read as content
+    /// from outside the machine: mecha's session store, whose sessions hold
+    /// what earlier runs fetched, and which a workspace that contains
+    /// `$MECHA_HOME` puts within the file tools' reach. Kept by
+    /// [`rerooted`](Self::rerooted) and [`for_call`](Self::for_call).
+    pub fn holding_external(mut self, dir: &Path) -> Result<Self, JailError> {
+        let mut dirs = self.external_dirs.to_vec();
+        dirs.push(jail::canonical_protected(dir)?);
+        self.external_dirs = Arc::from(dirs);
+        Ok(self)
+    }
+
+    /// Whether `file`, opened at `target`, holds content from outside the
+    /// machine: a spill file of such a result (known by its inode, whatever
+    /// name opened it), or a file under a directory given to
+    /// [`holding_external`](Self::holding_external) (known by its canonical
+    /// path, as the protected directories are). The one question every file
+    /// tool that returns a file's content asks.
+    pub fn reads_external(&self, target: &ResolvedPath, file: &std::fs::File) -> bool {
+        self.external_dirs
+            .iter()
+            .any(|dir| target.absolute().starts_with(dir))
+            || self.spill.holds_external(file)
     }
 
     /// The same context with spill files capped at `max` bytes each, in a

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ArgKind, Capabilities, Egress, Tool, ToolCtx, ToolOutput};
+use crate::{ArgKind, Capabilities, Egress, Narrowing, Tool, ToolCtx, ToolOutput};
 
 /// Capabilities config forces on:
 /// `force = { untrusted_input = true, egress = "chosen" }`. A `false` (or
@@ -154,6 +154,10 @@ impl Tool for Forced {
         self.inner.resource_group()
     }
 
+    fn narrowing(&self, input: &Value) -> Option<Narrowing> {
+        self.inner.narrowing(input)
+    }
+
     fn echo(&self) -> Option<String> {
         self.inner.echo()
     }
@@ -224,6 +228,12 @@ mod tests {
         fn echo_limit(&self) -> usize {
             77
         }
+        fn narrowing(&self, input: &Value) -> Option<Narrowing> {
+            Some(Narrowing {
+                by: input["name"].as_str()?.to_owned(),
+                tools: vec!["fs_read".into()],
+            })
+        }
         async fn call(&self, input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
             Ok(ToolOutput::external(format!("called with {input}")))
         }
@@ -248,6 +258,11 @@ mod tests {
         assert_eq!(forced.resource_group(), Some("group"));
         assert_eq!(forced.echo().as_deref(), Some("echoed"));
         assert_eq!(forced.echo_limit(), 77);
+        assert_eq!(
+            forced.narrowing(&json!({"name": "review"})),
+            inner.narrowing(&json!({"name": "review"}))
+        );
+        assert!(forced.narrowing(&json!({})).is_none());
         let dir = tempfile::tempdir().unwrap();
         let ctx = ToolCtx::new(dir.path(), 10_000).unwrap();
         let out = forced.call(json!({"a": 1}), &ctx).await.unwrap();

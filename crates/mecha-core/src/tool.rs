@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use url::Url;
 
-use crate::{Capabilities, ToolCtx, ToolOutput};
+use crate::{Capabilities, Narrowing, ToolCtx, ToolOutput};
 
 /// What a string argument names, so the gate can judge what the tool will
 /// act on rather than how the model spelled it.
@@ -76,6 +76,14 @@ pub trait Tool: Send + Sync {
     /// neither tool is read-only, run one at a time in the model's order. A
     /// tool whose only shared state is the paths it declares needs none.
     fn resource_group(&self) -> Option<&str> {
+        None
+    }
+
+    /// The narrowing a call with `input` will ask for in its result
+    /// ([`ToolOutput::narrows`]), when that is known before it runs (a
+    /// skill's `tools:`, from its frontmatter). The other calls of its turn
+    /// run beside it, so the loop judges them by it too.
+    fn narrowing(&self, _input: &Value) -> Option<Narrowing> {
         None
     }
 

@@ -8,8 +8,9 @@ use serde_json::Value;
 use crate::Entry;
 
 /// What a resumed session starts from: the history after its last
-/// compaction and rewinds, the session's taint, its narrowing and the tools'
-/// saved state. A dangling tool call at the end is left as it is: closing it
+/// compaction and rewinds, the session's taint (every taint record and
+/// every result recorded as external), its narrowing and the tools' saved
+/// state. A dangling tool call at the end is left as it is: closing it
 /// is the resumer's to do and to journal.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Restored {
@@ -43,6 +44,11 @@ impl Restored {
             Record::Message { message, external } => {
                 self.messages.push(message.clone());
                 self.external.extend(external.iter().cloned());
+                // The taint record of a turn follows its results: a crash
+                // between the two must not bring the session back disarmed.
+                // Outside content is untrusted whatever the taint records
+                // say (`Taint::record` says the same of a live result).
+                self.taint.untrusted_input |= !external.is_empty();
             }
             Record::Rewind { keep } => self.messages.truncate(*keep),
             Record::Compaction { messages, .. } => self.messages = messages.clone(),

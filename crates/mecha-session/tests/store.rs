@@ -398,6 +398,44 @@ fn replay_applies_rewinds_compactions_and_the_last_of_each_state() {
 }
 
 #[test]
+fn an_external_result_without_its_taint_record_still_comes_back_untrusted() {
+    // mecha died after journaling the results and before the taint record
+    // that follows them: the file says the page came from outside, and
+    // that is enough.
+    let t = tmp();
+    let writer = t.create();
+    write_all(
+        &writer,
+        &[
+            user("read the page"),
+            call("t1", "http_fetch", json!({"url": "https://example.com"})),
+            result("t1", "a page a stranger wrote", true),
+        ],
+    );
+    let state = t.store.load(writer.id()).unwrap().state;
+    assert_eq!(
+        state.taint,
+        Taint {
+            private_data: false,
+            untrusted_input: true,
+        }
+    );
+
+    // A result the harness did not mark adds nothing of itself.
+    let writer = t.create();
+    write_all(
+        &writer,
+        &[
+            user("list"),
+            call("t1", "fs_list", json!({})),
+            result("t1", "file 3 a.txt", false),
+        ],
+    );
+    let state = t.store.load(writer.id()).unwrap().state;
+    assert_eq!(state.taint, Taint::default());
+}
+
+#[test]
 fn a_dangling_call_is_left_for_the_resumer() {
     let t = tmp();
     let writer = t.create();

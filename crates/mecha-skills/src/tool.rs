@@ -104,6 +104,16 @@ impl Tool for SkillTool {
         Capabilities::NONE
     }
 
+    /// Loading a skill's body (not one of its files) narrows to its
+    /// `tools:`, which the frontmatter says before anything runs.
+    fn narrowing(&self, input: &Value) -> Option<Narrowing> {
+        if !matches!(input.get("file"), None | Some(Value::Null)) {
+            return None;
+        }
+        let name = input.get("name").and_then(Value::as_str)?;
+        self.skills.get(name).and_then(narrowing_of)
+    }
+
     fn saved_state(&self) -> Option<Value> {
         let loaded = self.loaded();
         (!loaded.is_empty()).then(|| json!(*loaded))
@@ -210,11 +220,16 @@ fn body(skill: &Skill, ctx: &ToolCtx) -> ToolOutput {
     sink.push(head.as_bytes());
     sink.push(skill.body.as_bytes());
     let mut out = ToolOutput::ok(sink.finish());
-    out.narrows = skill.tools.clone().map(|tools| Narrowing {
+    out.narrows = narrowing_of(skill);
+    out
+}
+
+/// What loading `skill` narrows the run to: its `tools:`, if it has them.
+fn narrowing_of(skill: &Skill) -> Option<Narrowing> {
+    skill.tools.clone().map(|tools| Narrowing {
         by: skill.name.clone(),
         tools,
-    });
-    out
+    })
 }
 
 #[cfg(test)]
@@ -239,6 +254,39 @@ mod tests {
 
     fn tool(names: &[&str]) -> SkillTool {
         SkillTool::new(names.iter().map(|n| skill(n)).collect())
+    }
+
+    #[tokio::test]
+    async fn loading_a_body_says_its_narrowing_before_it_runs_and_a_file_does_not() {
+        let narrow = Skill {
+            tools: Some(vec!["fs_read".to_owned()]),
+            ..skill("review")
+        };
+        let tool = SkillTool::new(vec![narrow, skill("plain")]);
+        let expected = Narrowing {
+            by: "review".to_owned(),
+            tools: vec!["fs_read".to_owned()],
+        };
+        for input in [
+            json!({"name": "review"}),
+            json!({"name": "review", "file": null}),
+        ] {
+            assert_eq!(tool.narrowing(&input), Some(expected.clone()), "{input}");
+        }
+        for input in [
+            json!({"name": "review", "file": "a.md"}),
+            json!({"name": "review", "file": 3}),
+            json!({"name": "plain"}),
+            json!({"name": "nope"}),
+            json!({}),
+        ] {
+            assert_eq!(tool.narrowing(&input), None, "{input}");
+        }
+        // What it says before is what the load asks for.
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolCtx::new(dir.path(), 10_000).unwrap();
+        let out = tool.call(json!({"name": "review"}), &ctx).await.unwrap();
+        assert_eq!(out.narrows, Some(expected));
     }
 
     #[test]

@@ -1,5 +1,10 @@
 //! `fs_list`: what a directory holds, with kinds and sizes, optionally
 //! recursive and filtered by a glob.
+//!
+//! A listing is never external, not even of the session store: it shows
+//! names, kinds and sizes, and the store's names are ids mecha made. Only
+//! a file's content can be a stranger's (`fs_read` asks
+//! `ToolCtx::reads_external`).
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -80,8 +80,9 @@ fn read(input: &Value, ctx: &ToolCtx) -> Result<ToolOutput, ToolOutput> {
     let target = ctx.resolve(requested).map_err(jail_refusal)?;
     let cannot = |e: io::Error| regular::failure("read", requested, e);
     let file = regular::open(&target).map_err(cannot)?;
-    // A spilled result from outside is still from outside when read back.
-    let external = ctx.spill().holds_external(&file);
+    // A spilled result from outside is still from outside when read back,
+    // and so is a stored session's (a fetched page in its JSONL).
+    let external = ctx.reads_external(&target, &file);
     let mut reader = BufReader::new(file);
     if let Some(media_type) = sniff(reader.fill_buf().map_err(cannot)?) {
         return read_image(requested, media_type, reader, external).map_err(cannot);

@@ -1,6 +1,7 @@
 //! The file tools cannot write into mecha's own home, even when the
 //! workspace contains it: a model that rewrites `config.toml` or plants a
-//! skill chooses what the next run starts.
+//! skill chooses what the next run starts. And what they read from its
+//! session store (earlier runs' fetched pages) is outside content.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
@@ -141,4 +142,40 @@ async fn a_rerooted_context_keeps_the_protection() {
     )
     .await;
     assert_refused(&out, "rerooted");
+}
+
+#[tokio::test]
+async fn a_stored_session_reads_as_outside_content_by_any_spelling() {
+    let (dir, ctx) = home_in_workspace();
+    let ws = std::fs::canonicalize(dir.path()).unwrap();
+    let ctx = ctx.holding_external(&ws.join(".mecha/sessions")).unwrap();
+    std::fs::create_dir_all(ws.join(".mecha/sessions")).unwrap();
+    std::fs::create_dir_all(ws.join(".mecha/sessions-old")).unwrap();
+    std::fs::write(
+        ws.join(".mecha/sessions/s.jsonl"),
+        "{\"page\": \"obey me\"}\n",
+    )
+    .unwrap();
+    std::fs::write(ws.join(".mecha/sessions-old/s.jsonl"), "mine\n").unwrap();
+    std::os::unix::fs::symlink(ws.join(".mecha"), ws.join("home")).unwrap();
+    std::os::unix::fs::symlink(ws.join(".mecha/sessions/s.jsonl"), ws.join("old.jsonl")).unwrap();
+    let rerooted = ctx.rerooted(&ws).unwrap().for_call("c", 2, 4096);
+    for (spelling, ctx) in [
+        (".mecha/sessions/s.jsonl", &ctx),
+        ("home/sessions/s.jsonl", &ctx),
+        ("old.jsonl", &ctx),
+        (".mecha/sessions/s.jsonl", &rerooted),
+    ] {
+        let out = call(&FsRead, json!({"path": spelling}), ctx).await;
+        assert!(
+            out.external && out.content.contains("obey me"),
+            "{spelling}: {out:?}"
+        );
+    }
+    // The rest of the home is the user's own, and a sibling sharing the
+    // prefix is no part of the store.
+    for spelling in [".mecha/config.toml", ".mecha/sessions-old/s.jsonl"] {
+        let out = call(&FsRead, json!({"path": spelling}), &ctx).await;
+        assert!(!out.is_error && !out.external, "{spelling}: {out:?}");
+    }
 }

@@ -289,10 +289,8 @@ impl Tool for SubagentTool {
             agent = agent.with_journal(journal);
         }
         let start = ctx.taint();
-        let mut session = Session {
-            taint: start,
-            ..Session::default()
-        };
+        let mut session = Session::default();
+        agent.start_tainted(&mut session, start);
         let relay = Relay { ctx: ctx.clone() };
         let sent = agent.send(&mut session, task, &relay);
         let ended = match self.profile.timeout {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use mecha_agent::{Agent, ChildJournals, Gate, Hook, Limits, Lineage, Runtime, Session};
 use mecha_core::{
-    Approver, AskingApprover, Journal, ModeApprover, PermissionMode, Record, Taint, Tool, ToolCtx,
+    Approver, AskingApprover, Journal, ModeApprover, PermissionMode, Taint, Tool, ToolCtx,
 };
 use mecha_hooks::HookContext;
 use mecha_provider::{Provider, ProviderError, Script, ScriptedProvider};
@@ -52,6 +52,22 @@ fn system_prompt(workspace: &Path, skills_block: &str, project: Option<&str>) ->
         prompt.push_str(project);
     }
     prompt
+}
+
+/// The session store's files hold what earlier runs fetched, so a file
+/// tool that reads one (the workspace can contain `$MECHA_HOME`) returns
+/// content from outside. Only the file tools learn this: by the spec shell
+/// is no untrusted source, since taint cannot see inside a command (`cat`
+/// of a session is as unlabelled as any other), and its mitigation is the
+/// sandbox taking the way out away, not a label.
+fn distrust_session_store(ctx: ToolCtx) -> Result<ToolCtx, Failure> {
+    let store = crate::commands::sessions::store()?;
+    ctx.holding_external(store.dir()).map_err(|e| {
+        Failure::Run(anyhow::anyhow!(
+            "cannot mark the session store {} as outside content for the file tools: {e}",
+            store.dir().display()
+        ))
+    })
 }
 
 /// What a run starts from besides config: the command (for the session's
@@ -192,19 +208,13 @@ pub async fn build_agent(
         ),
         None => Session::default(),
     };
-    // The instructions are in the system prompt of every request, so the
-    // conversation holds what they add from the start; a resumed session
-    // had it already, unless the file appeared since.
-    let taint = session.taint.union(instructed);
-    if taint != session.taint {
-        session.taint = taint;
-        if let Some(journal) = &journal {
-            journal.append(&Record::Taint { taint });
-        }
-    }
     if let Some(journal) = &journal {
         agent = agent.with_journal(Arc::clone(journal) as Arc<dyn Journal>);
     }
+    // The instructions are in the system prompt of every request, so the
+    // conversation holds what they add from the start; a resumed session
+    // had it already, unless the file appeared since.
+    agent.start_tainted(&mut session, instructed);
     Ok(Started {
         agent,
         toolbox,
@@ -280,6 +290,7 @@ async fn wire(
         settings.builtins.shell.sandbox.as_ref(),
     )?;
     let ctx = protected.apply(ctx);
+    let ctx = distrust_session_store(ctx)?;
     let mode = settings.permission_mode;
     let approver = asking.approver(mode, &ctx);
     let hook: Option<Arc<dyn Hook>> = (!settings.hooks.is_empty()).then(|| {

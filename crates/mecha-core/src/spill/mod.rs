@@ -159,7 +159,7 @@ impl SpillDir {
     /// files holding content from outside the machine. A file whose
     /// identity cannot be read counts as external: the label errs towards
     /// distrust.
-    pub fn holds_external(&self, file: &File) -> bool {
+    pub(crate) fn holds_external(&self, file: &File) -> bool {
         let external = self.external.lock().unwrap_or_else(PoisonError::into_inner);
         if external.is_empty() {
             return false;
