@@ -47,6 +47,13 @@ pub(crate) struct Connection {
     pub offers_resources: bool,
 }
 
+impl Connection {
+    /// See [`ServerProcess::sweep`].
+    pub(crate) fn sweep(&self) -> Vec<String> {
+        self.process.sweep()
+    }
+}
+
 /// A connection and the tools it listed during start-up.
 pub(crate) struct Started {
     pub connection: Connection,

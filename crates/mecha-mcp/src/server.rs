@@ -234,6 +234,34 @@ impl Server {
         };
         let limit = Duration::from_secs(self.config.call_timeout_s);
         let cap = limit * PROGRESS_CAP_FACTOR;
+        let server = &self.config.name;
+        let mut output = self.answer(spec, arguments, ctx, &conn, (limit, cap)).await;
+        // After every call of a confined server, as after every confined
+        // command: nothing it wrote may be for git on the host to run.
+        if self.config.sandbox {
+            let swept = Arc::clone(&conn);
+            let undone = tokio::task::spawn_blocking(move || swept.sweep())
+                .await
+                .unwrap_or_default();
+            if !undone.is_empty() {
+                output.content.push_str(&format!(
+                    "\n[mecha undid what server `{server}` left for programs on the host to run \
+                     later:\n- {}\n]",
+                    undone.join("\n- ")
+                ));
+            }
+        }
+        output
+    }
+
+    async fn answer(
+        self: &Arc<Self>,
+        spec: &ToolSpec,
+        arguments: Map<String, Value>,
+        ctx: &ToolCtx,
+        conn: &Arc<Connection>,
+        (limit, cap): (Duration, Duration),
+    ) -> ToolOutput {
         let (server, tool) = (&self.config.name, &spec.name);
         let answer = match spec.kind {
             ToolKind::Call => {
@@ -281,7 +309,7 @@ impl Server {
                 limit.as_secs()
             )),
             Err(RequestError::Closed(_)) => {
-                let down = self.bury(&conn).await;
+                let down = self.bury(conn).await;
                 down.unreachable(format!(
                     "MCP call failed: server `{server}` stopped during `{tool}`: {}. The call was \
                      not retried, because it may already have had its effect; mecha restarts \

@@ -292,7 +292,7 @@ pub(crate) fn spawn(config: &McpServerConfig, opts: &SpawnOptions) -> Result<Spa
             group,
             exit: exit_rx,
             stderr,
-            _lease: lease,
+            lease,
         },
     })
 }
@@ -303,10 +303,16 @@ pub(crate) struct ServerProcess {
     exit: watch::Receiver<Option<ExitStatus>>,
     stderr: StderrLog,
     /// What the sandbox holds while a confined server runs.
-    _lease: Option<Lease>,
+    lease: Option<Lease>,
 }
 
 impl ServerProcess {
+    /// What a confined server left for programs on the host to run later,
+    /// undone (see `mecha_sandbox::Lease::sweep`); nothing unconfined.
+    pub fn sweep(&self) -> Vec<String> {
+        self.lease.as_ref().map(Lease::sweep).unwrap_or_default()
+    }
+
     /// The exit status, once the server has exited.
     pub fn exit_status(&self) -> Option<ExitStatus> {
         *self.exit.borrow()

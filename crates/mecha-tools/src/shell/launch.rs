@@ -25,7 +25,7 @@ pub(super) struct Launched {
     pub child: Child,
     pub group: ProcessGroup,
     pub output: pipe::Receiver,
-    pub _lease: Option<Lease>,
+    pub lease: Option<Lease>,
 }
 
 /// Why a command did not start.
@@ -77,7 +77,7 @@ pub(super) fn launch(
         child,
         group,
         output: reader,
-        _lease: lease,
+        lease,
     })
 }
 

@@ -94,8 +94,11 @@ impl Shell {
         let description = match &config.sandbox {
             None => description,
             Some(sandbox) => format!(
-                "{description} It runs in a sandbox: the workspace is writable, the system \
-                 directories are read-only, your home directory is absent{extra}, and {network}.",
+                "{description} It runs in a sandbox: the workspace is writable (except git's \
+                 hooks and config, and mecha's own files), the system directories are \
+                 read-only, your home directory is absent{extra}, /tmp is private to the \
+                 command and discarded when it ends (keep files you need in the workspace), \
+                 and {network}.",
                 extra = if sandbox.lists_paths() {
                     " except the paths the user listed"
                 } else {
@@ -202,7 +205,7 @@ impl Tool for Shell {
             mut child,
             group,
             output,
-            _lease,
+            lease,
         } = match launched {
             Ok(launched) => launched,
             Err(e) => {
@@ -220,7 +223,14 @@ impl Tool for Shell {
         // Kills whatever the command left behind, in its group or escaped
         // from it, before the result is handed back.
         group.finish().await;
-        drop(_lease);
+        // Then, with nothing of it left running: undo what it planted for
+        // git or a login shell on the host (blocking: it walks the tree).
+        let undone = match lease {
+            Some(lease) => tokio::task::spawn_blocking(move || lease.sweep())
+                .await
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
 
         let at_max = timeout >= self.config.max_timeout;
         let text = sink.finish();
@@ -236,6 +246,15 @@ impl Tool for Shell {
         if let Some(hint) = hint {
             result.content.push('\n');
             result.content.push_str(&hint);
+        }
+        if !undone.is_empty() {
+            result.content.push_str(
+                "\n[mecha undid what this command left for programs on the host to run later:\n",
+            );
+            for line in undone {
+                result.content.push_str(&format!("- {line}\n"));
+            }
+            result.content.push(']');
         }
         Ok(result)
     }
