@@ -56,7 +56,8 @@ impl Fixture {
                 "probe",
                 "Try a TCP connection to loopback `port`; say whether `path` exists.",
                 &json!({"type": "object", "properties": {
-                    "port": {"type": "integer"}, "path": {"type": "string"}}}),
+                    "port": {"type": "integer"}, "path": {"type": "string"},
+                    "append": {"type": "string"}}}),
                 Some(hints("readOnlyHint")),
             ),
             tool(

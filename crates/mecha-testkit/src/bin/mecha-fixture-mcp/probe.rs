@@ -25,7 +25,9 @@ pub(super) fn answer(name: &str, args: &Value) -> String {
     }
 }
 
-/// `{"port": N, "path": "/x"}` in, `{"connect": "ok" | "<error>", "exists": bool}` out.
+/// `{"port": N, "path": "/x", "append": "/y"}` in, `{"connect": "ok" |
+/// "<error>", "exists": bool, "appended": "ok" | "<error>"}` out. `append`
+/// tries to add a line to a file, as a filesystem server's write would.
 fn probe(args: &Value) -> String {
     let connect = args.get("port").and_then(Value::as_u64).map(|port| {
         let addr = SocketAddr::from(([127, 0, 0, 1], u16::try_from(port).unwrap_or(0)));
@@ -38,5 +40,15 @@ fn probe(args: &Value) -> String {
         .get("path")
         .and_then(Value::as_str)
         .map(|path| std::path::Path::new(path).exists());
-    json!({"connect": connect, "exists": exists}).to_string()
+    let appended = args.get("append").and_then(Value::as_str).map(|path| {
+        let opened = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path);
+        match opened.and_then(|mut f| std::io::Write::write_all(&mut f, b"# planted\n")) {
+            Ok(()) => "ok".to_owned(),
+            Err(e) => e.to_string(),
+        }
+    });
+    json!({"connect": connect, "exists": exists, "appended": appended}).to_string()
 }
