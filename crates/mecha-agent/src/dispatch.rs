@@ -43,6 +43,7 @@ impl Agent {
                 id: call.id.clone(),
                 name: call.name.clone(),
                 input: call.input.clone(),
+                confined: registry.get(&call.name).and_then(|t| t.confinement()),
             });
             let verdict = if n >= whole {
                 GateVerdict::Blocked {

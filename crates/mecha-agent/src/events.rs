@@ -1,7 +1,7 @@
 //! What a run reports as it goes, for the front end to render (text on
 //! stdout, activity on stderr, or one JSON object per event).
 
-use mecha_core::{StopReason, Taint, Usage};
+use mecha_core::{Confinement, StopReason, Taint, Usage};
 use mecha_provider::Streamed;
 use serde::Serialize;
 use serde_json::Value;
@@ -46,11 +46,14 @@ pub enum Event {
     /// The model API failed in a way worth another try; `what` says how
     /// and when the next attempt starts.
     Retrying { what: String },
-    /// The model asked for a tool.
+    /// The model asked for a tool. `confined`: the sandbox it will run
+    /// in, if one confines it (what `Tool::confinement` says).
     ToolCall {
         id: String,
         name: String,
         input: Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        confined: Option<Confinement>,
     },
     /// What the gate decided about it.
     Gate {

@@ -136,7 +136,9 @@ struct CallRecord {
 impl ResultParts {
     fn observe(&mut self, event: &Event) {
         match event {
-            Event::ToolCall { id, name, input } => self.calls.push(CallRecord {
+            Event::ToolCall {
+                id, name, input, ..
+            } => self.calls.push(CallRecord {
                 id: id.clone(),
                 name: name.clone(),
                 input: input.clone(),
@@ -243,6 +245,7 @@ mod tests {
                 id: id.into(),
                 name: "shell".into(),
                 input: json!({"command": id}),
+                confined: None,
             });
             parts.observe(&Event::Gate {
                 id: id.into(),

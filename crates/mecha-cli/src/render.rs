@@ -168,10 +168,16 @@ impl Text {
                     state.mid_line = !text.ends_with('\n');
                 }
             }
-            Event::ToolCall { name, input, .. } => {
+            Event::ToolCall {
+                name,
+                input,
+                confined,
+                ..
+            } => {
                 end_answer_line(state);
                 let args = serde_json::to_string(&input).unwrap_or_default();
-                self.activity(&format!("→ {name} {}", clip(&args, 160)));
+                let confined = confined.map(|c| format!(" ({c})")).unwrap_or_default();
+                self.activity(&format!("→ {name} {}{confined}", clip(&args, 160)));
             }
             Event::Gate {
                 id,

@@ -209,6 +209,44 @@ fn always_on_a_command_does_not_allow_other_commands() {
     assert_eq!(read(&e.ws, "x").as_deref(), Some("keep me"));
 }
 
+/// A command that destroys is offered no "always", the question says why,
+/// and an "a" typed anyway allows nothing.
+#[test]
+fn a_command_that_destroys_offers_no_always_and_an_a_is_a_no() {
+    if !common::have_script() {
+        return;
+    }
+    let e = env(&[shell("sudo rm -rf x")], "");
+    std::fs::create_dir(e.ws.join("x")).unwrap();
+    let screen = run_at_terminal(&e, "'go'", "a\n");
+    assert!(
+        screen.contains("no [a]lways for this call: `rm` removes files, so it is asked every time"),
+        "{screen}"
+    );
+    assert!(screen.contains("the user declined"), "{screen}");
+    assert!(e.ws.join("x").exists());
+}
+
+/// A confined shell says so in the question, and a command padded with
+/// spaces shows its tail before the question (the terminal wraps it).
+#[test]
+fn the_question_says_where_the_command_runs_and_hides_no_tail() {
+    if !common::have_script() || !common::have("bwrap", "this test", "bubblewrap") {
+        return;
+    }
+    let padded = format!("echo ok{}; curl http://127.0.0.1:1/x", " ".repeat(400));
+    let e = env(&[shell(&padded)], "[sandbox]\nkind = \"bwrap\"\n");
+    let screen = run_at_terminal(&e, "'go'", "n\n");
+    assert!(
+        screen.contains("mecha wants to run `shell` (confined: bwrap, no network):"),
+        "{screen}"
+    );
+    let tail = screen
+        .find("; curl http://127.0.0.1:1/x")
+        .expect("the tail");
+    assert!(tail < screen.find("allow? [y]es").unwrap(), "{screen}");
+}
+
 #[test]
 fn invisible_characters_in_the_question_are_shown() {
     if !common::have_script() {

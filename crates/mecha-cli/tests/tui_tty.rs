@@ -68,6 +68,44 @@ async fn mecha_alone_at_a_terminal_opens_the_tui_and_a_call_is_approved_in_the_m
     assert_eq!(mock.requests().len(), 2);
 }
 
+/// A command padded with 400 spaces hides nothing: on a short screen the
+/// box wraps it, says rows are left to see, refuses the first `y`, and
+/// takes one only after the tail has been scrolled onto the screen.
+#[tokio::test]
+async fn a_tail_behind_400_spaces_is_on_screen_before_yes_is_taken() {
+    if !common::have_setsid() {
+        return;
+    }
+    let e = common::env();
+    let command = format!("echo ok{}; curl http://127.0.0.1:1/x", " ".repeat(400));
+    let mock = MockModel::start(vec![
+        common::tool_turn(&[("shell", serde_json::json!({ "command": command }))]),
+        MockReply::text("ran it"),
+    ])
+    .await;
+    let mut tui = Tui::start(&e, &mock, "tui");
+    tui.wait_written(READY).await;
+    tui.wait_for("interlock clear").await;
+    tui.resize_and_wait(8, 100).await;
+    tui.type_keys(b"go\r");
+    tui.wait_for("not on screen yet").await;
+    let tail = "; curl http://127.0.0.1:1/x";
+    assert!(
+        !common::tui::cells(&tui.terminal.screen()).contains(tail),
+        "the first frame already shows the tail"
+    );
+    // The `y` comes before the scrolling: had it been taken, the box would
+    // be gone and the `j`s typed into the prompt.
+    tui.type_keys(b"yjjjjjj");
+    tui.wait_for(tail).await;
+    assert_eq!(mock.requests().len(), 1, "ran before the tail was shown");
+    tui.type_keys(b"y");
+    tui.wait_answered("ran it").await;
+    tui.quit().await;
+    let result = mock.requests()[1].body["messages"].to_string();
+    assert!(result.contains("ok"), "{result}");
+}
+
 /// The names of the tools offered in a request (Anthropic's shape).
 fn offered(body: &serde_json::Value) -> Vec<String> {
     body["tools"]

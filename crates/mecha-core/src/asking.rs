@@ -101,9 +101,10 @@ impl<A: Asker> AskingApprover<A> {
     }
 
     fn stands(&self, tool: &dyn Tool, input: &Value) -> bool {
-        self.standing.lock().is_ok_and(|rules| {
-            rules.evaluate(tool.name(), input, &Spellings::default()) == Some(RuleAction::Allow)
-        })
+        StandingAnswer::never_covers(input).is_none()
+            && self.standing.lock().is_ok_and(|rules| {
+                rules.evaluate(tool.name(), input, &Spellings::default()) == Some(RuleAction::Allow)
+            })
     }
 }
 
@@ -243,6 +244,43 @@ mod tests {
         let offers = a.asker.1.lock().unwrap();
         assert_eq!(offers.len(), 2, "asked although ls stands");
         assert_eq!(offers[1], Offer::Fresh(FreshReason::Rule));
+    }
+
+    #[tokio::test]
+    async fn a_command_that_destroys_offers_no_always_and_takes_none() {
+        let a = approver(vec![Said::Always]);
+        assert!(matches!(
+            a.approve(&Shell, &command("rm -rf build")).await,
+            Decision::Deny(_)
+        ));
+        let offers = a.asker.1.lock().unwrap();
+        assert!(
+            matches!(&offers[0], Offer::NoAlways(why) if why.contains("`rm` removes files")),
+            "{offers:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_always_never_stretches_over_a_command_that_destroys() {
+        let a = approver(vec![Said::Always, Said::Always, Said::No, Said::No]);
+        assert_eq!(
+            a.approve(&Shell, &command("find . -name x")).await,
+            Decision::Allow
+        );
+        assert_eq!(
+            a.approve(&Shell, &command("git push origin main")).await,
+            Decision::Allow
+        );
+        for destroys in ["find . -delete", "git push origin main --force"] {
+            assert!(
+                matches!(
+                    a.approve(&Shell, &command(destroys)).await,
+                    Decision::Deny(_)
+                ),
+                "{destroys} ran on an earlier always"
+            );
+        }
+        assert_eq!(a.asker.1.lock().unwrap().len(), 4, "both were asked");
     }
 
     #[tokio::test]

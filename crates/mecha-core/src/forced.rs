@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ArgKind, Capabilities, Egress, Narrowing, Tool, ToolCtx, ToolOutput};
+use crate::{ArgKind, Capabilities, Confinement, Egress, Narrowing, Tool, ToolCtx, ToolOutput};
 
 /// Capabilities config forces on:
 /// `force = { untrusted_input = true, egress = "chosen" }`. A `false` (or
@@ -150,6 +150,10 @@ impl Tool for Forced {
         self.inner.argument_kinds()
     }
 
+    fn confinement(&self) -> Option<Confinement> {
+        self.inner.confinement()
+    }
+
     fn resource_group(&self) -> Option<&str> {
         self.inner.resource_group()
     }
@@ -219,6 +223,12 @@ mod tests {
         fn argument_kinds(&self) -> &'static [(&'static str, ArgKind)] {
             KINDS
         }
+        fn confinement(&self) -> Option<Confinement> {
+            Some(Confinement {
+                backend: "bwrap".into(),
+                network: false,
+            })
+        }
         fn resource_group(&self) -> Option<&str> {
             Some("group")
         }
@@ -255,6 +265,10 @@ mod tests {
         assert!(forced.read_only());
         assert_eq!(forced.send_reason(), "is its own kind of send");
         assert_eq!(forced.argument_kinds(), KINDS);
+        assert_eq!(
+            forced.confinement().map(|c| c.to_string()).as_deref(),
+            Some("confined: bwrap, no network")
+        );
         assert_eq!(forced.resource_group(), Some("group"));
         assert_eq!(forced.echo().as_deref(), Some("echoed"));
         assert_eq!(forced.echo_limit(), 77);

@@ -1,7 +1,10 @@
 //! The one trait every tool implements, wherever it comes from, and the
 //! spelling rule for tool names.
 
+use std::fmt;
+
 use async_trait::async_trait;
+use serde::Serialize;
 use serde_json::Value;
 use url::Url;
 
@@ -26,6 +29,26 @@ pub enum ArgKind {
 /// missing slashes and drops the default port).
 pub fn parse_url(raw: &str) -> Result<Url, url::ParseError> {
     Url::parse(raw.trim())
+}
+
+/// Where a tool's calls run when a sandbox confines them, for the person
+/// asked and the activity line: which backend, and whether the network is
+/// reachable from inside.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Confinement {
+    pub backend: String,
+    pub network: bool,
+}
+
+impl fmt::Display for Confinement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let network = if self.network {
+            "network on"
+        } else {
+            "no network"
+        };
+        write!(f, "confined: {}, {network}", self.backend)
+    }
 }
 
 /// [`Tool::send_reason`] unless a tool says otherwise.
@@ -60,6 +83,13 @@ pub trait Tool: Send + Sync {
     /// arguments (an open-world MCP tool) says so instead.
     fn send_reason(&self) -> &str {
         DEFAULT_SEND_REASON
+    }
+
+    /// The sandbox its calls run in, if one confines them (the shell, a
+    /// `sandbox = true` MCP server's tools); `None`: they run as mecha
+    /// does, or the tool does not say.
+    fn confinement(&self) -> Option<Confinement> {
+        None
     }
 
     /// The string arguments that name a path or a URL. The gate resolves

@@ -155,6 +155,11 @@ impl Server {
         &self.config.name
     }
 
+    /// The sandbox this server runs in, if one confines it.
+    pub(crate) fn confinement(&self) -> Option<mecha_core::Confinement> {
+        self.opts.confined(&self.config)
+    }
+
     /// The first start. Its outcome is in [`status`](Self::status).
     pub async fn start(self: &Arc<Self>) {
         let began = Instant::now();

@@ -99,6 +99,16 @@ impl SpawnOptions {
         Some((sandbox, config.network.unwrap_or(sandbox.network())))
     }
 
+    /// [`Self::confinement`] in the words of a tool's
+    /// [`mecha_core::Tool::confinement`].
+    pub(crate) fn confined(&self, config: &McpServerConfig) -> Option<mecha_core::Confinement> {
+        let (sandbox, network) = self.confinement(config)?;
+        Some(mecha_core::Confinement {
+            backend: sandbox.kind().as_str().to_owned(),
+            network,
+        })
+    }
+
     fn parent_var(&self, name: &str) -> Option<&OsStr> {
         self.parent_env
             .iter()

@@ -239,6 +239,10 @@ impl Tool for McpTool {
         self.spec.send_reason
     }
 
+    fn confinement(&self) -> Option<mecha_core::Confinement> {
+        self.server.confinement()
+    }
+
     /// A server's tools share its state (the directory it just created, the
     /// table, the index), and it may serve requests in any order.
     fn resource_group(&self) -> Option<&str> {

@@ -148,8 +148,9 @@ impl App {
             self.asking = match question {
                 Waiting::Approval(q) if !q.abandoned() => {
                     let body = (self.preview)(&q.tool, &q.input);
-                    let modal = Approval::new(q.who.as_deref(), &q.tool, &body, q.offer.clone());
-                    Some(Asked::Approval(modal, q))
+                    let modal = Approval::new(q.who.as_deref(), &q.tool, &body, q.offer.clone())
+                        .confined(q.confined.clone());
+                    Some(Asked::Approval(Box::new(modal), q))
                 }
                 Waiting::User(q) if !q.abandoned() => Some(Asked::User(
                     AskUserModal::new(q.who.as_deref(), &q.question),
@@ -293,7 +294,8 @@ impl App {
 
 /// A question on screen, with whoever waits for its answer.
 enum Asked {
-    Approval(Approval, Question),
+    /// Boxed: the approval holds its wrapped rows and what was seen.
+    Approval(Box<Approval>, Question),
     User(AskUserModal, UserQuestion),
 }
 

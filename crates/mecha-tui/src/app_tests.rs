@@ -136,6 +136,7 @@ fn ctrl_o_shows_and_hides_every_call_in_full() {
             id: id.into(),
             name: "shell".into(),
             input: json!({"command": "ls"}),
+            confined: None,
         }));
     }
     let ctrl_o = TermEvent::Key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL));

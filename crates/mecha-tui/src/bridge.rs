@@ -9,7 +9,7 @@
 
 use async_trait::async_trait;
 use mecha_agent::{Event, EventSink};
-use mecha_core::{Asker, AskingApprover, Offer, Said, Tool};
+use mecha_core::{Asker, AskingApprover, Confinement, Offer, Said, Tool};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -36,6 +36,8 @@ pub struct Question {
     pub tool: String,
     pub input: Value,
     pub offer: Offer,
+    /// The sandbox the call runs in, if one confines it.
+    pub confined: Option<Confinement>,
     reply: oneshot::Sender<Answer>,
 }
 
@@ -53,6 +55,7 @@ impl Question {
             tool: tool.to_owned(),
             input: input.clone(),
             offer,
+            confined: None,
             reply,
         };
         (question, answer)
@@ -88,7 +91,8 @@ pub struct ModalAsker(pub mpsc::UnboundedSender<ToScreen>);
 #[async_trait]
 impl Asker for ModalAsker {
     async fn ask(&self, who: Option<&str>, tool: &dyn Tool, input: &Value, offer: &Offer) -> Said {
-        let (question, answer) = Question::new(who, tool.name(), input, offer.clone());
+        let (mut question, answer) = Question::new(who, tool.name(), input, offer.clone());
+        question.confined = tool.confinement();
         if self.0.send(ToScreen::Ask(question)).is_err() {
             return nobody(tool);
         }

@@ -158,6 +158,14 @@ fn tool_lines(tool: &ToolEntry, theme: Theme, out: &mut Vec<Line<'static>>) {
             theme.alert(),
         ),
     };
+    // Said while the call is judged and runs: what it may reach depends
+    // on it.
+    let status = match (&tool.confined, &tool.status) {
+        (Some(confined), ToolStatus::Waiting | ToolStatus::Running) => {
+            format!("{status} · {confined}")
+        }
+        _ => status,
+    };
     out.push(Line::from(vec![
         Span::styled(format!("{mark} "), mark_style),
         Span::styled(escape::owned(&tool.name), Style::new()),
@@ -266,6 +274,7 @@ mod tests {
             id: "1".into(),
             name: "shell".into(),
             input: json!({"command": "ls"}),
+            confined: None,
         });
         t.apply(&Event::Gate {
             id: "1".into(),
@@ -280,5 +289,31 @@ mod tests {
             text,
             "› list it\n\nHere it is\\u{1b}]52;c;eA==\\u{7}\n● shell ls  running…\n"
         );
+    }
+
+    #[test]
+    fn a_confined_call_says_so_while_it_is_judged_and_runs() {
+        let mut t = Transcript::new();
+        t.apply(&Event::ToolCall {
+            id: "1".into(),
+            name: "shell".into(),
+            input: json!({"command": "ls"}),
+            confined: Some(mecha_core::Confinement {
+                backend: "docker".into(),
+                network: true,
+            }),
+        });
+        assert_eq!(
+            plain(&t),
+            "○ shell ls  waiting for the gate · confined: docker, network on\n"
+        );
+        t.apply(&Event::Gate {
+            id: "1".into(),
+            name: "shell".into(),
+            decision: GateVerdict::Allowed {
+                stage: GateStage::Approval,
+            },
+        });
+        assert!(plain(&t).ends_with("running… · confined: docker, network on\n"));
     }
 }

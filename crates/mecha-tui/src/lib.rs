@@ -21,6 +21,7 @@
 pub mod app;
 pub mod ask_user;
 pub mod asking;
+mod body;
 pub mod bridge;
 pub mod editor;
 pub mod escape;

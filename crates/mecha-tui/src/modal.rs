@@ -5,17 +5,19 @@
 //! one-call trifecta) says why and offers no "always".
 //!
 //! As with the terminal approver, nobody says yes to what they have not
-//! seen: until the body has been scrolled to its end, yes and always are
-//! refused with a line saying so.
+//! seen: the body is wrapped to the box (never cut at its border, see
+//! [`crate::body`]), and until every character of it has been on screen,
+//! yes and always are refused with a line saying how much is left.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
-use mecha_core::Offer;
+use mecha_core::{Confinement, Offer};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget, Wrap};
 
+use crate::body::{Body, INDENT};
 use crate::escape;
 use crate::frame::{self, Move, Scroll};
 use crate::theme::Theme;
@@ -34,8 +36,10 @@ pub struct Approval {
     /// The subagent asking, `None` for the run's own agent.
     who: Option<String>,
     tool: String,
-    body: Vec<String>,
+    body: Body,
     offer: Offer,
+    /// The sandbox the call runs in, if one confines it.
+    confined: Option<Confinement>,
     scroll: Scroll,
     /// Set when a yes came before the end was seen.
     unseen_warning: bool,
@@ -47,16 +51,23 @@ impl Approval {
         Self {
             who: who.map(str::to_owned),
             tool: tool.to_owned(),
-            body: body.lines().map(escape::owned).collect(),
+            body: Body::new(body.lines().map(escape::owned).collect()),
             offer,
+            confined: None,
             scroll: Scroll::default(),
             unseen_warning: false,
         }
     }
 
-    /// Whether the end of the body has been on screen.
+    /// Says the call runs in `confined`, if a sandbox confines it.
+    pub fn confined(mut self, confined: Option<Confinement>) -> Self {
+        self.confined = confined;
+        self
+    }
+
+    /// Whether every character of the body has been on screen.
     fn seen_all(&self) -> bool {
-        self.scroll.seen_all(self.body.len())
+        self.body.seen_all()
     }
 
     /// A key; `Some` once the person has answered.
@@ -92,7 +103,9 @@ impl Approval {
 
     /// Draws the modal over the middle of `area`.
     pub fn render(&mut self, theme: Theme, area: Rect, buf: &mut Buffer) {
-        let wanted = u16::try_from(self.body.len()).unwrap_or(u16::MAX);
+        // The box is as wide as `area`; its body, inside the borders.
+        let rows = self.body.wrap(usize::from(area.width.saturating_sub(2)));
+        let wanted = u16::try_from(rows).unwrap_or(u16::MAX);
         // Whether the body fits decides whether the "more below" line is
         // shown, which takes room from the body in turn.
         let plain = frame::rows(self.footer(theme, false), area);
@@ -116,15 +129,18 @@ impl Approval {
             Constraint::Length(footer_rows.min(inner.height)),
         ])
         .areas(inner);
-        self.scroll.shown(usize::from(body.height), self.body.len());
-        let lines: Vec<Line<'_>> = self
-            .body
-            .iter()
-            .skip(self.scroll.top())
-            .take(self.scroll.visible())
-            .map(|l| Line::styled(l.as_str(), diff_style(l, theme)))
+        self.scroll.shown(usize::from(body.height), rows);
+        let (top, visible) = (self.scroll.top(), self.scroll.visible());
+        let lines: Vec<Line<'_>> = (top..top + visible)
+            .filter_map(|i| self.body.row(i))
+            .map(|(line, text, continued)| {
+                let style = diff_style(line, theme);
+                let indent = if continued { INDENT } else { "" };
+                Line::from(vec![Span::raw(indent), Span::styled(text, style)])
+            })
             .collect();
         Paragraph::new(lines).render(body, buf);
+        self.body.shown(top, visible);
         Paragraph::new(self.footer(theme, !self.seen_all()))
             .wrap(Wrap { trim: false })
             .render(foot, buf);
@@ -135,7 +151,7 @@ impl Approval {
     fn footer(&self, theme: Theme, unseen: bool) -> Vec<Line<'static>> {
         let mut lines = Vec::new();
         if unseen {
-            let below = self.scroll.below(self.body.len());
+            let unseen = self.body.unseen_rows();
             let style = if self.unseen_warning {
                 theme.alert()
             } else {
@@ -143,9 +159,16 @@ impl Approval {
             };
             lines.push(Line::styled(
                 format!(
-                    "{below} more line(s) below: scroll to the end (↓, space, End) before allowing"
+                    "{unseen} row(s) not on screen yet: scroll over them (↓ ↑, space, PgUp) \
+                     before allowing"
                 ),
                 style,
+            ));
+        }
+        if let Some(confined) = &self.confined {
+            lines.push(Line::styled(
+                format!("The call runs {}.", escape::line(&confined.to_string())),
+                theme.dim(),
             ));
         }
         if let Offer::Fresh(reason) = &self.offer {
@@ -223,6 +246,22 @@ mod tests {
     }
 
     #[test]
+    fn the_box_says_where_the_call_runs() {
+        let offer = Offer::for_call("shell", &json!({"command": "ls"}), None);
+        let mut m = Approval::new(None, "shell", "  $ ls", offer).confined(Some(Confinement {
+            backend: "bwrap".into(),
+            network: false,
+        }));
+        let mut buf = Buffer::empty(Rect::new(0, 0, 60, 10));
+        m.render(Theme::new(false), buf.area, &mut buf);
+        let shown: String = buf.content().iter().map(|c| c.symbol()).collect();
+        assert!(
+            shown.contains("The call runs confined: bwrap, no network."),
+            "{shown}"
+        );
+    }
+
+    #[test]
     fn yes_waits_until_the_whole_body_was_on_screen() {
         let body: String = (0..100).map(|i| format!("+line {i}\n")).collect();
         let offer = Offer::for_call("fs_write", &json!({"path": "a"}), None);
@@ -233,6 +272,16 @@ mod tests {
         assert_eq!(m.key(key(KeyCode::Char('a'))), None);
         m.key(key(KeyCode::End));
         m.render(Theme::new(false), buf.area, &mut buf);
+        assert_eq!(
+            m.key(key(KeyCode::Char('a'))),
+            None,
+            "the end alone is not the whole"
+        );
+        m.key(key(KeyCode::Home));
+        for _ in 0..100 {
+            m.render(Theme::new(false), buf.area, &mut buf);
+            m.key(key(KeyCode::PageDown));
+        }
         assert_eq!(m.key(key(KeyCode::Char('a'))), Some(Answer::Always));
         assert_eq!(m.key(key(KeyCode::Esc)), Some(Answer::No));
     }

@@ -41,6 +41,7 @@ impl Conversation for Fake {
                 id: "1".into(),
                 name: "shell".into(),
                 input,
+                confined: None,
             }))
             .unwrap();
         std::future::pending().await

@@ -7,7 +7,7 @@
 //! line that changes in place.
 
 use mecha_agent::{Event, Excerpt, GateStage, GateVerdict, RunEnd};
-use mecha_core::{Taint, Usage};
+use mecha_core::{Confinement, Taint, Usage};
 use serde_json::Value;
 
 /// The most progress lines a call keeps: a subagent reports each step, and
@@ -66,6 +66,8 @@ pub struct ToolEntry {
     pub id: String,
     pub name: String,
     pub input: Value,
+    /// The sandbox it runs in, if one confines it.
+    pub confined: Option<Confinement>,
     pub status: ToolStatus,
     /// Progress reports (a subagent's steps), oldest first, the last
     /// [`PROGRESS_KEPT`] only.
@@ -165,10 +167,16 @@ impl Transcript {
                 }
             }
             Event::Retrying { what } => self.notice(NoticeKind::Warning, what.clone()),
-            Event::ToolCall { id, name, input } => self.push(Entry::Tool(ToolEntry {
+            Event::ToolCall {
+                id,
+                name,
+                input,
+                confined,
+            } => self.push(Entry::Tool(ToolEntry {
                 id: id.clone(),
                 name: name.clone(),
                 input: input.clone(),
+                confined: confined.clone(),
                 status: ToolStatus::Waiting,
                 progress: Vec::new(),
                 output: Excerpt::default(),

@@ -15,6 +15,7 @@ fn call(id: &str, name: &str) -> Event {
         id: id.into(),
         name: name.into(),
         input: json!({"command": "ls"}),
+        confined: None,
     }
 }
 

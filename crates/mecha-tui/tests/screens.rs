@@ -42,6 +42,7 @@ fn call(id: &str, name: &str, input: serde_json::Value) -> Event {
         id: id.into(),
         name: name.into(),
         input,
+        confined: None,
     }
 }
 

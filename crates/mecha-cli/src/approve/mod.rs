@@ -64,8 +64,12 @@ impl Asker for TerminalAsker {
             Some(subagent) => format!("mecha's subagent `{subagent}`"),
             None => "mecha".to_owned(),
         };
+        let confined = tool
+            .confinement()
+            .map(|c| format!(" ({c})"))
+            .unwrap_or_default();
         say(&format!(
-            "\n{asker} wants to run `{}`:\n{}",
+            "\n{asker} wants to run `{}`{confined}:\n{}",
             tool.name(),
             lines[..shown].concat()
         ));

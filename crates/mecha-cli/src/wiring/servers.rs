@@ -100,6 +100,7 @@ impl Servers {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     /// Settings whose user file is `config`, with a workspace to start in.
     fn settings(config: &str) -> (Settings, tempfile::TempDir) {

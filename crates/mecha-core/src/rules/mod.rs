@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use crate::shell_words::{SimpleCommand, split_commands};
 
+mod destructive;
 mod options;
 mod spellings;
 mod standing;

@@ -5,11 +5,14 @@
 //! `command = "<exe> <first argument>"` for each simple command of the line
 //! (leading `NAME=value` assignments included, so `X=1 git status` never
 //! stretches to `X=1 git push`): a later compound command runs unasked only
-//! if every part of it is covered. Any other tool is allowed whole.
+//! if every part of it is covered. Any other tool is allowed whole. A
+//! command that removes, overwrites or rewrites history (`rm`, `git push
+//! --force`, …, see `destructive.rs`) is never offered one, nor covered by
+//! one given to a shorter prefix.
 
 use serde_json::Value;
 
-use super::{Rule, RuleAction, Rules, Spellings, glob, options::is_assignment};
+use super::{Rule, RuleAction, Rules, Spellings, glob, options::is_assignment, wrappers};
 use crate::shell_words::split_commands;
 
 /// What an "always" to one call would allow from then on.
@@ -38,6 +41,9 @@ impl StandingAnswer {
         let parts = split_commands(command);
         if parts.is_empty() {
             return Err("the command is empty".to_owned());
+        }
+        if let Some(why) = parts.iter().find_map(wrappers::destroys) {
+            return Err(why);
         }
         let mut prefixes: Vec<Vec<String>> = Vec::new();
         for part in &parts {
@@ -78,6 +84,15 @@ impl StandingAnswer {
             return Err("no prefix rule can cover it exactly".to_owned());
         }
         Ok(answer)
+    }
+
+    /// Why no standing answer covers this call, whatever was said "always"
+    /// to: a command of it removes, overwrites or rewrites history, and an
+    /// earlier "always" to a shorter prefix (`find .`, `git push origin`)
+    /// must not stretch over it.
+    pub fn never_covers(input: &Value) -> Option<String> {
+        let command = input.get("command").and_then(Value::as_str)?;
+        split_commands(command).iter().find_map(wrappers::destroys)
     }
 
     /// What it covers, for the question: `every \`fs_write\` call`, or
@@ -219,7 +234,7 @@ mod tests {
             ("echo hi > f", "redirects"),
             ("echo $(cat secret)", "substitution"),
             ("$TOOL run", "expands"),
-            ("rm *.txt", "expands"),
+            ("cat *.txt", "expands"),
             ("if true; then ls; fi", "cannot check"),
             ("X=1", "only sets variables"),
             ("", "empty"),

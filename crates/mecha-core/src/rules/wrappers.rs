@@ -9,6 +9,7 @@
 //!
 //! Allow rules never come here; they match exactly (see `allows`).
 
+use super::destructive;
 use super::options::{
     Arg, args, basename, command_position, git_globals, is_assignment, xargs_options,
 };
@@ -35,15 +36,42 @@ const SHELLS: [&str; 8] = ["bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "y
 /// Whether a forbid or prompt rule for `prefix` fires on this part.
 pub(super) fn touches(part: &SimpleCommand, prefix: &[String]) -> bool {
     let mut matcher = Matcher {
-        prefix,
+        target: Target::Prefix(prefix),
         budget: BUDGET,
+        found: None,
     };
     matcher.runs(&args(part), false, true)
 }
 
+/// What this part runs, seen through the same wrappers, that removes,
+/// overwrites or rewrites history (see [`destructive`]), described.
+pub(super) fn destroys(part: &SimpleCommand) -> Option<String> {
+    let mut matcher = Matcher {
+        target: Target::Destructive,
+        budget: BUDGET,
+        found: None,
+    };
+    matcher.runs(&args(part), false, true).then(|| {
+        matcher
+            .found
+            .unwrap_or_else(|| destructive::UNSEEN.to_owned())
+    })
+}
+
+/// What a command run through the wrappers is compared with.
+#[derive(Clone, Copy)]
+enum Target<'a> {
+    /// A rule's executable and leading arguments.
+    Prefix(&'a [String]),
+    /// Any command of [`destructive`]'s list.
+    Destructive,
+}
+
 struct Matcher<'a> {
-    prefix: &'a [String],
+    target: Target<'a>,
     budget: usize,
+    /// What the destructive target found, for the person asked.
+    found: Option<String>,
 }
 
 impl Matcher<'_> {
@@ -98,10 +126,39 @@ impl Matcher<'_> {
         }
     }
 
+    fn compare(&mut self, words: &[Arg], open_tail: bool) -> bool {
+        match self.target {
+            Target::Prefix(prefix) => self.compare_prefix(prefix, words, open_tail),
+            Target::Destructive => self.compare_destructive(words, open_tail),
+        }
+    }
+
+    /// The part runs a destructive command, by basename, or past git's
+    /// global options (whose `-c` values may name a command of their own).
+    fn compare_destructive(&mut self, words: &[Arg], open_tail: bool) -> bool {
+        let Some((exec, args)) = words.split_first() else {
+            return false;
+        };
+        let name = basename(&exec.text);
+        let found = if name == "git" {
+            let globals = git_globals(args);
+            if globals.any || globals.values.iter().any(|v| self.script(v)) {
+                return true;
+            }
+            destructive::git(&args[globals.subcommand..], open_tail)
+        } else {
+            destructive::command(name, args, open_tail)
+        };
+        let hit = found.is_some();
+        if hit {
+            self.found = found;
+        }
+        hit
+    }
+
     /// The part runs the prefix as written, by basename, or past git's
     /// global options.
-    fn compare(&mut self, words: &[Arg], open_tail: bool) -> bool {
-        let prefix = self.prefix;
+    fn compare_prefix(&mut self, prefix: &[String], words: &[Arg], open_tail: bool) -> bool {
         let (Some((head, want)), Some((exec, args))) = (prefix.split_first(), words.split_first())
         else {
             return false;

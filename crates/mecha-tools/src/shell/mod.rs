@@ -183,6 +183,14 @@ impl Tool for Shell {
         }
     }
 
+    fn confinement(&self) -> Option<mecha_core::Confinement> {
+        let sandbox = self.config.sandbox.as_ref()?;
+        Some(mecha_core::Confinement {
+            backend: sandbox.kind().as_str().to_owned(),
+            network: sandbox.network(),
+        })
+    }
+
     async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
         let command = match required_str(&input, "command") {
             Ok(command) => command,
