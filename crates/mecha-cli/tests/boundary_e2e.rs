@@ -198,3 +198,41 @@ async fn a_home_workspace_keeps_the_start_up_files() {
         assert!(!e.ws.join(absent).exists(), "{absent} was left behind");
     }
 }
+
+/// The sandbox's /tmp is the command's own and goes when it ends: a
+/// command that leaves a file there is told so, one that does not is not
+/// (the workspace lies in the host's /tmp here, so its mount point is in
+/// the command's /tmp too, and is not the command's doing).
+#[tokio::test]
+async fn a_file_left_in_the_private_tmp_is_said_to_be_discarded() {
+    if !have_bwrap() {
+        return;
+    }
+    let mut e = env();
+    e.extra_config = BWRAP.into();
+    let results = run_calls(
+        &e,
+        &[
+            (
+                "shell",
+                json!({"command": "echo draft > /tmp/report.txt && echo WROTE"}),
+            ),
+            (
+                "shell",
+                json!({"command": "t=$(mktemp) && rm \"$t\" && echo CLEAN"}),
+            ),
+        ],
+    )
+    .await;
+    let (wrote, _) = &results[0];
+    assert!(wrote.contains("WROTE"), "{wrote}");
+    assert!(
+        wrote.contains("left /tmp/report.txt in /tmp")
+            && wrote.contains("discards")
+            && wrote.contains("write to the workspace"),
+        "{wrote}"
+    );
+    let (clean, _) = &results[1];
+    assert!(clean.contains("CLEAN"), "{clean}");
+    assert!(!clean.contains("/tmp"), "{clean}");
+}

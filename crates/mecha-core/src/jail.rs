@@ -123,6 +123,64 @@ impl ResolvedPath {
     pub fn dir(&self) -> &Dir {
         &self.dir
     }
+
+    /// The directory that holds this path, opened one component at a time
+    /// without following any symlink (missing ones created when `create`),
+    /// so it is the very directory that was judged. The judgement ran on
+    /// the canonical path, which has no symlink in it; a directory swapped
+    /// for a symlink since (into mecha's home, say, by a confined command
+    /// racing the write) fails the open instead of being followed. Writers
+    /// open the file itself through this handle, by its bare name.
+    pub fn open_parent(&self, create: bool) -> io::Result<Dir> {
+        let mut dir = self.dir.try_clone()?;
+        let Some(parent) = self.relative.parent() else {
+            return Ok(dir);
+        };
+        for component in parent.components() {
+            match component {
+                Component::CurDir => {}
+                Component::Normal(name) => dir = open_child_dir(&dir, name, create)?,
+                _ => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "a judged path holds only plain components",
+                    ));
+                }
+            }
+        }
+        Ok(dir)
+    }
+}
+
+/// `name` in `dir`, a directory and not a symlink, made first if missing
+/// and `create`.
+fn open_child_dir(dir: &Dir, name: &std::ffi::OsStr, create: bool) -> io::Result<Dir> {
+    use rustix::fs::{Mode, OFlags, mkdirat, openat};
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let open = || openat(dir, name, flags, Mode::empty());
+    let fd = match open() {
+        Err(rustix::io::Errno::NOENT) if create => {
+            match mkdirat(dir, name, Mode::from_raw_mode(0o777)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => return Err(e.into()),
+            }
+            open()
+        }
+        other => other,
+    }
+    .map_err(|e| match e {
+        // O_NOFOLLOW on a symlink, or O_DIRECTORY on something else.
+        rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR => io::Error::new(
+            io::ErrorKind::NotADirectory,
+            format!(
+                "`{}` was replaced by a symlink or a file while this call ran; \
+                 check what changed it and try again",
+                name.to_string_lossy()
+            ),
+        ),
+        e => e.into(),
+    })?;
+    Ok(Dir::from_std_file(std::fs::File::from(fd)))
 }
 
 /// Canonicalizes `requested` against `base` the way the spec describes:

@@ -2,9 +2,10 @@
 //!
 //! Mount order matters, because a later mount wins: the system directories
 //! read-only (never all of `/`, so HOME, `/root`, `/run`, the host's `/tmp`
-//! and every socket in them are simply absent), a fresh `/proc` (read-only),
-//! `/dev` and `/tmp`, the extra paths, the workspace read-write, and last the
-//! protected paths inside it (protect.rs).
+//! and every socket in them are simply absent), a fresh `/proc` (read-only)
+//! and `/dev`, the job's own empty `/tmp` (scratch.rs), the extra paths, the
+//! workspace read-write, and last the protected paths inside it
+//! (protect.rs).
 
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, RawFd};
@@ -13,14 +14,26 @@ use std::path::{Path, PathBuf};
 use command_fds::{CommandFdExt, FdMapping};
 
 use crate::protect::{self, Mount};
+use crate::scratch::Scratch;
 use crate::seccomp::Filters;
 use crate::{Confined, HostEnv, Job, Lease, SYSTEM_DIRS, SandboxError};
+
+/// The host paths one job's mounts are made of.
+struct JobPaths<'a> {
+    /// The workspace, canonical.
+    workspace: &'a Path,
+    /// The job's private /tmp (scratch.rs).
+    tmp: &'a Path,
+    readable: &'a [PathBuf],
+    writable: &'a [PathBuf],
+    protected: &'a [Mount],
+}
 
 #[derive(Debug)]
 pub(crate) struct Bwrap {
     pub(crate) program: PathBuf,
     pub(crate) filters: Filters,
-    /// The system directories and the fresh /proc, /dev and /tmp: the
+    /// The system directories and the fresh /proc and /dev: the
     /// same for every job, so worked out once.
     layout: Vec<OsString>,
     /// What DNS needs beyond /etc, for jobs with network.
@@ -104,9 +117,23 @@ impl Bwrap {
         };
         let (protected, baseline) = protect::plan(&scope, &mut lease)?;
         lease.baseline = baseline;
+        let dests = protected.iter().map(|mount| match mount {
+            Mount::Pin { dest, .. } | Mount::ReadOnly { dest, .. } => dest.as_path(),
+        });
+        let others = readable.iter().chain(writable).map(PathBuf::as_path);
+        let scratch = Scratch::new(dests.chain(others).chain([job.workspace]))?;
+        let tmp = scratch.path().to_owned();
+        lease.scratch = Some(scratch);
         let seccomp = self.filters.fd(job.network)?;
         let fd = seccomp.as_raw_fd();
-        let args = self.args(job, &host_ws, readable, writable, &protected, fd);
+        let paths = JobPaths {
+            workspace: &host_ws,
+            tmp: &tmp,
+            readable,
+            writable,
+            protected: &protected,
+        };
+        let args = self.args(job, &paths, fd);
         let mut command = tokio::process::Command::new(&self.program);
         command.args(args).env_clear().envs(&job.env);
         // The descriptor keeps its number in the child, so nothing there
@@ -120,27 +147,20 @@ impl Bwrap {
         Ok(Confined { command, lease })
     }
 
-    fn args(
-        &self,
-        job: &Job<'_>,
-        host_ws: &Path,
-        readable: &[PathBuf],
-        writable: &[PathBuf],
-        protected: &[Mount],
-        seccomp_fd: RawFd,
-    ) -> Vec<OsString> {
+    fn args(&self, job: &Job<'_>, paths: &JobPaths<'_>, seccomp_fd: RawFd) -> Vec<OsString> {
         let mut args = self.base_args(job.network, seccomp_fd);
         let mut bind = |flag: &str, source: &Path, dest: &Path| {
             args.extend([flag.into(), source.into(), dest.into()]);
         };
-        for path in readable {
+        bind("--bind", paths.tmp, Path::new("/tmp"));
+        for path in paths.readable {
             bind("--ro-bind-try", path, path);
         }
-        for path in writable {
+        for path in paths.writable {
             bind("--bind", path, path);
         }
-        bind("--bind", host_ws, job.workspace);
-        for mount in protected {
+        bind("--bind", paths.workspace, job.workspace);
+        for mount in paths.protected {
             match mount {
                 Mount::Pin { source, dest } => bind("--bind", source, dest),
                 Mount::ReadOnly { source, dest } => bind("--ro-bind", source, dest),
@@ -158,7 +178,7 @@ impl Bwrap {
 }
 
 /// The system directories as they are on this machine, then the fresh
-/// /proc, /dev and /tmp.
+/// /proc and /dev.
 fn layout() -> Vec<OsString> {
     let mut args: Vec<OsString> = Vec::new();
     for dir in SYSTEM_DIRS {
@@ -169,7 +189,7 @@ fn layout() -> Vec<OsString> {
             Err(_) => {}
         }
     }
-    for (flag, dest) in [("--proc", "/proc"), ("--dev", "/dev"), ("--tmpfs", "/tmp")] {
+    for (flag, dest) in [("--proc", "/proc"), ("--dev", "/dev")] {
         args.extend([flag.into(), dest.into()]);
     }
     // The whole of /proc read-only. As root, the user namespace maps uid 0
@@ -240,15 +260,15 @@ mod tests {
                 dest: "/ws/.git/hooks".into(),
             },
         ];
+        let paths = JobPaths {
+            workspace: Path::new("/real/ws"),
+            tmp: Path::new("/host/tmp/mecha-tmp-1"),
+            readable: &["/r".into()],
+            writable: &["/w".into()],
+            protected: &protected,
+        };
         bwrap()
-            .args(
-                &job,
-                Path::new("/real/ws"),
-                &["/r".into()],
-                &["/w".into()],
-                &protected,
-                7,
-            )
+            .args(&job, &paths, 7)
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect()
@@ -267,7 +287,7 @@ mod tests {
             at(&argv, &["--ro-bind", "/usr", "/usr"]),
             at(&argv, &["--proc", "/proc"]),
             at(&argv, &["--dev", "/dev"]),
-            at(&argv, &["--tmpfs", "/tmp"]),
+            at(&argv, &["--bind", "/host/tmp/mecha-tmp-1", "/tmp"]),
             at(&argv, &["--ro-bind-try", "/r", "/r"]),
             at(&argv, &["--bind", "/w", "/w"]),
             at(&argv, &["--bind", "/real/ws", "/ws"]),

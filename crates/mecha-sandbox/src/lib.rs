@@ -26,6 +26,7 @@ mod gitconfig;
 mod hint;
 mod probe;
 mod protect;
+mod scratch;
 mod seccomp;
 mod sweep;
 
@@ -107,6 +108,8 @@ pub struct Confined {
 pub struct Lease {
     parts: Vec<Box<dyn std::fmt::Debug + Send + Sync>>,
     baseline: sweep::Baseline,
+    /// The job's private `/tmp`, where the backend gives it one.
+    scratch: Option<scratch::Scratch>,
 }
 
 impl Lease {
@@ -122,6 +125,14 @@ impl Lease {
     /// after each of its calls.
     pub fn sweep(&self) -> Vec<String> {
         self.baseline.sweep()
+    }
+
+    /// Once the program has exited: one sentence naming what it left in
+    /// its private `/tmp`, which goes with the lease, or `None` if nothing.
+    /// For a one-off command, where a file written there and read back by
+    /// the next command would otherwise just be missing.
+    pub fn left_in_tmp(&self) -> Option<String> {
+        self.scratch.as_ref()?.left_behind()
     }
 }
 

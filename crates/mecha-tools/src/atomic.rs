@@ -3,7 +3,10 @@
 //!
 //! The rename also replaces the directory entry rather than writing through
 //! it, so a hard link planted in the workspace to a file outside is cut, not
-//! written through: the outside file keeps its contents.
+//! written through: the outside file keeps its contents. The directory the
+//! rename happens in is opened without following symlinks, so it is the one
+//! the jail judged, even if a directory on the way was swapped for a link
+//! since (`ResolvedPath::open_parent`).
 //!
 //! The temp file is never more readable than the file it replaces: it is
 //! created no wider than 0600 (narrower still if the target is), and only
@@ -53,14 +56,7 @@ fn replace_with(
     let name = rel
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::IsADirectory, "is the workspace root"))?;
-    let parent_rel = rel.parent().filter(|p| !p.as_os_str().is_empty());
-    let parent = match parent_rel {
-        Some(p) => {
-            target.dir().create_dir_all(p)?;
-            target.dir().open_dir(p)?
-        }
-        None => target.dir().try_clone()?,
-    };
+    let parent = target.open_parent(true)?;
     let existing = match parent.metadata(name) {
         // Only a regular file is replaced: renaming over a FIFO, socket or
         // device would quietly cut whatever talks through it.

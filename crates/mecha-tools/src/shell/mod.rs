@@ -233,11 +233,14 @@ impl Tool for Shell {
         group.finish().await;
         // Then, with nothing of it left running: undo what it planted for
         // git or a login shell on the host (blocking: it walks the tree).
-        let undone = match lease {
-            Some(lease) => tokio::task::spawn_blocking(move || lease.sweep())
-                .await
-                .unwrap_or_default(),
-            None => Vec::new(),
+        // Also: what it left in its private /tmp, which goes with the lease.
+        let (undone, discarded) = match lease {
+            Some(lease) => {
+                tokio::task::spawn_blocking(move || (lease.sweep(), lease.left_in_tmp()))
+                    .await
+                    .unwrap_or_default()
+            }
+            None => (Vec::new(), None),
         };
 
         let at_max = timeout >= self.config.max_timeout;
@@ -263,6 +266,9 @@ impl Tool for Shell {
                 result.content.push_str(&format!("- {line}\n"));
             }
             result.content.push(']');
+        }
+        if let Some(discarded) = discarded {
+            result.content.push_str(&format!("\n[{discarded}]"));
         }
         Ok(result)
     }
