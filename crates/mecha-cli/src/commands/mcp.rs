@@ -90,7 +90,7 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
     // A `sandbox = true` server is checked the way a run would start it.
     let sandbox = Sandbox::start(&settings.sandbox, HostEnv::current())
         .map_err(|e| Failure::Usage(e.to_string()))?;
-    let options = crate::wiring::spawn_options(&settings, workspace, sandbox.as_ref())?;
+    let options = crate::wiring::spawn_options(settings, workspace, sandbox.as_ref())?;
     let runtime = crate::runtime()?;
     let status = runtime.block_on(mecha_mcp::check(server.config.clone(), &options));
     // Everything below but the capability flags is the server's to write.
