@@ -1,20 +1,42 @@
 """What `[sandbox] kind = "bwrap"` adds to one shell call: wall time per
-round of N `shell` calls `true`, confined minus unconfined. Used by
+round of N `shell` calls `true`, confined minus unconfined, in a small
+workspace and in a large repository (where the walk for git repositories
+before the command and the sweep after it have a tree to cover). Used by
 bench.py."""
 
 from __future__ import annotations
 
 import shutil
 import statistics
+import subprocess
+from pathlib import Path
 
 from bench_common import BenchError, call_turn, text_turn
 
 
-def shell_round_s(h, api: str, rounds: int) -> float:
+# The large workspace: a git repository of DIRS directories of FILES files
+# each, two levels deep, like a mid-sized project with its dependencies.
+DIRS = 2000
+FILES = 10
+
+
+def large_workspace(h) -> Path:
+    """A git repository of DIRS * FILES files, made once per harness."""
+    ws = h.workspace()
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    for d in range(DIRS):
+        sub = ws / f"pkg{d // 100}" / f"mod{d}"
+        sub.mkdir(parents=True)
+        for f in range(FILES):
+            (sub / f"f{f}.txt").write_text("x\n")
+    return ws
+
+
+def shell_round_s(h, api: str, rounds: int, ws: Path | None = None) -> float:
     """Wall seconds per round of a run of `rounds` `shell` calls `true`."""
     turns = [call_turn(("shell", {"command": "true"}))] * rounds + [text_turn("done")]
     with h.mock(turns) as mock:
-        r = h.run(api, mock, h.workspace(), ["--max-turns", str(rounds + 5), "run true"])
+        r = h.run(api, mock, ws or h.workspace(), ["--max-turns", str(rounds + 5), "run true"])
         reqs = mock.requests(rounds + 1)
     if len(reqs) != rounds + 1:
         raise BenchError(f"shell run: expected {rounds + 1} requests, got {len(reqs)}:\n{r.stderr}")
@@ -27,6 +49,17 @@ def measure_confined(h, rounds: int, repeat: int) -> dict | None:
         return None
     plain = statistics.median(shell_round_s(h, "anthropic", rounds) for _ in range(repeat))
     boxed = statistics.median(shell_round_s(h, "anthropic-bwrap", rounds) for _ in range(repeat))
-    return {"added_ms": (boxed - plain) * 1e3, "plain_ms": plain * 1e3, "confined_ms": boxed * 1e3}
+    tree = large_workspace(h)
+    plain_tree = statistics.median(
+        shell_round_s(h, "anthropic", rounds, tree) for _ in range(repeat))
+    boxed_tree = statistics.median(
+        shell_round_s(h, "anthropic-bwrap", rounds, tree) for _ in range(repeat))
+    return {
+        "added_ms": (boxed - plain) * 1e3,
+        "plain_ms": plain * 1e3,
+        "confined_ms": boxed * 1e3,
+        "tree_added_ms": (boxed_tree - plain_tree) * 1e3,
+        "tree_files": DIRS * FILES,
+    }
 
 
