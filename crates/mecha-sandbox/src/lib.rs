@@ -14,9 +14,9 @@
 //! It does not decide which tools are confined (the shell tool and the MCP
 //! hub ask for it), it does not spawn the confined program (the caller
 //! does, in its own process group; only the docker backend runs short
-//! `docker` calls of its own, to start, clean up after and remove its
-//! containers), and it holds no secrets: the environment inside is exactly
-//! the one the caller hands over.
+//! `docker` calls of its own, to check the engine at start and to remove
+//! each job's container after it), and it holds no secrets: the
+//! environment inside is exactly the one the caller hands over.
 
 mod bwrap;
 mod config;
@@ -105,6 +105,10 @@ pub struct Confined {
 /// that (and, for a container, kills what is left of the program).
 #[derive(Debug, Default)]
 pub struct Lease {
+    /// What ends the program when dropped (a container's removal).
+    /// Declared first so that it drops first: the placeholders in `parts`
+    /// are mounted in the program's container, and must outlive it.
+    stop: Option<Box<dyn std::fmt::Debug + Send + Sync>>,
     parts: Vec<Box<dyn std::fmt::Debug + Send + Sync>>,
     baseline: sweep::Baseline,
 }
@@ -112,6 +116,10 @@ pub struct Lease {
 impl Lease {
     fn hold(&mut self, part: impl std::fmt::Debug + Send + Sync + 'static) {
         self.parts.push(Box::new(part));
+    }
+
+    fn stop_with(&mut self, stop: impl std::fmt::Debug + Send + Sync + 'static) {
+        self.stop = Some(Box::new(stop));
     }
 
     /// Once the program has exited (and before the lease drops): undoes
@@ -122,6 +130,16 @@ impl Lease {
     /// after each of its calls.
     pub fn sweep(&self) -> Vec<String> {
         self.baseline.sweep()
+    }
+
+    /// For a program that is done (exited, or its process killed): ends
+    /// whatever of it may still run, then sweeps. With bwrap nothing of a
+    /// job outlives its process; a container does (killing the `docker
+    /// run` client leaves it running), and a sweep while it runs could be
+    /// undone by it a moment later. Blocking: it may wait on the engine.
+    pub fn finish(mut self) -> Vec<String> {
+        drop(self.stop.take());
+        self.sweep()
     }
 }
 
@@ -291,7 +309,12 @@ impl Sandbox {
                 &inner.writable,
                 inner.host.home.as_deref(),
             ),
-            Backend::Docker(docker) => docker.confine(&job, &inner.readable, &inner.writable),
+            Backend::Docker(docker) => docker.confine(
+                &job,
+                &inner.readable,
+                &inner.writable,
+                inner.host.home.as_deref(),
+            ),
         }
     }
 }

@@ -231,10 +231,11 @@ impl Tool for Shell {
         // Kills whatever the command left behind, in its group or escaped
         // from it, before the result is handed back.
         group.finish().await;
-        // Then, with nothing of it left running: undo what it planted for
-        // git or a login shell on the host (blocking: it walks the tree).
+        // Then, with nothing of it left running (`finish` first ends a
+        // container the client's death left running): undo what it planted
+        // for git or a login shell on the host (blocking: it walks the tree).
         let undone = match lease {
-            Some(lease) => tokio::task::spawn_blocking(move || lease.sweep())
+            Some(lease) => tokio::task::spawn_blocking(move || lease.finish())
                 .await
                 .unwrap_or_default(),
             None => Vec::new(),
