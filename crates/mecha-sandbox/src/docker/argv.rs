@@ -102,8 +102,16 @@ pub(super) fn run_args(
         args.push("-u".into());
         args.push(name.into());
     }
+    let program = text(program, "the program")?;
+    if program.contains('=') {
+        // env reads NAME=value operands before the program, `--` or not.
+        return Err(format!(
+            "the program `{program}` holds `=`, which env inside the container would take for \
+             a variable; give a path without one"
+        ));
+    }
     args.push("--".into());
-    args.push(text(program, "the program")?.into());
+    args.push(program.into());
     for arg in program_args {
         args.push(text(arg, "an argument")?.into());
     }

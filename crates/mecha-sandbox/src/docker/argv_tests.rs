@@ -251,6 +251,16 @@ fn what_is_not_utf8_is_refused_rather_than_changed() {
     assert!(err.contains("argument"), "{err}");
 }
 
+/// env would run `B=1` as an assignment and then the first argument.
+#[test]
+fn a_program_env_would_read_as_a_variable_is_refused() {
+    let lists = Lists::new();
+    let err = run_args(&lists.spec(false), "/opt/A=1/server".as_ref(), &[]).unwrap_err();
+    assert!(err.contains("holds `=`"), "{err}");
+    // In an argument it is just text.
+    assert!(run_args(&lists.spec(false), "env".as_ref(), &os(&["A=1"])).is_ok());
+}
+
 /// No value reaches a command line the host's `ps` shows: only names.
 #[test]
 fn values_travel_in_the_file_never_on_the_command_line() {
