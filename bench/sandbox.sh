@@ -5,6 +5,9 @@
 # confine() included, and prints medians. Needs bubblewrap. Run from
 # anywhere:
 #   bash bench/sandbox.sh [runs, default 200]
+# With an image after the runs, the docker backend instead (a container
+# per call, its removal included), e.g. the engine tests' mecha-test:local:
+#   bash bench/sandbox.sh 10 mecha-test:local
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exec cargo run --release -q -p mecha-sandbox --example overhead -- "$@"

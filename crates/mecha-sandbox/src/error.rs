@@ -67,7 +67,7 @@ pub enum SandboxError {
     DockerEngine { detail: String },
     #[error(
         "[sandbox] kind = \"docker\" needs an image; set [sandbox] image = \"debian:stable-slim\" \
-         (any image that holds bash, util-linux's setsid and the tools your commands use), or \
+         (any image that holds /usr/bin/env, bash and the tools your commands use), or \
          use kind = \"bwrap\""
     )]
     DockerImageMissing,
@@ -81,9 +81,4 @@ pub enum SandboxError {
          `docker pull {image}`, or set [sandbox] image to one you have"
     )]
     DockerImageAbsent { image: String, detail: String },
-    #[error(
-        "the sandbox container could not be started ({detail}); check that `docker run` works \
-         with [sandbox] image, or use kind = \"bwrap\""
-    )]
-    DockerRun { detail: String },
 }

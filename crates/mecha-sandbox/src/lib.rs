@@ -14,9 +14,9 @@
 //! It does not decide which tools are confined (the shell tool and the MCP
 //! hub ask for it), it does not spawn the confined program (the caller
 //! does, in its own process group; only the docker backend runs short
-//! `docker` calls of its own, to start, clean up after and remove its
-//! containers), and it holds no secrets: the environment inside is exactly
-//! the one the caller hands over.
+//! `docker` calls of its own, to check the engine at start and to remove
+//! each job's container after it), and it holds no secrets: the
+//! environment inside is exactly the one the caller hands over.
 
 mod bwrap;
 mod config;
@@ -106,6 +106,10 @@ pub struct Confined {
 /// that (and, for a container, kills what is left of the program).
 #[derive(Debug, Default)]
 pub struct Lease {
+    /// What ends the program when dropped (a container's removal).
+    /// Declared first so that it drops first: the placeholders in `parts`
+    /// are mounted in the program's container, and must outlive it.
+    stop: Option<Box<dyn std::fmt::Debug + Send + Sync>>,
     parts: Vec<Box<dyn std::fmt::Debug + Send + Sync>>,
     baseline: sweep::Baseline,
     /// The job's private `/tmp`, where the backend gives it one.
@@ -115,6 +119,10 @@ pub struct Lease {
 impl Lease {
     fn hold(&mut self, part: impl std::fmt::Debug + Send + Sync + 'static) {
         self.parts.push(Box::new(part));
+    }
+
+    fn stop_with(&mut self, stop: impl std::fmt::Debug + Send + Sync + 'static) {
+        self.stop = Some(Box::new(stop));
     }
 
     /// Once the program has exited (and before the lease drops): undoes
@@ -127,13 +135,33 @@ impl Lease {
         self.baseline.sweep()
     }
 
-    /// Once the program has exited: one sentence naming what it left in
-    /// its private `/tmp`, which goes with the lease, or `None` if nothing.
-    /// For a one-off command, where a file written there and read back by
-    /// the next command would otherwise just be missing.
-    pub fn left_in_tmp(&self) -> Option<String> {
-        self.scratch.as_ref()?.left_behind()
+    /// For a program that is done (exited, or its process killed): ends
+    /// whatever of it may still run, then sweeps, and says what it left in
+    /// its private `/tmp` (which goes with the lease). With bwrap nothing
+    /// of a job outlives its process; a container does (killing the
+    /// `docker run` client leaves it running), and a sweep while it runs
+    /// could be undone by it a moment later. Blocking: it may wait on the
+    /// engine.
+    pub fn finish(mut self) -> Finished {
+        drop(self.stop.take());
+        Finished {
+            undone: self.sweep(),
+            left_in_tmp: self
+                .scratch
+                .as_ref()
+                .and_then(scratch::Scratch::left_behind),
+        }
     }
+}
+
+/// What [`Lease::finish`] found once a one-off program was done.
+#[derive(Debug, Default)]
+pub struct Finished {
+    /// What the sweep undid, one sentence each.
+    pub undone: Vec<String>,
+    /// One sentence naming what the program left in its `/tmp`, which is
+    /// gone, or `None` if it left nothing.
+    pub left_in_tmp: Option<String>,
 }
 
 /// A checked policy, shared by the shell tool and every sandboxed MCP
@@ -302,7 +330,12 @@ impl Sandbox {
                 &inner.writable,
                 inner.host.home.as_deref(),
             ),
-            Backend::Docker(docker) => docker.confine(&job, &inner.readable, &inner.writable),
+            Backend::Docker(docker) => docker.confine(
+                &job,
+                &inner.readable,
+                &inner.writable,
+                inner.host.home.as_deref(),
+            ),
         }
     }
 }

@@ -1,8 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The docker backend's life cycle through the public API, against a fake
-//! `docker` that records every call (no engine runs on these machines):
-//! when containers are made and removed, what each job's `docker exec`
-//! carries, and the kill that follows it.
+//! `docker` that records every call (no engine needed; docker_engine.rs
+//! runs the real one): what start-up checks, what each job's `docker run`
+//! carries, and the removal of its container that follows it.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -12,9 +12,10 @@ use std::sync::OnceLock;
 
 use mecha_sandbox::{HostEnv, Job, Sandbox, SandboxConfig, SandboxError, SandboxKind};
 
-/// Logs, in the directory of the `docker` it was called as, each call as one line of `\x1f`-separated arguments, its
-/// environment beside it, and a copy of any `--env-file`; answers like an
-/// engine that is up, unless a file in the directory says otherwise.
+/// Logs, in the directory of the `docker` it was called as, each call as
+/// one line of `\x1f`-separated arguments, its environment beside it, and
+/// a copy of any `--env-file` and its mode; answers like an engine that is
+/// up, unless a file in the directory says otherwise.
 const FAKE: &str = r#"#!/bin/sh
 d="${0%/*}"
 /usr/bin/env > "$d/env.$$"
@@ -26,12 +27,12 @@ version)
     echo "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?" >&2
     exit 1 ;;
 image)
-    [ -e "$d/no-image" ] || exit 0
-    echo "Error response from daemon: No such image: $5" >&2
-    exit 1 ;;
+    if [ -e "$d/no-image" ]; then
+        echo "Error response from daemon: No such image: $5" >&2
+        exit 1
+    fi
+    printf 'PATH=/usr/local/bin:/usr/bin\nIMAGE_VAR=1\n' ;;
 run)
-    printf '%064x\n' "$$" ;;
-exec)
     while [ $# -gt 0 ]; do
         if [ "$1" = --env-file ]; then
             cat "$2" > "$d/envfile.$$"; stat -c %a "$2" > "$d/envmode.$$"
@@ -145,22 +146,14 @@ fn job<'a>(workspace: &'a Path, args: &'a [OsString], network: bool) -> Job<'a> 
 }
 
 #[test]
-fn start_checks_the_engine_and_the_image_but_makes_no_container() {
+fn start_checks_the_engine_and_the_image_and_makes_no_container() {
     let fake = Fake::new();
     let sandbox = fake.start(Some("debian:stable-slim")).unwrap();
     assert!(sandbox.is_some());
     assert_eq!(fake.verbs(), ["version", "image"]);
     let calls = fake.calls();
-    assert_eq!(
-        calls[1].1,
-        [
-            "image",
-            "inspect",
-            "--format",
-            "{{.Id}}",
-            "debian:stable-slim"
-        ]
-    );
+    assert_eq!(calls[1].1[..2], ["image", "inspect"]);
+    assert_eq!(calls[1].1.last().unwrap(), "debian:stable-slim");
     for (pid, _) in &calls {
         assert_client_env(&fake.file("env", pid));
     }
@@ -201,59 +194,17 @@ fn what_cannot_be_honoured_is_an_error_never_an_unconfined_run() {
     assert!(message.contains("kind = \"bwrap\""), "{message}");
 }
 
-#[tokio::test]
-async fn one_container_per_workspace_and_network_made_at_first_use_removed_at_the_end() {
-    let fake = Fake::new();
-    let workspace = tempfile::tempdir().unwrap();
-    let args: Vec<OsString> = vec!["-c".into(), "true".into()];
-    let sandbox = fake.start(Some("debian:stable-slim")).unwrap().unwrap();
-    let clone = sandbox.clone();
-
-    let first = sandbox
-        .confine(job(workspace.path(), &args, false))
-        .unwrap();
-    let second = clone.confine(job(workspace.path(), &args, false)).unwrap();
-    let networked = sandbox.confine(job(workspace.path(), &args, true)).unwrap();
-    let runs: Vec<Vec<String>> = fake
-        .calls()
+fn run_calls(fake: &Fake) -> Vec<(String, Vec<String>)> {
+    fake.calls()
         .into_iter()
         .filter(|(_, a)| a[0] == "run")
-        .map(|(_, a)| a)
-        .collect();
-    assert_eq!(runs.len(), 2, "{runs:?}");
-    assert!(runs[0].windows(2).any(|w| w == ["--network", "none"]));
-    assert!(!runs[1].iter().any(|a| a == "--network"));
-    let ws = workspace.path().display().to_string();
-    for run in &runs {
-        let mount = format!("type=bind,source={ws},target={ws}");
-        assert!(run.contains(&mount), "{run:?}");
-        let uid = user_ids();
-        assert!(
-            run.windows(2).any(|w| w == ["--user", uid.as_str()]),
-            "{run:?}"
-        );
-    }
-    drop((first, second, networked));
+        .collect()
+}
 
-    drop(sandbox);
-    assert!(
-        !fake.verbs().contains(&"rm".to_owned()),
-        "removed while a clone lives"
-    );
-    drop(clone);
-    let (_, rm) = fake.calls().pop().unwrap();
-    let ids: Vec<String> = fake
-        .calls()
-        .into_iter()
-        .filter(|(_, a)| a[0] == "run")
-        .map(|(pid, _)| format!("{:064x}", pid.parse::<u64>().unwrap()))
-        .collect();
-    let mut removed = rm[2..].to_vec();
-    removed.sort();
-    let mut expected = ids;
-    expected.sort();
-    assert_eq!(rm[..2], ["rm", "-f"]);
-    assert_eq!(removed, expected);
+fn value_of<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
+    args.windows(2)
+        .find(|w| w[0] == flag)
+        .map(|w| w[1].as_str())
 }
 
 fn user_ids() -> String {
@@ -264,67 +215,125 @@ fn user_ids() -> String {
     format!("{}:{}", uid.trim(), gid.trim())
 }
 
-/// On the multi-threaded runtime, as mecha runs, the blocking docker calls
-/// in `confine` and in the drops go through `block_in_place`.
+/// On the multi-threaded runtime, as mecha runs, the blocking docker call
+/// in the lease's drop goes through `block_in_place`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_job_gets_its_env_from_a_private_file_and_is_killed_when_its_lease_drops() {
+async fn each_job_is_a_container_of_its_own_removed_when_its_lease_drops() {
     let fake = Fake::new();
     let workspace = tempfile::tempdir().unwrap();
     let args: Vec<OsString> = vec!["-c".into(), "echo hi".into()];
     let sandbox = fake.start(Some("debian:stable-slim")).unwrap().unwrap();
-    let mut confined = sandbox
+    let clone = sandbox.clone();
+    let mut first = sandbox
         .confine(job(workspace.path(), &args, false))
         .unwrap();
-    let status = confined.command.status().await.unwrap();
-    assert!(status.success());
+    let mut second = clone.confine(job(workspace.path(), &args, true)).unwrap();
+    // Confining asks the engine nothing; the job's own command does.
+    assert_eq!(fake.verbs(), ["version", "image"]);
+    assert!(first.command.status().await.unwrap().success());
+    assert!(second.command.status().await.unwrap().success());
 
-    let (exec_pid, exec) = fake.calls().pop().unwrap();
-    let container = fake
-        .calls()
-        .into_iter()
-        .find(|(_, a)| a[0] == "run")
-        .map(|(pid, _)| format!("{:064x}", pid.parse::<u64>().unwrap()))
-        .unwrap();
-    let ws = workspace.path().display().to_string();
-    assert_eq!(exec[..4], ["exec", "-i", "-w", ws.as_str()]);
-    assert_eq!(exec[4], "--env-file");
-    assert_eq!(exec[6], container);
-    assert_eq!(exec[exec.len() - 3..], ["bash", "-c", "echo hi"]);
-    // The values travel in a file only the user can read, not on argv.
-    assert_eq!(
-        fake.file("envfile", &exec_pid),
-        "GREETING=hello there\nPATH=/usr/bin:/bin\n"
-    );
-    assert_eq!(fake.file("envmode", &exec_pid).trim(), "600");
-    assert!(!exec.iter().any(|a| a.contains("hello there")), "{exec:?}");
-    assert_client_env(&fake.file("env", &exec_pid));
-    let job_tag = exec
-        .iter()
-        .find(|a| a.starts_with("mecha-job-"))
+    let runs = run_calls(&fake);
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let ws = workspace
+        .path()
+        .canonicalize()
         .unwrap()
-        .clone();
+        .display()
+        .to_string();
+    let pid = std::process::id();
+    let mut names = Vec::new();
+    for (fake_pid, run) in &runs {
+        for flag in ["--rm", "-i", "--init", "--read-only"] {
+            assert!(run.iter().any(|a| a == flag), "{flag}: {run:?}");
+        }
+        assert_eq!(value_of(run, "--pull"), Some("never"));
+        assert_eq!(value_of(run, "--user"), Some(user_ids().as_str()));
+        assert_eq!(
+            value_of(run, "--label"),
+            Some(format!("mecha.run={pid}").as_str())
+        );
+        assert_eq!(value_of(run, "-w"), Some(ws.as_str()));
+        let mount = format!("type=bind,source={ws},target={ws}");
+        assert!(run.contains(&mount), "{run:?}");
+        // The values travel in a file only the user can read, not on argv.
+        assert_eq!(
+            fake.file("envfile", fake_pid),
+            "GREETING=hello there\nPATH=/usr/bin:/bin\n"
+        );
+        assert_eq!(fake.file("envmode", fake_pid).trim(), "600");
+        assert!(!run.iter().any(|a| a.contains("hello there")), "{run:?}");
+        assert_client_env(&fake.file("env", fake_pid));
+        // The image's ENV is dropped; the job's own PATH is not.
+        let tail = &run[run.iter().position(|a| a == "debian:stable-slim").unwrap()..];
+        assert!(
+            tail.windows(2).any(|w| w == ["-u", "IMAGE_VAR"]),
+            "{tail:?}"
+        );
+        assert!(!tail.windows(2).any(|w| w == ["-u", "PATH"]), "{tail:?}");
+        assert_eq!(tail[tail.len() - 4..], ["--", "bash", "-c", "echo hi"]);
+        names.push(value_of(run, "--name").unwrap().to_owned());
+    }
+    assert_eq!(value_of(&runs[0].1, "--network"), Some("none"));
+    assert_eq!(value_of(&runs[1].1, "--network"), None);
+    assert_ne!(names[0], names[1]);
+    for name in &names {
+        assert!(name.starts_with(&format!("mecha-job-{pid}-")), "{name}");
+    }
 
-    let calls_before = fake.calls().len();
-    drop(confined.lease);
-    let calls = fake.calls();
-    assert_eq!(calls.len(), calls_before + 1, "one kill per job");
-    let (_, kill) = calls.last().unwrap();
-    assert_eq!(kill[..4], ["exec", container.as_str(), "bash", "-c"]);
-    assert!(
-        kill[4].starts_with(&format!("f=/tmp/{job_tag};")),
-        "{kill:?}"
-    );
+    drop(first.lease);
+    let (_, rm) = fake.calls().pop().unwrap();
+    assert_eq!(rm, ["rm", "-f", names[0].as_str()]);
+    // Released explicitly: the container goes before the sweep.
+    assert!(second.lease.finish().undone.is_empty());
+    let (_, rm) = fake.calls().pop().unwrap();
+    assert_eq!(rm, ["rm", "-f", names[1].as_str()]);
 
-    // A job that outlives the sandbox (an MCP server at the end of a run)
-    // died with the container: its lease does not call docker again.
-    let late = sandbox
-        .confine(job(workspace.path(), &args, false))
+    // The sandbox itself holds no container, so dropping it calls nothing.
+    let calls = fake.calls().len();
+    drop((sandbox, clone));
+    assert_eq!(fake.calls().len(), calls);
+}
+
+/// What bwrap mounts read-only, the container gets read-only too.
+#[test]
+fn the_protected_paths_are_mounted_read_only_and_pinned() {
+    let fake = Fake::new();
+    let workspace = tempfile::tempdir().unwrap();
+    let ws = workspace.path().canonicalize().unwrap();
+    std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+    std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
+    std::fs::create_dir_all(ws.join("home/.mecha")).unwrap();
+    let read_only = [ws.join("home/.mecha")];
+    let sandbox = fake.start(Some("debian:stable-slim")).unwrap().unwrap();
+    let args: Vec<OsString> = Vec::new();
+    let confined = sandbox
+        .confine(Job {
+            read_only: &read_only,
+            ..job(&ws, &args, false)
+        })
         .unwrap();
-    drop(sandbox);
-    assert_eq!(fake.verbs().last().map(String::as_str), Some("rm"));
-    let calls_before = fake.calls().len();
-    drop(late);
-    assert_eq!(fake.calls().len(), calls_before);
+    let run: Vec<String> = confined
+        .command
+        .as_std()
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let bind = |path: &Path, readonly: bool| {
+        let p = path.display();
+        let ro = if readonly { ",readonly" } else { "" };
+        format!("type=bind,source={p},target={p}{ro}")
+    };
+    for (path, readonly) in [
+        (ws.clone(), false),
+        (ws.join(".git"), false),
+        (ws.join(".git/hooks"), true),
+        (ws.join(".git/config"), true),
+        (ws.join("home/.mecha"), true),
+    ] {
+        assert!(run.contains(&bind(&path, readonly)), "{path:?}: {run:?}");
+    }
+    drop(confined);
 }
 
 #[test]
@@ -340,7 +349,7 @@ fn a_value_docker_cannot_carry_is_refused_for_that_job_only() {
         matches!(&err, SandboxError::Confine { reason, .. } if reason.contains("MULTI")),
         "{err:?}"
     );
-    // No container was made for a job that could not run.
-    assert!(!fake.verbs().contains(&"run".to_owned()));
+    // Nothing was asked of docker for a job that could not run.
+    assert_eq!(fake.verbs(), ["version", "image"]);
     assert!(sandbox.confine(job(workspace.path(), &args, false)).is_ok());
 }

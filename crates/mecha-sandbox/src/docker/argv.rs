@@ -1,213 +1,243 @@
-//! The argument vectors mecha hands the docker client, and the two small
-//! bash programs that run inside the container, as pure functions: what a
-//! container is allowed can be read and tested here without an engine.
+//! The argument vectors mecha hands the docker client, as pure functions:
+//! what a job's container is allowed can be read and tested here without
+//! an engine.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-/// Where a job's pid file and tombstone live inside the container: the
-/// container's own tmpfs, the only writable place every job has.
-pub(super) const JOB_DIR: &str = "/tmp";
+use crate::protect::Mount;
 
-/// The container's main process only has to stay up: the run removes the
-/// container when it ends, so the sleep is never meant to run out.
-const KEEPALIVE: [&str; 2] = ["sleep", "2147483647"];
+/// What the engine puts in a container's environment on its own when the
+/// job's lacks them; `TERM` only comes with a terminal, which mecha never
+/// asks for, but costs nothing to list.
+const ENGINE_VARS: [&str; 4] = ["HOME", "HOSTNAME", "PATH", "TERM"];
 
-/// What one container of a run is given.
+/// The container's first program (under `--init`): it drops what the
+/// engine and the image added to the environment, then becomes the job.
+/// Every image has it (`#!/usr/bin/env` scripts rely on it), and naming it
+/// as the entrypoint also keeps the image's own entrypoint from running.
+const ENV_PROGRAM: &str = "/usr/bin/env";
+
+/// What one job's container is given.
 #[derive(Debug)]
 pub(super) struct RunSpec<'a> {
     pub image: &'a str,
     /// `UID:GID`, the user's own ids, so files written in the workspace are
     /// the user's and nothing inside is root.
     pub user: &'a str,
-    pub workspace: &'a Path,
+    /// `mecha-job-<pid>-<nonce>-<n>`: what the lease removes, by name.
+    pub name: &'a str,
+    /// A `key=value` label, so that containers a killed mecha left behind
+    /// can be found with `docker ps --filter label=...`.
+    pub label: &'a str,
     pub network: bool,
+    /// The job's environment, read by the client (see [`env_file`]).
+    pub env_file: &'a Path,
+    /// The names of the job's environment, and of the image's own `ENV`.
+    pub env_names: &'a BTreeSet<String>,
+    pub image_env: &'a [String],
+    /// The workspace on the host (canonical), and where it is inside.
+    pub host_workspace: &'a Path,
+    pub workspace: &'a Path,
     /// Only the ones that exist (a missing toolchain is skipped, as bwrap's
     /// `--ro-bind-try` does).
     pub readable: &'a [PathBuf],
     pub writable: &'a [PathBuf],
-    /// A `key=value` label, so that containers a killed mecha left behind
-    /// can be found with `docker ps --filter label=...`.
-    pub label: &'a str,
+    /// The protection mounts (protect.rs), pins first.
+    pub protected: &'a [Mount],
+    /// The job's `/tmp` on the host (scratch.rs).
+    pub tmp: &'a Path,
 }
 
-/// `docker run`: a detached, self-removing container with no capabilities,
-/// a read-only root, no way to gain privileges, and no network unless the
-/// job asks for it (then docker's default bridge).
-pub(super) fn run_args(spec: &RunSpec<'_>) -> Vec<OsString> {
+/// `docker run` for one job: a self-removing container with no
+/// capabilities, a read-only root, no way to gain privileges, no network
+/// unless the job asks for it (then docker's default bridge), and the job
+/// as its one program, stdio attached. Errors name what docker cannot
+/// carry: the client sends every path and argument as UTF-8 text and would
+/// replace anything else, so a mount or a command would silently change.
+pub(super) fn run_args(
+    spec: &RunSpec<'_>,
+    program: &OsStr,
+    program_args: &[OsString],
+) -> Result<Vec<OsString>, String> {
     let mut args = strings(&[
         "run",
-        "-d",
         "--rm",
+        "-i",
         "--init",
+        "--pull",
+        "never",
         "--read-only",
         "--cap-drop",
         "ALL",
         "--security-opt",
         "no-new-privileges",
-        "--pull",
-        "never",
         "--user",
         spec.user,
+        "--name",
+        spec.name,
         "--label",
         spec.label,
+        // The output reaches mecha through the client; the engine keeps no
+        // copy of it on disk.
+        "--log-driver",
+        "none",
     ]);
     if !spec.network {
         args.extend(strings(&["--network", "none"]));
     }
-    // exec, because build tools run what they compile in /tmp; docker's
-    // default tmpfs is noexec.
-    args.extend(strings(&["--tmpfs", "/tmp:rw,exec,nosuid,nodev,mode=1777"]));
-    for (path, readonly) in mounts(spec.workspace, spec.readable, spec.writable) {
-        args.push("--mount".into());
-        args.push(mount_arg(path, readonly));
-    }
+    args.push("--env-file".into());
+    args.push(text(spec.env_file.as_os_str(), "the environment file")?.into());
     args.push("-w".into());
-    args.push(spec.workspace.into());
-    args.push(spec.image.into());
-    args.extend(strings(&KEEPALIVE));
-    args
+    args.push(text(spec.workspace.as_os_str(), "the workspace")?.into());
+    for bind in binds(spec) {
+        args.push("--mount".into());
+        args.push(mount_arg(&bind)?);
+    }
+    args.extend(strings(&["--entrypoint", ENV_PROGRAM, spec.image]));
+    for name in unset_names(spec.env_names, spec.image_env) {
+        args.push("-u".into());
+        args.push(name.into());
+    }
+    let program = text(program, "the program")?;
+    if program.contains('=') {
+        // env reads NAME=value operands before the program, `--` or not.
+        return Err(format!(
+            "the program `{program}` holds `=`, which env inside the container would take for \
+             a variable; give a path without one"
+        ));
+    }
+    args.push("--".into());
+    args.push(program.into());
+    for arg in program_args {
+        args.push(text(arg, "an argument")?.into());
+    }
+    Ok(args)
 }
 
-/// The bind mounts, one per target: the workspace read-write first, then
-/// `writable`, then `readable`; a path listed twice is mounted once, the
-/// first way it appears (docker refuses a duplicate mount point).
-fn mounts<'a>(
-    workspace: &'a Path,
-    readable: &'a [PathBuf],
-    writable: &'a [PathBuf],
-) -> Vec<(&'a Path, bool)> {
-    let mut seen: Vec<(&Path, bool)> = vec![(workspace, false)];
-    let listed = writable
+/// What `env -u` drops: whatever the engine or the image would add that
+/// the job did not ask for, so the job sees exactly its own environment.
+fn unset_names<'a>(
+    env_names: &'a BTreeSet<String>,
+    image_env: &'a [String],
+) -> impl Iterator<Item = &'a str> {
+    let added: BTreeSet<&str> = ENGINE_VARS
+        .into_iter()
+        .chain(image_env.iter().map(String::as_str))
+        .collect();
+    added
+        .into_iter()
+        .filter(move |name| !env_names.contains(*name))
+}
+
+/// One bind mount of a job's container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Bind<'a> {
+    pub source: &'a Path,
+    pub target: &'a Path,
+    pub readonly: bool,
+}
+
+/// Where the job's private directory is mounted.
+const TMP: &str = "/tmp";
+
+/// The bind mounts, one per target. Docker mounts them shallowest target
+/// first whatever the order here, and refuses a target given twice, so:
+/// the workspace, `writable` and `readable` keep the first way a target
+/// appears (the workspace stays writable if also listed readable); a pin
+/// onto a target already mounted adds nothing (it is already a mount
+/// point, which cannot be renamed away); a read-only protection mount
+/// replaces whatever else had its target, since it is a mount point too
+/// and the protection must win, as bwrap's later mount does. The job's
+/// `/tmp` comes after the listed paths, so a listed `/tmp` keeps its way.
+pub(super) fn binds<'a>(spec: &'a RunSpec<'_>) -> Vec<Bind<'a>> {
+    let mut binds = vec![Bind {
+        source: spec.host_workspace,
+        target: spec.workspace,
+        readonly: false,
+    }];
+    let listed = spec
+        .writable
         .iter()
-        .map(|p| (p.as_path(), false))
-        .chain(readable.iter().map(|p| (p.as_path(), true)));
+        .map(|p| (p, false))
+        .chain(spec.readable.iter().map(|p| (p, true)));
     for (path, readonly) in listed {
-        if !seen.iter().any(|(s, _)| *s == path) {
-            seen.push((path, readonly));
+        if !binds.iter().any(|b| b.target == path) {
+            binds.push(Bind {
+                source: path,
+                target: path,
+                readonly,
+            });
         }
     }
-    seen
+    // The job's own /tmp, unless a listed path is /tmp itself.
+    if !binds.iter().any(|b| b.target == Path::new(TMP)) {
+        binds.push(Bind {
+            source: spec.tmp,
+            target: Path::new(TMP),
+            readonly: false,
+        });
+    }
+    for mount in spec.protected {
+        let (source, target, readonly) = match mount {
+            Mount::Pin { source, dest } => (source, dest, false),
+            Mount::ReadOnly { source, dest } => (source, dest, true),
+        };
+        let bind = Bind {
+            source,
+            target,
+            readonly,
+        };
+        match binds.iter_mut().find(|b| b.target == target) {
+            None => binds.push(bind),
+            Some(existing) if readonly => *existing = bind,
+            Some(_) => {}
+        }
+    }
+    binds
 }
 
 /// One `--mount` value. Docker reads it as a CSV record, so a path holding
 /// a comma or a quote is quoted, CSV style, rather than split into fields
 /// (`-v` has no quoting at all and splits on every `:`).
-fn mount_arg(path: &Path, readonly: bool) -> OsString {
-    let path = path.as_os_str().as_bytes();
-    let mut fields: Vec<Vec<u8>> = vec![b"type=bind".to_vec()];
-    for key in [&b"source="[..], &b"target="[..]] {
-        fields.push([key, path].concat());
+fn mount_arg(bind: &Bind<'_>) -> Result<OsString, String> {
+    let source = text(bind.source.as_os_str(), "a mount source")?;
+    let target = text(bind.target.as_os_str(), "a mount target")?;
+    let mut fields = vec![
+        "type=bind".to_owned(),
+        format!("source={source}"),
+        format!("target={target}"),
+    ];
+    if bind.readonly {
+        fields.push("readonly".to_owned());
     }
-    if readonly {
-        fields.push(b"readonly".to_vec());
-    }
-    let quoted: Vec<Vec<u8>> = fields.into_iter().map(csv_field).collect();
-    OsString::from_vec(quoted.join(&b","[..]))
+    let quoted: Vec<String> = fields.into_iter().map(csv_field).collect();
+    Ok(quoted.join(",").into())
 }
 
-fn csv_field(field: Vec<u8>) -> Vec<u8> {
-    if !field
-        .iter()
-        .any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r'))
-    {
+fn csv_field(field: String) -> String {
+    if !field.contains([',', '"', '\n', '\r']) {
         return field;
     }
-    let mut out = vec![b'"'];
-    for byte in field {
-        if byte == b'"' {
-            out.push(b'"');
-        }
-        out.push(byte);
-    }
-    out.push(b'"');
-    out
+    format!("\"{}\"", field.replace('"', "\"\""))
 }
 
-/// One confined job: `docker exec -i` in the workspace, with the job's
-/// environment read from `env_file` (so no value shows on the host's `ps`),
-/// running [`wrapper_script`] under `setsid -w` so that the job leads a
-/// session and process group of its own that [`kill_args`] can find.
-pub(super) fn exec_args(
-    container: &str,
-    workspace: &Path,
-    env_file: &Path,
-    job: u64,
-    env: &BTreeMap<OsString, OsString>,
-    program: &OsStr,
-    program_args: &[OsString],
-) -> Vec<OsString> {
-    let mut args = strings(&["exec", "-i", "-w"]);
-    args.push(workspace.into());
-    args.push("--env-file".into());
-    args.push(env_file.into());
-    args.extend(strings(&[container, "setsid", "-w", "bash", "-c"]));
-    args.push(wrapper_script(JOB_DIR, job).into());
-    args.push(format!("mecha-job-{job}").into());
-    args.push(keep_list(env));
-    args.push(program.into());
-    args.extend(program_args.iter().cloned());
-    args
+/// `value` as UTF-8, or why docker cannot carry it.
+fn text<'a>(value: &'a OsStr, what: &str) -> Result<&'a str, String> {
+    value.to_str().ok_or_else(|| {
+        format!(
+            "{what} `{}` is not UTF-8, which docker cannot pass unchanged; rename it, or use \
+             kind = \"bwrap\"",
+            String::from_utf8_lossy(value.as_bytes())
+        )
+    })
 }
 
-/// The names of the job's environment, space-separated: the wrapper unsets
-/// everything else (the image's `ENV`, the `HOSTNAME` and `HOME` docker
-/// adds), so the job sees exactly the environment it was given.
-fn keep_list(env: &BTreeMap<OsString, OsString>) -> OsString {
-    let names: Vec<&[u8]> = env.keys().map(|k| k.as_bytes()).collect();
-    OsString::from_vec(names.join(&b" "[..]))
-}
-
-/// Runs as the session leader `setsid` made: it records its pid (which is
-/// then the job's session and process group id), gives up if the job was
-/// already killed before it started, trims the environment to the names in
-/// `$1`, and becomes the job. The pid-then-tombstone order here and the
-/// tombstone-then-pid order in [`kill_script`] mean that a kill racing a
-/// start either finds the pid or is seen by the wrapper. bash's `exec`
-/// re-creates `SHLVL` (it undoes bash's own increment when the job's
-/// environment has one), hence `env -u` when it has none.
-pub(super) fn wrapper_script(dir: &str, job: u64) -> String {
-    format!(
-        "f={dir}/mecha-job-{job}; echo $$ > \"$f.pid\" || exit 125; \
-         if [ -e \"$f.end\" ]; then exit 137; fi; \
-         keep=\" $1 \"; shift; \
-         for v in $(compgen -e); do case \"$keep\" in *\" $v \"*) ;; \
-         *) unset \"$v\" 2>/dev/null ;; esac; done; \
-         case \"$keep\" in *\" SHLVL \"*) exec \"$@\" ;; esac; \
-         exec env -u SHLVL \"$@\""
-    )
-}
-
-/// Kills job `job`: its process group at once, then every process still
-/// in its session or group (a `setpgid` child, a `set -m` job). Killing the
-/// `docker exec` client on the host would leave all of these running.
-pub(super) fn kill_script(dir: &str, job: u64) -> String {
-    format!(
-        "f={dir}/mecha-job-{job}; : > \"$f.end\"; \
-         read -r id 2>/dev/null < \"$f.pid\" || exit 0; \
-         case $id in ''|*[!0-9]*|0|1) exit 0 ;; esac; \
-         kill -KILL -- \"-$id\" 2>/dev/null; \
-         for s in /proc/[0-9]*/stat; do read -r l 2>/dev/null < \"$s\" || continue; \
-         set -- ${{l##*) }}; \
-         if [ \"$3\" = \"$id\" ] || [ \"$4\" = \"$id\" ]; then p=${{s#/proc/}}; \
-         kill -KILL \"${{p%/stat}}\" 2>/dev/null; fi; done; exit 0"
-    )
-}
-
-/// `docker exec` running [`kill_script`] for one job.
-pub(super) fn kill_args(container: &str, job: u64) -> Vec<OsString> {
-    let mut args = strings(&["exec", container, "bash", "-c"]);
-    args.push(kill_script(JOB_DIR, job).into());
-    args
-}
-
-/// Removes the run's containers, killing whatever still runs in them.
-pub(super) fn rm_args(containers: &[String]) -> Vec<OsString> {
-    let mut args = strings(&["rm", "-f"]);
-    args.extend(containers.iter().map(OsString::from));
-    args
+/// Removes one job's container, killing whatever still runs in it.
+pub(super) fn rm_args(name: &str) -> Vec<OsString> {
+    strings(&["rm", "-f", name])
 }
 
 /// Fails unless a Docker engine answers.
@@ -216,9 +246,28 @@ pub(super) fn version_args() -> Vec<OsString> {
 }
 
 /// Fails unless the engine holds `image` (`docker run --pull never` will
-/// not fetch it in the middle of a run).
+/// not fetch it in the middle of a run); prints the image's `ENV`, one
+/// `NAME=value` a line.
 pub(super) fn image_args(image: &str) -> Vec<OsString> {
-    strings(&["image", "inspect", "--format", "{{.Id}}", image])
+    strings(&[
+        "image",
+        "inspect",
+        "--format",
+        "{{range .Config.Env}}{{println .}}{{end}}",
+        image,
+    ])
+}
+
+/// The names in what [`image_args`] printed. A value holding a line break
+/// would make its second line look like another variable; dropping that
+/// one too is harmless, since no name of the job's own is ever dropped.
+pub(super) fn image_env_names(printed: &str) -> Vec<String> {
+    let names: BTreeSet<&str> = printed
+        .lines()
+        .filter_map(|line| line.split_once('=').map(|(name, _)| name))
+        .filter(|name| !name.is_empty())
+        .collect();
+    names.into_iter().map(str::to_owned).collect()
 }
 
 /// The `--env-file` contents for `env`, or why docker cannot carry a
@@ -229,7 +278,7 @@ pub(super) fn env_file(env: &BTreeMap<OsString, OsString>) -> Result<Vec<u8>, St
     for (name, value) in env {
         let (Some(name), Some(value)) = (name.to_str(), value.to_str()) else {
             return Err(format!(
-                "the environment variable `{}` is not UTF-8, which docker exec cannot pass",
+                "the environment variable `{}` is not UTF-8, which docker cannot pass",
                 name.to_string_lossy()
             ));
         };
@@ -239,13 +288,12 @@ pub(super) fn env_file(env: &BTreeMap<OsString, OsString>) -> Result<Vec<u8>, St
             || name.chars().any(char::is_whitespace)
         {
             return Err(format!(
-                "`{name}` is not a name docker exec can pass as an environment variable"
+                "`{name}` is not a name docker can pass as an environment variable"
             ));
         }
         if value.contains(['\n', '\r']) {
             return Err(format!(
-                "the environment variable `{name}` holds a line break, which docker exec \
-                 cannot pass"
+                "the environment variable `{name}` holds a line break, which docker cannot pass"
             ));
         }
         out.extend_from_slice(format!("{name}={value}\n").as_bytes());

@@ -1,8 +1,7 @@
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use super::*;
 
@@ -17,88 +16,219 @@ fn env(pairs: &[(&str, &str)]) -> BTreeMap<OsString, OsString> {
         .collect()
 }
 
-fn spec<'a>(readable: &'a [PathBuf], writable: &'a [PathBuf], network: bool) -> RunSpec<'a> {
-    RunSpec {
-        image: "debian:stable-slim",
-        user: "1000:1000",
-        workspace: Path::new("/home/u/proj"),
-        network,
-        readable,
-        writable,
-        label: "mecha.run=42",
+fn names(items: &[&str]) -> BTreeSet<String> {
+    items.iter().map(|s| (*s).to_owned()).collect()
+}
+
+struct Lists {
+    readable: Vec<PathBuf>,
+    writable: Vec<PathBuf>,
+    protected: Vec<Mount>,
+    env_names: BTreeSet<String>,
+    image_env: Vec<String>,
+}
+
+impl Lists {
+    fn new() -> Self {
+        Self {
+            readable: Vec::new(),
+            writable: Vec::new(),
+            protected: Vec::new(),
+            env_names: names(&["PATH", "SECRET"]),
+            image_env: vec!["LANG".to_owned(), "PATH".to_owned()],
+        }
     }
+
+    fn spec(&self, network: bool) -> RunSpec<'_> {
+        RunSpec {
+            image: "debian:stable-slim",
+            user: "1000:1000",
+            name: "mecha-job-42-7",
+            label: "mecha.run=42",
+            network,
+            env_file: Path::new("/tmp/mecha-docker-env-x"),
+            env_names: &self.env_names,
+            image_env: &self.image_env,
+            host_workspace: Path::new("/real/proj"),
+            workspace: Path::new("/home/u/proj"),
+            readable: &self.readable,
+            writable: &self.writable,
+            protected: &self.protected,
+            tmp: Path::new("/var/tmp/mecha-tmp-x"),
+        }
+    }
+}
+
+fn pin(path: &str) -> Mount {
+    Mount::Pin {
+        source: path.into(),
+        dest: path.into(),
+    }
+}
+
+fn read_only(path: &str) -> Mount {
+    Mount::ReadOnly {
+        source: path.into(),
+        dest: path.into(),
+    }
+}
+
+fn mounts(args: &[OsString]) -> Vec<&OsString> {
+    args.windows(2)
+        .filter(|w| w[0] == "--mount")
+        .map(|w| &w[1])
+        .collect()
 }
 
 #[test]
 fn run_without_network_is_the_whole_confinement() {
-    let readable = [PathBuf::from("/home/u/.cargo")];
-    let writable = [PathBuf::from("/home/u/cache")];
-    let args = run_args(&spec(&readable, &writable, false));
+    let mut lists = Lists::new();
+    lists.readable = vec!["/home/u/.cargo".into()];
+    lists.writable = vec!["/home/u/cache".into()];
+    lists.protected = vec![pin("/real/proj/.git"), read_only("/real/proj/.git/hooks")];
+    let args = run_args(&lists.spec(false), "bash".as_ref(), &os(&["-c", "ls -la"])).unwrap();
     assert_eq!(
         args,
         os(&[
             "run",
-            "-d",
             "--rm",
+            "-i",
             "--init",
+            "--pull",
+            "never",
             "--read-only",
             "--cap-drop",
             "ALL",
             "--security-opt",
             "no-new-privileges",
-            "--pull",
-            "never",
             "--user",
             "1000:1000",
+            "--name",
+            "mecha-job-42-7",
             "--label",
             "mecha.run=42",
+            "--log-driver",
+            "none",
             "--network",
             "none",
-            "--tmpfs",
-            "/tmp:rw,exec,nosuid,nodev,mode=1777",
+            "--env-file",
+            "/tmp/mecha-docker-env-x",
+            "-w",
+            "/home/u/proj",
             "--mount",
-            "type=bind,source=/home/u/proj,target=/home/u/proj",
+            "type=bind,source=/real/proj,target=/home/u/proj",
             "--mount",
             "type=bind,source=/home/u/cache,target=/home/u/cache",
             "--mount",
             "type=bind,source=/home/u/.cargo,target=/home/u/.cargo,readonly",
-            "-w",
-            "/home/u/proj",
+            "--mount",
+            "type=bind,source=/var/tmp/mecha-tmp-x,target=/tmp",
+            "--mount",
+            "type=bind,source=/real/proj/.git,target=/real/proj/.git",
+            "--mount",
+            "type=bind,source=/real/proj/.git/hooks,target=/real/proj/.git/hooks,readonly",
+            "--entrypoint",
+            "/usr/bin/env",
             "debian:stable-slim",
-            "sleep",
-            "2147483647",
+            // What the engine and the image add, less the job's own names.
+            "-u",
+            "HOME",
+            "-u",
+            "HOSTNAME",
+            "-u",
+            "LANG",
+            "-u",
+            "TERM",
+            "--",
+            "bash",
+            "-c",
+            "ls -la",
         ])
     );
 }
 
 #[test]
 fn run_with_network_uses_the_default_bridge() {
-    let args = run_args(&spec(&[], &[], true));
+    let lists = Lists::new();
+    let args = run_args(&lists.spec(true), "true".as_ref(), &[]).unwrap();
     assert!(!args.iter().any(|a| a == "--network"), "{args:?}");
-    assert!(!args.iter().any(|a| a == "none"), "{args:?}");
-    // Everything else stays.
-    for flag in ["--read-only", "--init", "--rm", "ALL", "no-new-privileges"] {
+    assert!(!args.iter().any(|a| a == "host"), "{args:?}");
+    for flag in [
+        "--read-only",
+        "--init",
+        "--rm",
+        "ALL",
+        "no-new-privileges",
+        "--env-file",
+    ] {
         assert!(args.iter().any(|a| a == flag), "{flag} missing: {args:?}");
     }
 }
 
+/// A listed `/tmp` keeps its way; the job's own is not mounted over it.
+#[test]
+fn a_listed_tmp_is_not_replaced_by_the_jobs_own() {
+    let mut lists = Lists::new();
+    lists.writable = vec!["/tmp".into()];
+    let args = run_args(&lists.spec(false), "true".as_ref(), &[]).unwrap();
+    assert_eq!(
+        mounts(&args),
+        [
+            "type=bind,source=/real/proj,target=/home/u/proj",
+            "type=bind,source=/tmp,target=/tmp",
+        ]
+    );
+}
+
 #[test]
 fn a_path_listed_twice_is_mounted_once_and_the_workspace_stays_writable() {
-    let readable = [PathBuf::from("/home/u/proj"), PathBuf::from("/data")];
-    let writable = [PathBuf::from("/data")];
-    let args = run_args(&spec(&readable, &writable, false));
-    let mounts: Vec<&OsString> = args
-        .iter()
-        .zip(args.iter().skip(1))
-        .filter(|(flag, _)| *flag == "--mount")
-        .map(|(_, value)| value)
-        .collect();
+    let mut lists = Lists::new();
+    lists.readable = vec!["/home/u/proj".into(), "/data".into()];
+    lists.writable = vec!["/data".into()];
+    let args = run_args(&lists.spec(false), "true".as_ref(), &[]).unwrap();
     assert_eq!(
-        mounts,
+        mounts(&args),
         [
-            "type=bind,source=/home/u/proj,target=/home/u/proj",
+            "type=bind,source=/real/proj,target=/home/u/proj",
             "type=bind,source=/data,target=/data",
+            "type=bind,source=/var/tmp/mecha-tmp-x,target=/tmp",
         ]
+    );
+}
+
+/// Docker refuses a target given twice; where a protection mount meets
+/// another mount of the same target, the result must still protect.
+#[test]
+fn read_only_protection_wins_over_any_other_mount_of_its_target() {
+    let mut lists = Lists::new();
+    lists.writable = vec!["/home/u/.mecha".into(), "/cache".into()];
+    lists.protected = vec![
+        // A pin onto a writable root is a mount point already.
+        pin("/cache"),
+        pin("/real/proj/.git"),
+        read_only("/home/u/.mecha"),
+        read_only("/real/proj/.git"),
+    ];
+    let args = run_args(&lists.spec(false), "true".as_ref(), &[]).unwrap();
+    assert_eq!(
+        mounts(&args),
+        [
+            "type=bind,source=/real/proj,target=/home/u/proj",
+            "type=bind,source=/home/u/.mecha,target=/home/u/.mecha,readonly",
+            "type=bind,source=/cache,target=/cache",
+            "type=bind,source=/var/tmp/mecha-tmp-x,target=/tmp",
+            "type=bind,source=/real/proj/.git,target=/real/proj/.git,readonly",
+        ]
+    );
+    // The caller protecting the workspace itself makes all of it read-only.
+    lists.protected = vec![Mount::ReadOnly {
+        source: "/real/proj".into(),
+        dest: "/home/u/proj".into(),
+    }];
+    let args = run_args(&lists.spec(false), "true".as_ref(), &[]).unwrap();
+    assert_eq!(
+        mounts(&args)[0],
+        "type=bind,source=/real/proj,target=/home/u/proj,readonly"
     );
 }
 
@@ -106,42 +236,56 @@ fn a_path_listed_twice_is_mounted_once_and_the_workspace_stays_writable() {
 fn a_comma_in_a_path_is_quoted_not_split_into_mount_options() {
     // Unquoted, `,readonly` in a directory name would be read as an option
     // and `source=/x,target=/etc` could retarget the mount.
-    let arg = mount_arg(Path::new("/w/a,target=/etc,\"q\""), false);
+    let path = Path::new("/w/a,target=/etc,\"q\"");
+    let bind = Bind {
+        source: path,
+        target: path,
+        readonly: false,
+    };
     assert_eq!(
-        arg,
+        mount_arg(&bind).unwrap(),
         "type=bind,\"source=/w/a,target=/etc,\"\"q\"\"\",\"target=/w/a,target=/etc,\"\"q\"\"\""
     );
 }
 
+/// The client would turn the bytes into U+FFFD, mounting or running
+/// something else than asked.
 #[test]
-fn exec_runs_the_job_in_its_own_session_with_its_env_from_a_file() {
-    let job_env = env(&[("PATH", "/usr/bin:/bin"), ("SECRET", "hunter2")]);
-    let args = exec_args(
-        "abc123",
-        Path::new("/home/u/proj"),
-        Path::new("/tmp/mecha-docker-env-x"),
-        7,
-        &job_env,
-        "bash".as_ref(),
-        &os(&["-c", "ls -la"]),
+fn what_is_not_utf8_is_refused_rather_than_changed() {
+    let bad = PathBuf::from(OsString::from_vec(b"/data/\xff".to_vec()));
+    let mut lists = Lists::new();
+    lists.protected = vec![Mount::ReadOnly {
+        source: bad.clone(),
+        dest: bad.clone(),
+    }];
+    let err = run_args(&lists.spec(false), "true".as_ref(), &[]).unwrap_err();
+    assert!(
+        err.contains("mount source") && err.contains("rename it"),
+        "{err}"
     );
-    let mut expected = os(&[
-        "exec",
-        "-i",
-        "-w",
-        "/home/u/proj",
-        "--env-file",
-        "/tmp/mecha-docker-env-x",
-        "abc123",
-        "setsid",
-        "-w",
-        "bash",
-        "-c",
-    ]);
-    expected.push(wrapper_script("/tmp", 7).into());
-    expected.extend(os(&["mecha-job-7", "PATH SECRET", "bash", "-c", "ls -la"]));
-    assert_eq!(args, expected);
-    // No value reaches a command line the host's `ps` shows.
+    let lists = Lists::new();
+    let arg = OsString::from_vec(b"\xfe".to_vec());
+    let err = run_args(&lists.spec(false), "cat".as_ref(), &[arg]).unwrap_err();
+    assert!(err.contains("argument"), "{err}");
+}
+
+/// env would run `B=1` as an assignment and then the first argument.
+#[test]
+fn a_program_env_would_read_as_a_variable_is_refused() {
+    let lists = Lists::new();
+    let err = run_args(&lists.spec(false), "/opt/A=1/server".as_ref(), &[]).unwrap_err();
+    assert!(err.contains("holds `=`"), "{err}");
+    // In an argument it is just text.
+    assert!(run_args(&lists.spec(false), "env".as_ref(), &os(&["A=1"])).is_ok());
+}
+
+/// No value reaches a command line the host's `ps` shows: only names.
+#[test]
+fn values_travel_in_the_file_never_on_the_command_line() {
+    let lists = Lists::new();
+    let args = run_args(&lists.spec(false), "true".as_ref(), &[]).unwrap();
+    let file = env_file(&env(&[("PATH", "/usr/bin"), ("SECRET", "hunter2")])).unwrap();
+    assert_eq!(file, b"PATH=/usr/bin\nSECRET=hunter2\n");
     assert!(
         !args.iter().any(|a| a.to_string_lossy().contains("hunter2")),
         "{args:?}"
@@ -149,14 +293,24 @@ fn exec_runs_the_job_in_its_own_session_with_its_env_from_a_file() {
 }
 
 #[test]
-fn kill_and_rm_name_the_container_and_the_job() {
-    let mut expected = os(&["exec", "abc123", "bash", "-c"]);
-    expected.push(kill_script("/tmp", 9).into());
-    assert_eq!(kill_args("abc123", 9), expected);
-    assert!(kill_script("/tmp", 9).contains("/tmp/mecha-job-9"));
+fn the_job_keeps_every_name_it_sets_and_loses_every_other() {
+    let job = names(&["HOME", "PATH"]);
+    let image = vec!["HOME".to_owned(), "JAVA_HOME".to_owned()];
+    let dropped: Vec<&str> = unset_names(&job, &image).collect();
+    assert_eq!(dropped, ["HOSTNAME", "JAVA_HOME", "TERM"]);
+}
+
+#[test]
+fn the_image_env_is_read_by_name() {
+    let printed = "PATH=/usr/bin:/bin\nLANG=C.UTF-8\nMULTI=a\nb c\nEMPTY=\n=odd\n\n";
+    assert_eq!(image_env_names(printed), ["EMPTY", "LANG", "MULTI", "PATH"]);
+}
+
+#[test]
+fn rm_names_the_container() {
     assert_eq!(
-        rm_args(&["a1".to_owned(), "b2".to_owned()]),
-        os(&["rm", "-f", "a1", "b2"])
+        rm_args("mecha-job-42-7"),
+        os(&["rm", "-f", "mecha-job-42-7"])
     );
 }
 
@@ -174,113 +328,4 @@ fn env_file_holds_every_variable_and_refuses_what_docker_would_mangle() {
         let err = env_file(&env(&[(name, value)])).unwrap_err();
         assert!(err.contains(says), "{name:?}={value:?}: {err}");
     }
-}
-
-/// Runs the wrapper on this machine's bash and setsid, as the container
-/// would, with the job files in `dir`.
-fn start_wrapped(dir: &Path, job: u64, job_env: &[(&str, &str)], program: &[&str]) -> Command {
-    let mut command = Command::new("setsid");
-    command
-        .args(["-w", "bash", "-c"])
-        .arg(wrapper_script(dir.to_str().unwrap(), job))
-        .arg(format!("mecha-job-{job}"))
-        .arg(keep_list(&env(job_env)))
-        .args(program)
-        .env_clear()
-        .envs(job_env.iter().copied())
-        // What docker exec adds, which the job must not see.
-        .env("HOSTNAME", "c0ffee")
-        .env("IMAGE_ENV", "from-the-image");
-    command
-}
-
-fn run_kill(dir: &Path, job: u64) {
-    let status = Command::new("bash")
-        .arg("-c")
-        .arg(kill_script(dir.to_str().unwrap(), job))
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
-fn alive(pid: u32) -> bool {
-    // A zombie has exited; only its entry is left until it is reaped.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.rsplit(") ").next().unwrap_or("").starts_with('Z'),
-        Err(_) => false,
-    }
-}
-
-fn gone_within(pid: u32, limit: Duration) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if !alive(pid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
-}
-
-#[test]
-fn the_wrapper_leaves_exactly_the_jobs_environment() {
-    let dir = tempfile::tempdir().unwrap();
-    let job_env = [("PATH", "/usr/bin:/bin"), ("A", "1")];
-    let out = start_wrapped(dir.path(), 1, &job_env, &["env"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let mut seen: Vec<String> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    seen.sort();
-    assert_eq!(seen, ["A=1", "PATH=/usr/bin:/bin"]);
-}
-
-#[test]
-fn the_kill_reaches_background_and_regrouped_processes_of_the_job() {
-    let dir = tempfile::tempdir().unwrap();
-    // One sleep in the job's group, one moved to a group of its own by
-    // job control (still in the job's session).
-    let program = [
-        "bash",
-        "-c",
-        "sleep 300 & echo $!; set -m; sleep 300 & echo $!; wait",
-    ];
-    let mut child = start_wrapped(dir.path(), 2, &[("PATH", "/usr/bin:/bin")], &program)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut pids = Vec::new();
-    for _ in 0..2 {
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
-        pids.push(line.trim().parse::<u32>().unwrap());
-    }
-    assert!(pids.iter().all(|&pid| alive(pid)));
-    run_kill(dir.path(), 2);
-    for pid in pids {
-        assert!(gone_within(pid, Duration::from_secs(5)), "{pid} survived");
-    }
-    let _ = child.wait();
-}
-
-#[test]
-fn a_job_killed_before_it_started_never_runs() {
-    let dir = tempfile::tempdir().unwrap();
-    run_kill(dir.path(), 3);
-    let marker = dir.path().join("ran");
-    let status = start_wrapped(
-        dir.path(),
-        3,
-        &[("PATH", "/usr/bin:/bin")],
-        &["touch", marker.to_str().unwrap()],
-    )
-    .status()
-    .unwrap();
-    assert_eq!(status.code(), Some(137));
-    assert!(!marker.exists());
 }

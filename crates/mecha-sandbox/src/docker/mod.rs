@@ -1,46 +1,58 @@
-//! The docker backend: one container per run and network setting, made at
-//! the first job that needs it; every job a `docker exec` into it.
+//! The docker backend: one container per job, `docker run --rm -i --init`
+//! with the job as its program.
 //!
-//! Killing a `docker exec` client does not kill what it started in the
-//! container, so each job's lease runs a second `docker exec` that kills
-//! the job's session when the lease drops (after a normal exit, a timeout
-//! or a cancellation alike). The containers go (`docker rm -f`) when the
-//! last clone of the [`crate::Sandbox`] drops.
+//! A container per job is what makes a job's end final: the job runs in a
+//! PID namespace of its own, so when it exits everything it started
+//! (`setsid`, a double fork) dies with the namespace, and no job sees
+//! another job's processes or a sandboxed MCP server's `/proc/N/environ`.
+//! Killing the `docker run` client does not stop its container, though, so
+//! each job's lease removes the container by name (`docker rm -f`) when it
+//! is released or dropped, after a normal exit, a timeout or a
+//! cancellation alike. The workspace's protected paths are bind-mounted
+//! the way bwrap mounts them (protect.rs decides which).
 
 mod argv;
 mod client;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::protect::{self, Mount};
+use crate::scratch::Scratch;
 use crate::{Confined, HostEnv, Job, Lease, SandboxConfig, SandboxError};
 use client::{Client, blocking};
 
-/// `docker version`, `image inspect`, a job's kill: an engine answers these
-/// in well under a second.
+/// `docker version`, `image inspect`: an engine answers these in well
+/// under a second.
 const QUICK: Duration = Duration::from_secs(15);
-/// Creating or removing a container can take a few seconds on a busy
-/// engine; the image is already there (`--pull never`).
-const SLOW: Duration = Duration::from_secs(60);
+/// Removing a running container can take a few seconds on a busy engine;
+/// a hung one must not hold mecha for longer than this.
+const SLOW: Duration = Duration::from_secs(30);
 
 #[derive(Debug)]
 pub(crate) struct Docker {
     client: Arc<Client>,
     image: String,
+    /// The names the image's `ENV` sets, dropped inside unless the job
+    /// sets them itself.
+    image_env: Vec<String>,
     user: String,
     label: String,
-    /// Container ids by (workspace, network).
-    containers: Mutex<BTreeMap<(PathBuf, bool), String>>,
-    next_job: AtomicU64,
-    /// Set once the containers are removed: a job outliving the sandbox
-    /// (an MCP server at the end of the run) died with its container.
-    removed: Arc<AtomicBool>,
+    /// `mecha-job-<pid>-<nonce>-`: with [`NEXT_JOB`], each job's
+    /// container name. The nonce is for two mechas with one pid in two PID
+    /// namespaces (containers sharing an engine), where a lease removing
+    /// its container by name would otherwise remove the other's.
+    name_prefix: String,
 }
+
+/// Process-wide, since two sandboxes of one process (a test's, an eval
+/// shard's) share the prefix, and the engine refuses a name in use.
+static NEXT_JOB: AtomicU64 = AtomicU64::new(1);
 
 impl Docker {
     pub(crate) fn start(config: &SandboxConfig, host: &HostEnv) -> Result<Self, SandboxError> {
@@ -55,7 +67,7 @@ impl Docker {
     ) -> Result<Self, SandboxError> {
         let image = checked_image(config.image.as_deref())?;
         let client = Client::find(host, lookup)?;
-        blocking(|| {
+        let inspected = blocking(|| {
             client
                 .run(&argv::version_args(), QUICK)
                 .map_err(|detail| SandboxError::DockerEngine { detail })?;
@@ -66,16 +78,17 @@ impl Docker {
                     detail,
                 })
         })?;
+        let image_env = argv::image_env_names(&String::from_utf8_lossy(&inspected.stdout));
         let uid = rustix::process::getuid().as_raw();
         let gid = rustix::process::getgid().as_raw();
+        let pid = std::process::id();
         Ok(Self {
             client: Arc::new(client),
             image,
+            image_env,
             user: format!("{uid}:{gid}"),
-            label: format!("mecha.run={}", std::process::id()),
-            containers: Mutex::new(BTreeMap::new()),
-            next_job: AtomicU64::new(1),
-            removed: Arc::new(AtomicBool::new(false)),
+            label: format!("mecha.run={pid}"),
+            name_prefix: format!("mecha-job-{pid}-{:06x}-", nonce()),
         })
     }
 
@@ -84,130 +97,114 @@ impl Docker {
         job: &Job<'_>,
         readable: &[PathBuf],
         writable: &[PathBuf],
+        home: Option<&Path>,
     ) -> Result<Confined, SandboxError> {
         let refuse = |reason: String| SandboxError::Confine {
             program: job.program.to_string_lossy().into_owned(),
             reason,
         };
+        let shown = job.workspace.display();
+        if !job.workspace.is_absolute() {
+            return Err(refuse(format!(
+                "the workspace `{shown}` is not an absolute path"
+            )));
+        }
+        let host_workspace = std::fs::canonicalize(job.workspace)
+            .map_err(|e| refuse(format!("the workspace `{shown}` cannot be opened: {e}")))?;
         let env_file = write_env_file(&job.env).map_err(refuse)?;
-        let container = self.container(job.workspace, job.network, readable, writable)?;
-        let id = self.next_job.fetch_add(1, Ordering::Relaxed);
-        let args = argv::exec_args(
-            &container,
-            job.workspace,
-            env_file.path(),
-            id,
-            &job.env,
-            job.program,
-            job.args,
-        );
-        let command = self.client.job_command(args);
         let mut lease = Lease::default();
-        lease.hold(JobGuard {
+        let scope = protect::Scope {
+            host: &host_workspace,
+            inside: job.workspace,
+            writable,
+            caller: job.read_only,
+            home,
+        };
+        let (protected, baseline) = protect::plan(&scope, &mut lease)?;
+        lease.baseline = baseline;
+        let env_names: BTreeSet<String> = job
+            .env
+            .keys()
+            .map(|name| name.to_string_lossy().into_owned())
+            .collect();
+        let present: Vec<PathBuf> = readable.iter().filter(|p| p.exists()).cloned().collect();
+        let dests = protected.iter().map(|mount| match mount {
+            Mount::Pin { dest, .. } | Mount::ReadOnly { dest, .. } => dest.as_path(),
+        });
+        let others = present.iter().chain(writable).map(PathBuf::as_path);
+        let scratch = Scratch::new(dests.chain(others).chain([job.workspace]))?;
+        let id = NEXT_JOB.fetch_add(1, Ordering::Relaxed);
+        let name = format!("{}{id}", self.name_prefix);
+        let spec = argv::RunSpec {
+            image: &self.image,
+            user: &self.user,
+            name: &name,
+            label: &self.label,
+            network: job.network,
+            env_file: env_file.path(),
+            env_names: &env_names,
+            image_env: &self.image_env,
+            host_workspace: &host_workspace,
+            workspace: job.workspace,
+            readable: &present,
+            writable,
+            protected: &protected,
+            tmp: scratch.path(),
+        };
+        let args = argv::run_args(&spec, job.program, job.args).map_err(refuse)?;
+        let command = self.client.job_command(args);
+        lease.scratch = Some(scratch);
+        lease.stop_with(Container {
             client: Arc::clone(&self.client),
-            container,
-            id,
-            removed: Arc::clone(&self.removed),
+            name,
             _env_file: env_file,
         });
         Ok(Confined { command, lease })
     }
-
-    /// The container for (workspace, network), started now if this is the
-    /// first job to need it. A failed start is not remembered, so the next
-    /// job tries again.
-    fn container(
-        &self,
-        workspace: &Path,
-        network: bool,
-        readable: &[PathBuf],
-        writable: &[PathBuf],
-    ) -> Result<String, SandboxError> {
-        blocking(|| {
-            let mut containers = self
-                .containers
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            let key = (workspace.to_owned(), network);
-            if let Some(id) = containers.get(&key) {
-                return Ok(id.clone());
-            }
-            let present: Vec<PathBuf> = readable.iter().filter(|p| p.exists()).cloned().collect();
-            let spec = argv::RunSpec {
-                image: &self.image,
-                user: &self.user,
-                workspace,
-                network,
-                readable: &present,
-                writable,
-                label: &self.label,
-            };
-            let output = self
-                .client
-                .run(&argv::run_args(&spec), SLOW)
-                .map_err(|detail| SandboxError::DockerRun { detail })?;
-            let id = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-            if !is_container_id(&id) {
-                return Err(SandboxError::DockerRun {
-                    detail: format!("`docker run -d` printed `{id}` instead of a container id"),
-                });
-            }
-            containers.insert(key, id.clone());
-            Ok(id)
-        })
-    }
 }
 
-impl Drop for Docker {
-    /// Synchronous, so that nothing of the run is left running once the
-    /// sandbox is gone, and bounded, so that a hung engine cannot hold
-    /// mecha's exit.
-    fn drop(&mut self) {
-        let containers = self
-            .containers
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner);
-        let ids: Vec<String> = std::mem::take(containers).into_values().collect();
-        if ids.is_empty() {
-            return;
-        }
-        self.removed.store(true, Ordering::Release);
-        if let Err(detail) = blocking(|| self.client.run(&argv::rm_args(&ids), SLOW)) {
-            tracing::warn!(
-                containers = ids.join(" "),
-                "could not remove the sandbox containers ({detail}); remove them with docker rm -f"
-            );
-        }
-    }
-}
-
-/// What one job holds: the env file (docker exec reads it at start) and
-/// the way to kill the job inside the container.
+/// One job's container, removed when this drops; and the env file, which
+/// the client reads as it starts.
 #[derive(Debug)]
-struct JobGuard {
+struct Container {
     client: Arc<Client>,
-    container: String,
-    id: u64,
-    removed: Arc<AtomicBool>,
+    name: String,
     _env_file: tempfile::NamedTempFile,
 }
 
-impl Drop for JobGuard {
+impl Drop for Container {
     /// Synchronous, so that once a call has ended nothing it started still
-    /// runs; a job that already exited costs one quick `docker exec`.
+    /// runs, and bounded, so that a hung engine cannot hold mecha. After a
+    /// normal exit `--rm` has already removed the container, and this is
+    /// one quick call that finds nothing.
     fn drop(&mut self) {
-        if self.removed.load(Ordering::Acquire) {
-            return;
-        }
-        let args = argv::kill_args(&self.container, self.id);
-        if let Err(detail) = blocking(|| self.client.run(&args, QUICK)) {
-            tracing::warn!(
-                container = self.container,
-                job = self.id,
-                "could not kill a sandboxed job's processes: {detail}"
-            );
+        let result = blocking(|| self.client.run(&argv::rm_args(&self.name), SLOW));
+        match result {
+            Ok(_) => {}
+            Err(detail) if gone(&detail) => {}
+            Err(detail) => tracing::warn!(
+                container = self.name,
+                "could not remove the sandbox container ({detail}); what the job started may \
+                 still run: remove it with `docker rm -f {}`",
+                self.name
+            ),
         }
     }
+}
+
+/// A few hex digits that differ between two processes: the clock's
+/// nanoseconds at start-up.
+fn nonce() -> u32 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    now.subsec_nanos() & 0xff_ffff
+}
+
+/// Whether a failed `docker rm -f` failed because the container is
+/// already gone, or going (`--rm` got there first).
+fn gone(detail: &str) -> bool {
+    detail.contains("No such container") || detail.contains("is already in progress")
 }
 
 /// The configured image, or an error naming what to write. An image that
@@ -237,18 +234,11 @@ fn write_env_file(env: &BTreeMap<OsString, OsString>) -> Result<tempfile::NamedT
     let mut file = tempfile::Builder::new()
         .prefix("mecha-docker-env-")
         .tempfile()
-        .map_err(|e| format!("could not write the environment file for docker exec: {e}"))?;
+        .map_err(|e| format!("could not write the environment file for docker run: {e}"))?;
     file.write_all(&contents)
         .and_then(|()| file.flush())
-        .map_err(|e| format!("could not write the environment file for docker exec: {e}"))?;
+        .map_err(|e| format!("could not write the environment file for docker run: {e}"))?;
     Ok(file)
-}
-
-/// What `docker run -d` prints: the full hex id. Checked because the id is
-/// put on later command lines, where anything else could be read as an
-/// option.
-fn is_container_id(id: &str) -> bool {
-    (12..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -51,11 +51,17 @@ fn an_image_is_required_and_must_be_a_reference() {
 }
 
 #[test]
-fn only_a_hex_id_is_taken_from_docker_run() {
-    assert!(is_container_id(&"ab12".repeat(16)));
-    for bad in ["", "abc", "--rm", "0123456789ab cd", &"a".repeat(65)] {
-        assert!(!is_container_id(bad), "{bad:?}");
-    }
+fn only_an_absent_container_is_taken_for_a_removed_one() {
+    assert!(gone(
+        "Error response from daemon: No such container: mecha-job-1-1"
+    ));
+    assert!(gone(
+        "Error response from daemon: removal of container mecha-job-1-1 is already in progress"
+    ));
+    assert!(!gone(
+        "Cannot connect to the Docker daemon at unix:///x.sock"
+    ));
+    assert!(!gone("the docker client did not finish within 30 s"));
 }
 
 #[test]
@@ -166,36 +172,48 @@ fn the_real_client_accepts_every_argument_vector() {
     let readable = [dir.path().join("a \"quoted\" dir")];
     let env_file = dir.path().join("env");
     std::fs::write(&env_file, "A=1\n").unwrap();
+    let protected = [
+        protect::Mount::Pin {
+            source: workspace.join(".git"),
+            dest: workspace.join(".git"),
+        },
+        protect::Mount::ReadOnly {
+            source: workspace.join(".git/hooks"),
+            dest: workspace.join(".git/hooks"),
+        },
+    ];
+    let names: BTreeSet<String> = ["A".to_owned()].into();
     let spec = argv::RunSpec {
         image: "debian:stable-slim",
         user: "1000:1000",
-        workspace: &workspace,
+        name: "mecha-job-1-1",
+        label: "mecha.run=1",
         network: false,
+        env_file: &env_file,
+        env_names: &names,
+        image_env: &["LANG".to_owned()],
+        host_workspace: &workspace,
+        workspace: &workspace,
         readable: &readable,
         writable: &[],
-        label: "mecha.run=1",
+        protected: &protected,
+        tmp: &env_file,
     };
-    let id = "ab12".repeat(16);
-    let env: BTreeMap<OsString, OsString> = [("A".into(), "1".into())].into_iter().collect();
+    let job = ["-c".into(), "true".into()];
     let vectors = [
         argv::version_args(),
         argv::image_args("debian:stable-slim"),
-        argv::run_args(&spec),
-        argv::run_args(&argv::RunSpec {
-            network: true,
-            ..spec
-        }),
-        argv::exec_args(
-            &id,
-            &workspace,
-            &env_file,
-            1,
-            &env,
+        argv::run_args(&spec, "bash".as_ref(), &job).unwrap(),
+        argv::run_args(
+            &argv::RunSpec {
+                network: true,
+                ..spec
+            },
             "bash".as_ref(),
-            &["-c".into(), "true".into()],
-        ),
-        argv::kill_args(&id, 1),
-        argv::rm_args(std::slice::from_ref(&id)),
+            &job,
+        )
+        .unwrap(),
+        argv::rm_args("mecha-job-1-1"),
     ];
     for args in vectors {
         let detail = client.run(&args, QUICK).unwrap_err();

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mecha_core::{Capabilities, Egress, ProcessGroup, SpillingSink, Tool, ToolCtx, ToolOutput};
-use mecha_sandbox::Sandbox;
+use mecha_sandbox::{Finished, Sandbox};
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
@@ -231,16 +231,15 @@ impl Tool for Shell {
         // Kills whatever the command left behind, in its group or escaped
         // from it, before the result is handed back.
         group.finish().await;
-        // Then, with nothing of it left running: undo what it planted for
-        // git or a login shell on the host (blocking: it walks the tree).
-        // Also: what it left in its private /tmp, which goes with the lease.
-        let (undone, discarded) = match lease {
-            Some(lease) => {
-                tokio::task::spawn_blocking(move || (lease.sweep(), lease.left_in_tmp()))
-                    .await
-                    .unwrap_or_default()
-            }
-            None => (Vec::new(), None),
+        // Then, with nothing of it left running (`finish` first ends a
+        // container the client's death left running): undo what it planted
+        // for git or a login shell on the host (blocking: it walks the
+        // tree), and say what it left in its private /tmp.
+        let finished = match lease {
+            Some(lease) => tokio::task::spawn_blocking(move || lease.finish())
+                .await
+                .unwrap_or_default(),
+            None => Finished::default(),
         };
 
         let at_max = timeout >= self.config.max_timeout;
@@ -258,16 +257,16 @@ impl Tool for Shell {
             result.content.push('\n');
             result.content.push_str(&hint);
         }
-        if !undone.is_empty() {
+        if !finished.undone.is_empty() {
             result.content.push_str(
                 "\n[mecha undid what this command left for programs on the host to run later:\n",
             );
-            for line in undone {
+            for line in finished.undone {
                 result.content.push_str(&format!("- {line}\n"));
             }
             result.content.push(']');
         }
-        if let Some(discarded) = discarded {
+        if let Some(discarded) = finished.left_in_tmp {
             result.content.push_str(&format!("\n[{discarded}]"));
         }
         Ok(result)
