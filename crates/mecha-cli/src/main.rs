@@ -47,6 +47,10 @@ struct Cli {
     #[arg(long, global = true, value_name = "PATH")]
     mcp_file: Vec<PathBuf>,
 
+    /// Without a command: the terminal UI's own options (`mecha tui`'s).
+    #[command(flatten)]
+    bare: commands::tui::TuiArgs,
+
     /// None: the terminal UI at a terminal, the help elsewhere.
     #[command(subcommand)]
     command: Option<Command>,
@@ -140,7 +144,12 @@ fn main() -> ExitCode {
     hide_environment();
     init_logging();
     adopt_orphans();
-    let cli = match Cli::from_arg_matches(&cli_command().get_matches()) {
+    let matches = cli_command().get_matches();
+    if let Some(misplaced) = bare_option_before_a_command(&matches) {
+        terminal::report(&misplaced);
+        return ExitCode::from(2);
+    }
+    let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
@@ -161,12 +170,31 @@ fn main() -> ExitCode {
     ExitCode::from(output::exit_code().unwrap_or(code))
 }
 
+/// The bare command's own options (the screen's) given before a command,
+/// as in `mecha --yes run …`: they would be dropped, so that is an error
+/// that says where they go. Global options (`-C`, `--mcp-file`) are fine.
+fn bare_option_before_a_command(matches: &clap::ArgMatches) -> Option<String> {
+    let (command, _) = matches.subcommand()?;
+    let bare = <commands::tui::TuiArgs as clap::Args>::augment_args(clap::Command::new("bare"));
+    let given = bare.get_arguments().find(|arg| {
+        matches.value_source(arg.get_id().as_str()) == Some(clap::parser::ValueSource::CommandLine)
+    })?;
+    let name = match given.get_long() {
+        Some(long) => format!("--{long}"),
+        None => given.get_id().to_string(),
+    };
+    Some(format!(
+        "`{name}` is an option of `mecha` without a command; with `{command}` it goes \
+         after the command name: `mecha {command} {name} …`"
+    ))
+}
+
 fn run(cli: Cli) -> Result<u8, Failure> {
     let command = match cli.command {
         Some(Command::Completions(args)) => return commands::completions::run(&args),
         Some(Command::Doctor(args)) => Err(args),
         Some(Command::Configured(command)) => Ok(command),
-        None if at_terminal() => Ok(Configured::Tui(commands::tui::TuiArgs::default())),
+        None if at_terminal() || cli.bare.asks_for_a_screen() => Ok(Configured::Tui(cli.bare)),
         None => {
             // Nobody to show a screen to: say what mecha does instead.
             output::err_line(cli_command().render_help().to_string().trim_end());

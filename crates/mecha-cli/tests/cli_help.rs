@@ -91,3 +91,20 @@ fn every_help_names_the_files_the_environment_and_the_exit_codes() {
         }
     }
 }
+
+/// The bare command's options belong to it alone: given before another
+/// command they would be dropped, so that is refused with where they go;
+/// a prompt without a terminal says what to use instead of the help.
+#[test]
+fn the_screens_options_before_a_command_are_refused_with_where_they_go() {
+    let o = mecha(&["--yes", "run", "x"]);
+    assert_eq!(o.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(said.contains("`mecha run --yes …`"), "{said}");
+    let o = mecha(&["fix the failing test"]);
+    assert_eq!(o.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(said.contains("needs a terminal"), "{said}");
+    assert!(said.contains("mecha run"), "{said}");
+    assert!(!said.contains("Usage:"), "{said}");
+}

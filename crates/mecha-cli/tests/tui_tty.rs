@@ -443,3 +443,60 @@ async fn a_switch_keeps_the_mcp_servers_until_their_config_changes() {
     assert!(ends(second).await, "the server outlived its config");
     tui.quit().await;
 }
+
+/// As `claude "…"` and `codex "…"`: a prompt on the bare command line is
+/// sent as the screen opens, and shown as the user's.
+#[tokio::test]
+async fn a_prompt_on_the_bare_command_line_is_sent_as_the_screen_opens() {
+    if !common::have_setsid() {
+        return;
+    }
+    let e = common::env();
+    let mock = MockModel::start(vec![MockReply::text("the test passes now")]).await;
+    let tui = Tui::start_with(&e, &mock, &["fix the failing test"]);
+    tui.wait_answered("the test passes now").await;
+    let ended = tui.quit().await;
+    let left = left_in_scrollback(&ended);
+    assert!(left.contains("› fix the failing test"), "{left:?}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 1);
+    let messages = requests[0].body["messages"].as_array().unwrap();
+    assert!(
+        messages[0].to_string().contains("fix the failing test"),
+        "{messages:?}"
+    );
+}
+
+/// The bare command takes the screen's options: `--yes` allows the write
+/// without a box, and `--continue` goes on with the session it made.
+#[tokio::test]
+async fn the_bare_command_takes_yes_and_continue() {
+    if !common::have_setsid() {
+        return;
+    }
+    let e = common::env();
+    let write = serde_json::json!({"path": "a.txt", "content": "one\n"});
+    let mock = MockModel::start(vec![
+        common::tool_turn(&[("fs_write", write)]),
+        MockReply::text("written it"),
+        MockReply::text("still here"),
+    ])
+    .await;
+    let tui = Tui::start_with(&e, &mock, &["--yes", "write it"]);
+    tui.wait_answered("written it").await;
+    assert_eq!(
+        std::fs::read_to_string(e.ws.join("a.txt")).unwrap(),
+        "one\n"
+    );
+    tui.quit().await;
+    let mut tui = Tui::start_with(&e, &mock, &["--continue"]);
+    tui.wait_written(READY).await;
+    tui.wait_for("resumed session").await;
+    tui.type_keys(b"and now\r");
+    tui.wait_answered("still here").await;
+    tui.quit().await;
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3);
+    let history = requests[2].body["messages"].to_string();
+    assert!(history.contains("write it"), "not continued: {history}");
+}

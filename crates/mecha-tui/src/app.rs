@@ -117,6 +117,16 @@ impl App {
         self.dirty = true;
     }
 
+    /// Sends `prompt` as if it had been typed and entered: shown as the
+    /// user's, and a turn begins (the prompt given on the command line).
+    pub fn send(&mut self, prompt: String) -> Action {
+        self.busy = true;
+        self.scroll_back = 0;
+        self.dirty = true;
+        self.transcript.prompt(&prompt);
+        Action::Send(prompt)
+    }
+
     /// The turn ended (answered, failed or interrupted).
     pub fn turn_over(&mut self) {
         self.busy = false;
@@ -236,12 +246,7 @@ impl App {
             _ => {}
         }
         match self.editor.key(key) {
-            Edit::Submit(prompt) if !self.busy => {
-                self.busy = true;
-                self.scroll_back = 0;
-                self.transcript.prompt(&prompt);
-                Action::Send(prompt)
-            }
+            Edit::Submit(prompt) if !self.busy => self.send(prompt),
             Edit::Submit(prompt) => {
                 // One turn at a time: the prompt waits in the editor.
                 self.editor.paste(&prompt);

@@ -62,6 +62,8 @@ pub trait Conversation {
 pub struct Inputs {
     pub agent: UnboundedReceiver<ToScreen>,
     pub terminal: UnboundedReceiver<TermEvent>,
+    /// A prompt to send before the first key (`mecha "fix the test"`).
+    pub first: Option<String>,
 }
 
 /// What ended the loop.
@@ -82,6 +84,12 @@ pub async fn drive<B: Backend, C: Conversation>(
     conversation: &mut C,
     inputs: &mut Inputs,
 ) -> Result<Exit, B::Error> {
+    if let Some(prompt) = inputs.first.take() {
+        app.send(prompt.clone());
+        if let Some(exit) = turn(terminal, app, conversation, inputs, &prompt).await? {
+            return Ok(exit);
+        }
+    }
     loop {
         draw(terminal, app)?;
         // Biased: the agent's news before the next key, so a key meant for

@@ -88,6 +88,7 @@ async fn session(typed: &str) -> (Exit, Fake, String) {
     let mut inputs = Inputs {
         agent,
         terminal: terminal_events,
+        first: None,
     };
     let exit = drive(&mut terminal, &mut app, &mut fake, &mut inputs)
         .await

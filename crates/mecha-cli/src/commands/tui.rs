@@ -30,6 +30,9 @@ use crate::wiring::{Asking, Servers, Start, Started, Toolbox, build_agent};
 
 #[derive(Args, Debug, Default)]
 pub struct TuiArgs {
+    /// A first prompt, sent as the screen opens (`mecha "fix the failing test"`).
+    #[arg(value_name = "PROMPT")]
+    prompt: Option<String>,
     /// Go on with a stored session (its id, or a unique start of it).
     #[arg(long, value_name = "ID", conflicts_with = "continue_latest")]
     resume: Option<String>,
@@ -38,6 +41,15 @@ pub struct TuiArgs {
     continue_latest: bool,
     #[command(flatten)]
     options: RunOptions,
+}
+
+impl TuiArgs {
+    /// Whether the command line asked for the screen by what it gave (a
+    /// prompt, a session), so that without a terminal that is an error
+    /// rather than the help.
+    pub fn asks_for_a_screen(&self) -> bool {
+        self.prompt.is_some() || self.resume.is_some() || self.continue_latest
+    }
 }
 
 /// Reads the configuration afresh, for each new conversation.
@@ -70,6 +82,7 @@ pub fn run(
     let mut inputs = Inputs {
         agent: news,
         terminal: raw_screen::events().map_err(failed)?,
+        first: args.prompt,
     };
     // While the screen is up, a line mecha would write to stderr (a server
     // that died, a hook that failed) is shown on it instead of tearing it.

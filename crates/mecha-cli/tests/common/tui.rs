@@ -24,6 +24,12 @@ pub struct Tui {
 
 impl Tui {
     pub fn start(e: &super::Env, mock: &MockModel, args: &str) -> Self {
+        let args: Vec<&str> = args.split_whitespace().collect();
+        Self::start_with(e, mock, &args)
+    }
+
+    /// [`Tui::start`] with the arguments as given (one may hold spaces).
+    pub fn start_with(e: &super::Env, mock: &MockModel, args: &[&str]) -> Self {
         std::fs::write(
             e.home.join("config.toml"),
             format!("[provider]\nkind = \"anthropic\"\n{}", e.extra_config),
@@ -33,7 +39,7 @@ impl Tui {
         mecha
             .arg("-C")
             .arg(&e.ws)
-            .args(args.split_whitespace())
+            .args(args)
             .env("MECHA_HOME", &e.home)
             .env("ANTHROPIC_API_KEY", "k")
             .env("ANTHROPIC_BASE_URL", mock.anthropic_url())
