@@ -12,6 +12,9 @@ use serde_json::Value;
 pub enum GateStage {
     /// The call itself was malformed: unknown tool, bad arguments.
     Validation,
+    /// A path argument the jail refused: outside the workspace, into
+    /// mecha's own files, through a dangling symlink.
+    Path,
     Interlock,
     Hook,
     Rule,

@@ -119,7 +119,7 @@ impl Gate {
         // forbid and prompt rules must judge.
         let spellings = match Spellings::of(tool, &call.input, ctx) {
             Ok(spellings) => spellings,
-            Err(refusal) => return blocked(Validation, refusal.to_string()),
+            Err(refusal) => return blocked(Path, refusal.to_string()),
         };
         // Read-only mode refuses whatever changes things, before any rule
         // or person can be asked: neither an allow rule nor a yes to a

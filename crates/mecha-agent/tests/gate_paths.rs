@@ -183,11 +183,7 @@ async fn a_path_the_jail_refuses_is_refused_before_anyone_is_asked() {
                     &support::Recorder::default(),
                 )
                 .await;
-            assert_eq!(
-                stage_of(&v),
-                Some(GateStage::Validation),
-                "{tool} {path}: {v:?}"
-            );
+            assert_eq!(stage_of(&v), Some(GateStage::Path), "{tool} {path}: {v:?}");
             assert!(reason_of(&v).contains(says), "{tool} {path}: {v:?}");
         }
     }

@@ -500,3 +500,29 @@ async fn the_bare_command_takes_yes_and_continue() {
     let history = requests[2].body["messages"].to_string();
     assert!(history.contains("write it"), "not continued: {history}");
 }
+
+/// A path the jail refuses says why on its line, in a few words, without
+/// Ctrl-O: not "a malformed call".
+#[tokio::test]
+async fn a_path_outside_the_workspace_says_so_on_its_line() {
+    if !common::have_setsid() {
+        return;
+    }
+    let e = common::env();
+    let write = serde_json::json!({"path": "../elsewhere.txt", "content": "x"});
+    let mock = MockModel::start(vec![
+        common::tool_turn(&[("fs_write", write)]),
+        MockReply::text("could not"),
+    ])
+    .await;
+    let mut tui = Tui::start(&e, &mock, "--yes");
+    tui.wait_written(READY).await;
+    tui.type_keys(b"write it\r");
+    tui.wait_answered("could not").await;
+    tui.wait_for("refused: outside the workspace").await;
+    let ended = tui.quit().await;
+    assert!(
+        !left_in_scrollback(&ended).contains("malformed"),
+        "the line still blames the call's form"
+    );
+}

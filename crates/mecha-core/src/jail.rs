@@ -55,6 +55,42 @@ pub enum JailError {
     },
 }
 
+impl JailError {
+    /// A few words for a one-line status: why the path was refused, without
+    /// the paths themselves (the whole message says those).
+    pub fn summary(&self) -> &'static str {
+        match self {
+            Self::Empty => "an empty path",
+            Self::Outside { .. } => "outside the workspace",
+            Self::ClimbsFromMissing { .. } => "`..` after a missing directory",
+            Self::DanglingSymlink { .. } => "through a dangling symlink",
+            Self::Protected { .. } => "in mecha's own files",
+            Self::Io { .. } => "a path that cannot be resolved",
+        }
+    }
+
+    /// [`JailError::summary`] of a refusal known only by its message (a
+    /// front end sees the gate's verdict as text). Each variant's message
+    /// holds words no other holds; a test keeps them in step.
+    pub fn summary_in(message: &str) -> Option<&'static str> {
+        const MARKS: [(&str, &str); 6] = [
+            ("empty path;", "an empty path"),
+            ("which is outside the workspace", "outside the workspace"),
+            (
+                "after a directory that does not exist",
+                "`..` after a missing directory",
+            ),
+            ("whose target does not exist", "through a dangling symlink"),
+            ("where mecha keeps its own config", "in mecha's own files"),
+            ("cannot resolve `", "a path that cannot be resolved"),
+        ];
+        MARKS
+            .iter()
+            .find(|(mark, _)| message.contains(mark))
+            .map(|(_, summary)| *summary)
+    }
+}
+
 /// A directory tree that paths are confined to.
 #[derive(Debug, Clone)]
 pub struct Jail {
@@ -290,5 +326,50 @@ pub(crate) fn refuse_protected(
             protected: dir.clone(),
         }),
         None => Ok(resolved),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every refusal's message leads back to its own summary, so a message
+    /// reworded without its mark fails here, not on the user's screen.
+    #[test]
+    fn each_message_is_known_by_its_summary() {
+        let path = || PathBuf::from("/w/x");
+        let requested = || "x".to_owned();
+        let all = [
+            JailError::Empty,
+            JailError::Outside {
+                requested: requested(),
+                resolved: path(),
+                root: path(),
+            },
+            JailError::ClimbsFromMissing {
+                requested: requested(),
+            },
+            JailError::DanglingSymlink {
+                requested: requested(),
+                link: path(),
+            },
+            JailError::Protected {
+                requested: requested(),
+                resolved: path(),
+                protected: path(),
+            },
+            JailError::Io {
+                requested: requested(),
+                source: io::Error::other("boom"),
+            },
+        ];
+        for error in all {
+            assert_eq!(
+                JailError::summary_in(&error.to_string()),
+                Some(error.summary()),
+                "{error}"
+            );
+        }
+        assert_eq!(JailError::summary_in("unknown tool `x`"), None);
     }
 }

@@ -4,6 +4,7 @@
 //! view unless the user scrolls back.
 
 use mecha_agent::GateStage;
+use mecha_core::JailError;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -151,10 +152,14 @@ fn tool_lines(tool: &ToolEntry, theme: Theme, out: &mut Vec<Line<'static>>) {
         ToolStatus::Failed { summary } => {
             ("✗", theme.alert(), escape::owned(summary), theme.warn())
         }
-        ToolStatus::Refused { stage, by_user, .. } => (
+        ToolStatus::Refused {
+            stage,
+            by_user,
+            reason,
+        } => (
             "⊘",
             theme.alert(),
-            format!("refused by {}", refuser(*stage, *by_user)),
+            refused_line(*stage, *by_user, reason),
             theme.alert(),
         ),
     };
@@ -220,11 +225,24 @@ fn expanded_lines(tool: &ToolEntry, theme: Theme, out: &mut Vec<Line<'static>>) 
     }
 }
 
+/// What the call's line says of a refusal: why, for a path the jail
+/// refused (the reason is the jail's own message), else who refused it.
+fn refused_line(stage: GateStage, by_user: bool, reason: &str) -> String {
+    match (stage, by_user) {
+        (GateStage::Path, false) => format!(
+            "refused: {}",
+            JailError::summary_in(reason).unwrap_or("a path the jail refused")
+        ),
+        _ => format!("refused by {}", refuser(stage, by_user)),
+    }
+}
+
 /// Who refused a call, in the words of the gate's stage.
 fn refuser(stage: GateStage, by_user: bool) -> &'static str {
     match (stage, by_user) {
         (_, true) => "you",
         (GateStage::Validation, _) => "validation (a malformed call)",
+        (GateStage::Path, _) => "the path jail",
         (GateStage::Interlock, _) => "the interlock",
         (GateStage::Hook, _) => "a hook",
         (GateStage::Rule, _) => "a rule",
