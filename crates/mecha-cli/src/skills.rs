@@ -4,6 +4,8 @@
 //! them out: a withheld skill and one the model chose not to load look the
 //! same from outside, and only one is a configuration mistake.
 
+use std::path::PathBuf;
+
 use mecha_skills::{LoadFailure, Skill, SkillTool, Store};
 
 use crate::config::{SkillSettings, ToolFilter};
@@ -20,6 +22,8 @@ pub struct SkillFlags {
 /// The store, sorted out for one run.
 #[derive(Debug, Default)]
 pub struct Selection {
+    /// The store's folder (`$MECHA_HOME/skills` unless config moved it).
+    pub store: PathBuf,
     /// Carried: the level-1 block lists them and the skill tool serves them.
     pub carried: Vec<Skill>,
     /// Loaded but not carried, and why.
@@ -61,6 +65,7 @@ impl Selection {
             ));
         }
         let mut selection = Self {
+            store: settings.dir.clone(),
             failures: store.failures,
             unreadable: store.unreadable,
             warnings,

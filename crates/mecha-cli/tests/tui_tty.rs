@@ -526,3 +526,24 @@ async fn a_path_outside_the_workspace_says_so_on_its_line() {
         "the line still blames the call's form"
     );
 }
+
+/// `/skills` with no skill says so in one line, with where one goes, and
+/// the next line typed is a prompt again (no empty list swallows it).
+#[tokio::test]
+async fn skills_with_none_to_list_say_where_one_goes() {
+    if !common::have_setsid() {
+        return;
+    }
+    let e = common::env();
+    let mock = MockModel::start(vec![MockReply::text("plain answer")]).await;
+    let mut tui = Tui::start(&e, &mock, "");
+    tui.wait_written(READY).await;
+    tui.type_keys(b"/skills\r");
+    tui.wait_for("no skills: a skill is a folder holding a SKILL.md")
+        .await;
+    tui.wait_for("skills (`mecha skills`").await;
+    tui.type_keys(b"hello there\r");
+    tui.wait_answered("plain answer").await;
+    tui.quit().await;
+    assert_eq!(mock.requests().len(), 1, "the line after /skills was lost");
+}

@@ -172,6 +172,15 @@ pub fn skills(toolbox: &Toolbox) -> String {
 
 /// The same list, for the TUI to pick from: picking a carried skill shows
 /// its body, any other says why it is not here.
+/// `/skills` with nothing to list: one line, with where a skill goes.
+pub fn no_skills(toolbox: &Toolbox) -> String {
+    format!(
+        "no skills: a skill is a folder holding a SKILL.md in {} (`mecha skills` \
+         shows what a run loads)",
+        toolbox.skills.store.display()
+    )
+}
+
 pub fn skill_items(toolbox: &Toolbox) -> Vec<PickItem> {
     let tool = toolbox.skill_tool.as_ref();
     let carried = tool.map(|tool| tool.carried()).unwrap_or_default();

@@ -338,10 +338,14 @@ impl Talk<'_> {
         match command {
             Slash::Answer(text) => Reply::Show(text),
             Slash::Quit => Reply::Quit,
-            Slash::Skills => Reply::Pick(Picker::new(
-                "skills this run carries",
-                slash::skill_items(self.toolbox),
-            )),
+            Slash::Skills => {
+                let items = slash::skill_items(self.toolbox);
+                if items.is_empty() {
+                    Reply::Show(slash::no_skills(self.toolbox))
+                } else {
+                    Reply::Pick(Picker::new("skills this run carries", items))
+                }
+            }
             Slash::Compact => {
                 let asked = self.agent.compact_now(&mut self.session, &self.sink).await;
                 Reply::Show(slash::compacted(&asked))
