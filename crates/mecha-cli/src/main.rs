@@ -141,6 +141,7 @@ impl From<config::ConfigError> for Failure {
 }
 
 fn main() -> ExitCode {
+    keep_inherited_descriptors_from_children();
     hide_environment();
     init_logging();
     adopt_orphans();
@@ -323,6 +324,42 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 /// command or an MCP server could otherwise read the model API keys
 /// straight out of mecha's environment, whatever their own environment
 /// holds. (A process with CAP_SYS_PTRACE, e.g. root's, still can.)
+/// Marks every descriptor mecha inherited above stderr close-on-exec, so
+/// none reaches what mecha starts: a directory descriptor its parent left
+/// open (a shell's `exec 8</`, an IDE's socket, a make jobserver) would
+/// let a confined command read and write the host through
+/// `/proc/self/fd/8`, past every mount. mecha's own descriptors are opened
+/// close-on-exec already; the seccomp program is mapped in explicitly.
+///
+/// Runs first in `main`, while the process has one thread, so nothing can
+/// close or reuse a number between the listing and the `fcntl`.
+fn keep_inherited_descriptors_from_children() {
+    let listed: Vec<i32> = match std::fs::read_dir("/proc/self/fd") {
+        Ok(entries) => entries
+            .flatten()
+            .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+            .filter(|fd| *fd > 2)
+            .collect(),
+        Err(e) => {
+            output::err_line(&format!(
+                "mecha: warning: cannot list the descriptors this process inherited ({e}); \
+                 the programs it runs may inherit them too"
+            ));
+            return;
+        }
+    };
+    for fd in listed {
+        // SAFETY: `fd` was open when listed and, with one thread, nothing
+        // closes it before this borrow ends; the number the listing itself
+        // used is closed by now, and fcntl on it just fails with EBADF.
+        #[allow(unsafe_code)]
+        let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        let _ = rustix::io::fcntl_getfd(borrowed).and_then(|flags| {
+            rustix::io::fcntl_setfd(borrowed, flags | rustix::io::FdFlags::CLOEXEC)
+        });
+    }
+}
+
 fn hide_environment() {
     if let Err(e) =
         rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)

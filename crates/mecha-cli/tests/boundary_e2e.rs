@@ -236,3 +236,52 @@ async fn a_file_left_in_the_private_tmp_is_said_to_be_discarded() {
     assert!(clean.contains("CLEAN"), "{clean}");
     assert!(!clean.contains("/tmp"), "{clean}");
 }
+
+/// A descriptor mecha inherited (a shell's `exec 8<dir`) never reaches
+/// a command: through `/proc/self/fd/8` a confined one would read and
+/// write the host past every mount.
+#[tokio::test]
+async fn an_inherited_descriptor_does_not_reach_a_command() {
+    if !have_bwrap() {
+        return;
+    }
+    let mut e = env();
+    e.extra_config = BWRAP.into();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret"), "host secret\n").unwrap();
+    let command = "ls /proc/self/fd; cat /proc/self/fd/8/secret; \
+                   echo planted > /proc/self/fd/8/escaped; echo END";
+    let mock = MockModel::start(vec![
+        tool_turn(&[("shell", json!({ "command": command }))]),
+        MockReply::text("done"),
+    ])
+    .await;
+    let inner = e.command(Api::OpenAi, &mock, "sk-test", "run", &["--yes", "go"]);
+    // The same mecha, started by a shell that holds a directory open on 8.
+    let mut outer = Command::new("bash");
+    outer
+        .env_clear()
+        .args(["-c", "exec 8<\"$0\" && exec \"$@\""])
+        .arg(outside.path())
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .current_dir(&e.ws);
+    for (key, value) in inner.get_envs() {
+        if let Some(value) = value {
+            outer.env(key, value);
+        }
+    }
+    // Off the runtime: the mock model answers on this test's own thread.
+    let out = tokio::task::spawn_blocking(move || outer.output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (text, _) = &results_in(&mock, 1)[0];
+    assert!(text.contains("END"), "{text}");
+    assert!(!text.contains("host secret"), "read the host: {text}");
+    assert!(
+        !outside.path().join("escaped").exists(),
+        "wrote the host: {text}"
+    );
+}
