@@ -220,7 +220,8 @@ impl ToolCtx {
     /// refused.
     pub fn resolve_in_workspace(&self, requested: &str) -> Result<ResolvedPath, JailError> {
         let resolved = jail::resolve_in(&[&self.workspace], requested)?;
-        jail::refuse_protected(resolved, &self.protected, requested)
+        let resolved = jail::refuse_protected(resolved, &self.protected, requested)?;
+        jail::refuse_git_dir(resolved, requested)
     }
 
     /// A sink that keeps a streaming result within `budget` bytes.

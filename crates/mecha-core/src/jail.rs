@@ -38,14 +38,25 @@ pub enum JailError {
     )]
     DanglingSymlink { requested: String, link: PathBuf },
     #[error(
-        "`{requested}` resolves to {resolved}, inside {protected}, where mecha keeps its own \
-         config, skills, hooks and sessions; no tool may write there. Ask the user to make \
-         this change themselves"
+        "`{requested}` resolves to {resolved}, inside {protected}, which mecha keeps from every \
+         writer: it is where mecha keeps its own config, skills, hooks and sessions, or \
+         something that runs outside the sandbox later (a program mecha starts, a start-up \
+         file of your shell); no tool may write there. Ask the user to make this change \
+         themselves"
     )]
     Protected {
         requested: String,
         resolved: PathBuf,
         protected: PathBuf,
+    },
+    #[error(
+        "`{requested}` resolves to {resolved}, inside a git directory, whose hooks and config \
+         git on this machine runs; the file tools do not write there. Change it with git \
+         commands in the shell, or ask the user"
+    )]
+    GitDir {
+        requested: String,
+        resolved: PathBuf,
     },
     #[error("cannot resolve `{requested}`: {source}")]
     Io {
@@ -65,6 +76,7 @@ impl JailError {
             Self::ClimbsFromMissing { .. } => "`..` after a missing directory",
             Self::DanglingSymlink { .. } => "through a dangling symlink",
             Self::Protected { .. } => "in mecha's own files",
+            Self::GitDir { .. } => "inside a git directory",
             Self::Io { .. } => "a path that cannot be resolved",
         }
     }
@@ -73,7 +85,7 @@ impl JailError {
     /// front end sees the gate's verdict as text). Each variant's message
     /// holds words no other holds; a test keeps them in step.
     pub fn summary_in(message: &str) -> Option<&'static str> {
-        const MARKS: [(&str, &str); 6] = [
+        const MARKS: [(&str, &str); 7] = [
             ("empty path;", "an empty path"),
             ("which is outside the workspace", "outside the workspace"),
             (
@@ -82,6 +94,10 @@ impl JailError {
             ),
             ("whose target does not exist", "through a dangling symlink"),
             ("where mecha keeps its own config", "in mecha's own files"),
+            (
+                "inside a git directory, whose hooks",
+                "inside a git directory",
+            ),
             ("cannot resolve `", "a path that cannot be resolved"),
         ];
         MARKS
@@ -311,6 +327,27 @@ pub fn canonical_protected(dir: &Path) -> Result<PathBuf, JailError> {
     canonicalize_joined(&absolute, &named)
 }
 
+/// Refuses a write into a git directory (or of a `.git` file): git on the
+/// host runs its hooks and what its config names, so a file tool writing
+/// there plants a program for the user's next `git status`. The path is
+/// canonical, so every spelling of it has the same components.
+pub(crate) fn refuse_git_dir(
+    resolved: ResolvedPath,
+    requested: &str,
+) -> Result<ResolvedPath, JailError> {
+    if resolved
+        .relative
+        .components()
+        .any(|c| c.as_os_str() == ".git")
+    {
+        return Err(JailError::GitDir {
+            requested: requested.to_owned(),
+            resolved: resolved.absolute,
+        });
+    }
+    Ok(resolved)
+}
+
 /// Refuses `resolved` if it is at or under one of the `protected`
 /// directories (canonical, from [`canonical_protected`]). Canonical forms
 /// on both sides, so a symlink or `..` into one is caught.
@@ -357,6 +394,10 @@ mod tests {
                 requested: requested(),
                 resolved: path(),
                 protected: path(),
+            },
+            JailError::GitDir {
+                requested: requested(),
+                resolved: path(),
             },
             JailError::Io {
                 requested: requested(),

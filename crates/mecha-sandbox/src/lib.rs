@@ -340,6 +340,17 @@ impl Sandbox {
     }
 }
 
+/// The user's start-up files under `home` (what a login shell, git, ssh or
+/// a desktop session runs or trusts), for writers outside the sandbox to
+/// refuse too: the sandbox keeps them read-only wherever a writable path
+/// holds them.
+pub fn startup_files(home: &Path) -> Vec<PathBuf> {
+    protect::STARTUP_FILES
+        .iter()
+        .map(|(rel, _)| home.join(rel))
+        .collect()
+}
+
 /// `~/x` against the user's home, as people write it in config.
 fn expand_home(path: &Path, host: &HostEnv) -> PathBuf {
     match (path.strip_prefix("~"), &host.home) {

@@ -10,7 +10,9 @@
 //! would start whatever a model planted there; and the programs mecha runs
 //! unconfined (hooks, and servers without `sandbox = true`, with their
 //! script arguments), which a confined command could otherwise rewrite so
-//! that the next start runs its code as the user.
+//! that the next start runs its code as the user; and, in a workspace that
+//! holds the home directory, the user's start-up files. (Git directories
+//! are refused to the file tools by the jail itself, wherever they are.)
 
 use std::path::{Path, PathBuf};
 
@@ -59,6 +61,7 @@ impl Protected {
         for path in skill_store_paths(&settings.skills.dir)
             .into_iter()
             .chain(programs)
+            .chain(startup_files_within(workspace))
         {
             match canonical_protected(&path) {
                 Ok(canonical) => protected.add(canonical),
@@ -84,6 +87,20 @@ impl Protected {
             // if the filesystem changed under it, the original stands.
             ctx.clone().protecting(path).unwrap_or(ctx)
         })
+    }
+}
+
+/// The user's start-up files when the workspace holds the home directory
+/// (a workspace at `~`): a file tool must not add a line to `~/.bashrc`
+/// that the next terminal runs, any more than a confined command may.
+fn startup_files_within(workspace: &Path) -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .and_then(|h| std::fs::canonicalize(h).ok());
+    let workspace = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_owned());
+    match home {
+        Some(home) if home.starts_with(&workspace) => mecha_sandbox::startup_files(&home),
+        _ => Vec::new(),
     }
 }
 

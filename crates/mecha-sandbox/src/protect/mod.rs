@@ -34,6 +34,7 @@ use std::path::{Component, Path, PathBuf};
 use crate::sweep::Baseline;
 use crate::{Lease, SandboxError};
 pub(crate) use git::{Found, find, gitfile_dirs};
+pub(crate) use home::STARTUP_FILES;
 
 /// One protection mount, applied after the writable mounts, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
