@@ -108,3 +108,13 @@ fn the_screens_options_before_a_command_are_refused_with_where_they_go() {
     assert!(said.contains("mecha run"), "{said}");
     assert!(!said.contains("Usage:"), "{said}");
 }
+
+/// `--max-turns 0` would still make a request; it is refused as usage.
+#[test]
+fn max_turns_zero_is_refused() {
+    let o = mecha(&["run", "--max-turns", "0", "hello"]);
+    assert_eq!(o.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(said.contains("--max-turns"), "{said}");
+    assert!(said.contains("1.."), "{said}");
+}

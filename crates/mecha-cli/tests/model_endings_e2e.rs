@@ -261,3 +261,34 @@ async fn chat_goes_on_after_an_empty_turn_and_after_a_refusal() {
     })
     .await;
 }
+
+/// A base URL where nothing listens costs one quick second try, not a
+/// round of backoff, and the error asks whether the server is running
+/// instead of calling it overloaded.
+#[tokio::test]
+async fn a_closed_port_says_nothing_is_listening_after_one_more_try() {
+    let e = env();
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let mock = MockModel::start(vec![]).await;
+    let mut command = e.command(Api::Anthropic, &mock, "k", "run", &["hello"]);
+    command.env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"));
+    let began = std::time::Instant::now();
+    let out = tokio::task::spawn_blocking(move || command.output())
+        .await
+        .unwrap()
+        .unwrap();
+    let took = began.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("nothing is listening at http://127.0.0.1:"),
+        "{said}"
+    );
+    assert!(said.contains("is the server running?"), "{said}");
+    assert!(!said.contains("Try again later"), "{said}");
+    assert_eq!(said.matches("trying once more").count(), 1, "{said}");
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+}

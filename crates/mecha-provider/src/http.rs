@@ -56,6 +56,9 @@ pub(crate) enum Attempt {
         reason: String,
         after: Option<Duration>,
     },
+    /// The connection was refused: nothing listens there. Worth one more
+    /// try (a server starting up), not a round of backoff.
+    Refused { reason: String },
     /// Final.
     Fatal(ProviderError),
 }
@@ -133,6 +136,11 @@ impl HttpCore {
                     self.options.idle_timeout_hint
                 ))));
             }
+            Ok(Err(e)) if e.is_connect() && refused(&e) => {
+                return Err(Attempt::Refused {
+                    reason: format!("could not connect to {}: {}", self.url, error_chain(&e)),
+                });
+            }
             Ok(Err(e)) if e.is_connect() => {
                 return Err(Attempt::Retry {
                     reason: format!("could not connect to {}: {}", self.url, error_chain(&e)),
@@ -187,8 +195,25 @@ impl HttpCore {
             api: self.api,
             retried: 0,
             waited: Duration::ZERO,
+            refused_once: false,
         }
     }
+}
+
+/// Whether the connection was refused outright (nothing listens at the
+/// address), as against a timeout or a name that did not resolve.
+fn refused(e: &reqwest::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(cause) = source {
+        if cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+        {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
 }
 
 /// The retry bookkeeping of one `complete` call.
@@ -198,9 +223,39 @@ pub(crate) struct Retries<'a> {
     api: &'static str,
     retried: u32,
     waited: Duration,
+    /// Whether a refused connection was already tried again.
+    refused_once: bool,
 }
 
 impl Retries<'_> {
+    /// After a refused connection: one more try after a short pause (a
+    /// local server may be starting), then the error that says nothing is
+    /// listening, rather than a round of backoff that ends in "try again
+    /// later" as if the server were overloaded.
+    pub async fn wait_refused(
+        &mut self,
+        url: &str,
+        reason: String,
+        on_stream: &mut StreamSink<'_>,
+    ) -> Result<(), ProviderError> {
+        if self.refused_once {
+            return Err(ProviderError::Transport(format!(
+                "nothing is listening at {url} ({reason}, also on a second try); is the \
+                 server running? If it runs elsewhere, point [provider] base_url (or the \
+                 API's *_BASE_URL variable) at it"
+            )));
+        }
+        self.refused_once = true;
+        let delay = self.options.backoff_base.min(Duration::from_millis(500));
+        on_stream(Streamed::Retrying(&format!(
+            "{} {reason}; trying once more in {}",
+            self.api,
+            seconds(delay)
+        )));
+        tokio::time::sleep(delay).await;
+        Ok(())
+    }
+
     /// Waits before the next attempt, or says why there will be none. The
     /// wait is announced through `on_stream`: the user may have seen part
     /// of the failed attempt (thinking), and a silent pause looks like a hang.

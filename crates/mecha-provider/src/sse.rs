@@ -229,6 +229,9 @@ impl HttpCore {
                 Err(Attempt::Retry { reason, after }) => {
                     retries.wait(reason, after, on_stream).await?;
                 }
+                Err(Attempt::Refused { reason }) => {
+                    retries.wait_refused(self.url(), reason, on_stream).await?;
+                }
             }
         }
     }

@@ -28,8 +28,8 @@ pub struct RunOptions {
     /// Plan: send only the read-only tools.
     #[arg(long)]
     pub plan: bool,
-    /// Model requests per prompt before stopping.
-    #[arg(long, value_name = "N")]
+    /// Model requests per prompt before stopping (at least 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: Option<u32>,
     /// The model to use, instead of [provider] model.
     #[arg(long, value_name = "NAME")]

@@ -401,7 +401,8 @@ pub async fn max_tokens_stop_reason(wire: Wire) {
     assert_eq!(response.stop_reason, StopReason::MaxTokens);
 }
 
-/// Nothing listening: connecting is retried, then the error names the URL.
+/// Nothing listening: one more try, then an error that names the URL and
+/// asks whether the server runs (not "try again later").
 pub async fn connection_refused_names_the_url(wire: Wire) {
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -426,9 +427,12 @@ pub async fn connection_refused_names_the_url(wire: Wire) {
     .unwrap();
     let (response, _) = ask(provider.as_ref(), &hello()).await;
     match response {
-        Err(ProviderError::Exhausted(m)) => {
+        Err(ProviderError::Transport(m)) => {
             assert!(
-                m.contains("could not connect") && m.contains(&port.to_string()),
+                m.contains("nothing is listening")
+                    && m.contains(&port.to_string())
+                    && m.contains("is the server running?")
+                    && !m.contains("Try again later"),
                 "{m}"
             )
         }
