@@ -118,3 +118,24 @@ fn max_turns_zero_is_refused() {
     assert!(said.contains("--max-turns"), "{said}");
     assert!(said.contains("1.."), "{said}");
 }
+
+/// An Anthropic endpoint without a key names the key, not "no provider".
+#[test]
+fn a_base_url_without_its_key_names_the_key() {
+    let home = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap())
+        .env("MECHA_HOME", home.path())
+        .env("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+        .args(["run", "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("ANTHROPIC_BASE_URL is set but ANTHROPIC_API_KEY is not"),
+        "{said}"
+    );
+    assert!(!said.contains("no model provider is configured"), "{said}");
+}

@@ -79,6 +79,17 @@ pub fn resolve(
                 value: Kind::Scripted,
                 source: Source::Config,
             },
+            // An Anthropic endpoint named but no key: the key is what is
+            // missing, not a provider.
+            (None, None) if var("ANTHROPIC_BASE_URL").is_some() => {
+                return Err(ProviderError::NotConfigured(
+                    "ANTHROPIC_BASE_URL is set but ANTHROPIC_API_KEY is not: set the key too \
+                     (any value, for a local server that checks none), or add a [provider] \
+                     section with kind = \"anthropic\" and api_key_env naming the variable \
+                     that holds it"
+                        .to_owned(),
+                ));
+            }
             (None, None) => return Err(ProviderError::NotConfigured(HOW_TO_CONFIGURE.to_owned())),
         },
     };
