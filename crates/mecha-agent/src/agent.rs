@@ -127,8 +127,9 @@ pub enum AgentError {
     #[error(
         "the prompt (~{tokens} tokens, with the system prompt and the tool list) does not fit the \
          model's context window ({window} tokens, {reply} of them kept for the reply), so nothing \
-         was sent. Shorten the prompt (or what is piped with it), or use a model with a larger \
-         window and set [provider] context_window to it"
+         was sent. Shorten the prompt (or what is piped with it), lower [provider] max_tokens \
+         (the reply's share), or use a model with a larger window and set [provider] \
+         context_window to it"
     )]
     PromptTooLarge {
         tokens: u64,

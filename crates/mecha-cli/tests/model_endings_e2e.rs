@@ -292,3 +292,23 @@ async fn a_closed_port_says_nothing_is_listening_after_one_more_try() {
     assert_eq!(said.matches("trying once more").count(), 1, "{said}");
     assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
 }
+
+/// A small window with `max_tokens` unset: the reply's share is derived
+/// from the window (a quarter), so a prompt fits, instead of the model's
+/// own 64K output limit refusing every run. A `max_tokens` that keeps the
+/// whole window is an error that names it.
+#[tokio::test]
+async fn an_unset_max_tokens_fits_the_window_it_is_given() {
+    let mut e = env();
+    e.provider_config = "context_window = 32768\n".into();
+    let mock = MockModel::start(vec![MockReply::text("fits")]).await;
+    let out = e.run(Api::Anthropic, &mock, "k", &["hello"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(mock.requests()[0].body["max_tokens"], 8192);
+
+    e.provider_config = "context_window = 32768\nmax_tokens = 32768\n".into();
+    let out = e.run(Api::Anthropic, &mock, "k", &["hello"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(said.contains("max_tokens = 32768 in [provider]"), "{said}");
+}

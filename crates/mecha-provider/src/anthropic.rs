@@ -20,6 +20,18 @@ const API_VERSION: &str = "2023-06-01";
 /// write, and accepted by every current Claude model.
 pub const DEFAULT_MAX_TOKENS: u32 = 32_000;
 
+/// An unset `max_tokens`: the model's own limit, unless that would keep
+/// more than half the window for the reply (a small window configured for
+/// a local server, say); then a quarter of the window, which leaves the
+/// rest for the conversation.
+fn fitted(model_limit: u32, window: u64) -> u32 {
+    if u64::from(model_limit) > window / 2 {
+        u32::try_from(window / 4).unwrap_or(u32::MAX)
+    } else {
+        model_limit
+    }
+}
+
 /// The context window of a model mecha does not know.
 pub const ANTHROPIC_CONTEXT_WINDOW: u64 = 200_000;
 
@@ -34,7 +46,8 @@ pub struct AnthropicOptions {
     /// Where the key came from, named when the API refuses it.
     pub api_key_env: String,
     /// Unset: the model's own output limit where mecha knows it, else
-    /// [`DEFAULT_MAX_TOKENS`].
+    /// [`DEFAULT_MAX_TOKENS`]; a quarter of the window instead when that
+    /// would keep more than half of it for the reply.
     pub max_tokens: Option<u32>,
     /// Unset: the model's where mecha knows it, else
     /// [`ANTHROPIC_CONTEXT_WINDOW`].
@@ -59,9 +72,29 @@ pub struct AnthropicProvider {
 impl AnthropicProvider {
     pub fn new(options: AnthropicOptions) -> Result<Self, ProviderError> {
         let spec = models::lookup(&options.model);
-        let max_tokens = options
-            .max_tokens
-            .unwrap_or_else(|| spec.map_or(DEFAULT_MAX_TOKENS, |s| s.max_output));
+        let context_window = options
+            .context_window
+            .or(spec.map(|s| s.context_window))
+            .unwrap_or(ANTHROPIC_CONTEXT_WINDOW);
+        let max_tokens = match options.max_tokens {
+            Some(set) => set,
+            // Unset, it must fit the window it is given: a 32K window with
+            // the model's own 64K output limit kept for the reply leaves
+            // no room for any prompt.
+            None => fitted(
+                spec.map_or(DEFAULT_MAX_TOKENS, |s| s.max_output),
+                context_window,
+            ),
+        };
+        // Only against a window someone knows: an unknown model's is a guess.
+        let window_known = options.context_window.is_some() || spec.is_some();
+        if window_known && u64::from(max_tokens) >= context_window {
+            return Err(ProviderError::NotConfigured(format!(
+                "max_tokens = {max_tokens} in [provider] keeps the whole context window \
+                 ({context_window} tokens) for the reply, so no prompt fits: lower max_tokens \
+                 (a quarter of the window is usual), or remove it and mecha picks one"
+            )));
+        }
         if let Some(spec) = spec.filter(|s| max_tokens > s.max_output) {
             // The API would refuse every request with a 400.
             return Err(ProviderError::NotConfigured(format!(
@@ -110,10 +143,7 @@ impl AnthropicProvider {
         )?;
         Ok(Self {
             http,
-            context_window: options
-                .context_window
-                .or(spec.map(|s| s.context_window))
-                .unwrap_or(ANTHROPIC_CONTEXT_WINDOW),
+            context_window,
             model: options.model,
             max_tokens,
             thinking: options.thinking,
