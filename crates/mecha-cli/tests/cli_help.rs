@@ -139,3 +139,40 @@ fn a_base_url_without_its_key_names_the_key() {
     );
     assert!(!said.contains("no model provider is configured"), "{said}");
 }
+
+/// The scripted provider's `script` is read beside the config file, not
+/// from wherever mecha was started; a broken one names the path it tried.
+#[test]
+fn a_scripts_relative_path_is_the_config_files_neighbour() {
+    let home = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        "[provider]\nkind = \"scripted\"\nscript = \"turns.json\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join("turns.json"),
+        r#"{"turns": [{"text": "from the script"}]}"#,
+    )
+    .unwrap();
+    let run = || {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"))
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap())
+            .env("MECHA_HOME", home.path())
+            .current_dir(elsewhere.path())
+            .args(["run", "hello"])
+            .output()
+            .unwrap()
+    };
+    let o = run();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("from the script"));
+    std::fs::write(home.path().join("turns.json"), "{not json").unwrap();
+    let o = run();
+    assert_eq!(o.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&o.stderr);
+    let tried = home.path().join("turns.json");
+    assert!(said.contains(&tried.display().to_string()), "{said}");
+}

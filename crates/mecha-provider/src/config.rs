@@ -1,7 +1,7 @@
 //! The `[provider]` config section and turning it, with the environment,
 //! into a provider.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -234,6 +234,14 @@ fn build_provider(
                         .to_owned(),
                 )
             })?;
+            // A relative path is the config file's neighbour, wherever
+            // mecha was started from.
+            let path = match &settings.config_file {
+                Some(file) if path.is_relative() => {
+                    file.parent().unwrap_or(Path::new(".")).join(path)
+                }
+                _ => path,
+            };
             let provider =
                 ScriptedProvider::from_file(path)?.with_context_window(settings.context_window);
             Ok(Arc::new(provider))
