@@ -79,6 +79,12 @@ impl EventSink for Headless {
             return;
         };
         parts.observe(&event);
+        // stdout holds only JSON; a retry is still said where a person
+        // watching the run looks, as in text mode (a silent pause of
+        // seconds looks like a hang).
+        if let Event::Retrying { what } = &event {
+            crate::terminal::report(what);
+        }
         let line = match &event {
             Event::Final { .. } => {
                 let elapsed = self.began.elapsed().as_millis();

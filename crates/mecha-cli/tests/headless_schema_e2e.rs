@@ -289,6 +289,19 @@ async fn a_retry_is_announced_when_it_is_decided() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stderr(&out).contains(&what), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "answer");
+    // With one JSON result on stdout, the retry is still said on stderr.
+    let mock = MockModel::start(reply()).await;
+    let out = e
+        .run(
+            Api::Anthropic,
+            &mock,
+            "k",
+            &["--output-format", "json", "go"],
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&what), "{}", stderr(&out));
+    assert_eq!(the_result(&out)["text"], "answer");
 }
 
 #[tokio::test]
