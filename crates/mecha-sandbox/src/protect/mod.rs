@@ -3,7 +3,7 @@
 //!
 //! Everything here is something that runs or configures programs outside
 //! the sandbox later: git's hooks and config in every repository of the
-//! workspace (git.rs), the user's start-up files when a writable root holds
+//! workspace (git.rs, repos.rs), the user's start-up files when a writable root holds
 //! them (home.rs), the workspace `mecha.toml`, and whatever the caller
 //! names (mecha's home, the MCP servers files, the programs mecha runs
 //! unconfined). Each is re-bound read-only over the writable mounts. Three
@@ -26,6 +26,7 @@
 mod git;
 mod home;
 mod placeholder;
+mod repos;
 
 use std::fs;
 use std::io;
@@ -33,7 +34,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::sweep::Baseline;
 use crate::{Lease, SandboxError};
-pub(crate) use git::{Found, find, gitfile_dirs};
+pub(crate) use git::{Found, common_dir, find, pointed};
 
 /// One protection mount, applied after the writable mounts, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,7 +139,7 @@ pub(crate) fn plan(
     let mut baseline = Baseline::of(scope.host, &found);
     let mut registry = placeholder::registry();
     let mut targets = vec![Target::existing(scope.host.join("mecha.toml"))];
-    targets.extend(repository_targets(scope, &found, &registry)?);
+    targets.extend(repos::repository_targets(scope, &found, &registry)?);
     if let Some(home) = scope.home {
         targets.extend(home::targets(home));
     }
@@ -270,91 +271,6 @@ fn masked_at(
         }
     }
     Ok(Some(at))
-}
-
-/// The repositories' targets: in every git directory its protected entries
-/// and what its config points at; a `.git` file itself, and the git and
-/// common directories it names (shown read-only wherever they are, so git
-/// inside works). The root's `.git`, when missing or only a placeholder of
-/// another job, is one read-only empty directory that stands for its hooks
-/// and config both.
-fn repository_targets(
-    scope: &Scope<'_>,
-    found: &[Found],
-    registry: &placeholder::Registry,
-) -> Result<Vec<Target>, SandboxError> {
-    let root_git = scope.host.join(".git");
-    let inside = |path: &Path| match path.strip_prefix(scope.host) {
-        Ok(rel) => scope.inside.join(rel),
-        Err(_) => path.to_path_buf(),
-    };
-    let mut targets = Vec::new();
-    let mut root_seen = false;
-    for repo in found {
-        match repo {
-            Found::GitDir(dir) if *dir == root_git && registry.contains_key(dir) => {}
-            Found::GitDir(dir) => {
-                root_seen |= *dir == root_git;
-                let worktree = match dir.file_name() {
-                    Some(name) if name == ".git" => dir.parent().unwrap_or(dir),
-                    _ => dir,
-                };
-                targets.extend(git::gitdir_targets(dir, worktree, scope.home));
-            }
-            Found::GitFile(file) => {
-                root_seen |= *file == root_git;
-                targets.push(Target::existing(file.clone()));
-                let named = match git::gitfile_dirs(file) {
-                    Ok(Some(named)) => named,
-                    Ok(None) => continue,
-                    Err((lexical, e)) if *file == root_git => {
-                        return Err(SandboxError::Confine {
-                            program: file.display().to_string(),
-                            reason: format!(
-                                "it names `{}`, which cannot be opened ({e}); repair the \
-                                 worktree with `git worktree repair`, or remove the file",
-                                lexical.display()
-                            ),
-                        });
-                    }
-                    // A nested one that names nothing: git there fails.
-                    Err(_) => continue,
-                };
-                let worktree = file.parent().unwrap_or(scope.host);
-                let writable_roots =
-                    std::iter::once(scope.host).chain(scope.writable.iter().map(PathBuf::as_path));
-                for (lexical, canonical) in named.common.iter().chain([&named.gitdir]) {
-                    for root in writable_roots.clone() {
-                        if lexical.starts_with(root) {
-                            refuse_symlinks_below(root, lexical)?;
-                        }
-                    }
-                    // Inside a writable root it is a repository of the
-                    // workspace like any other (its own entries protected,
-                    // the rest of it writable); elsewhere it is shown to git
-                    // inside, read-only.
-                    if writable_roots
-                        .clone()
-                        .any(|root| canonical.starts_with(root))
-                    {
-                        targets.extend(git::gitdir_targets(canonical, worktree, scope.home));
-                        continue;
-                    }
-                    targets.push(Target {
-                        host: canonical.clone(),
-                        placeholder: None,
-                        shown: Some(inside(lexical)),
-                        follow: false,
-                    });
-                    targets.extend(git::config_targets(canonical, worktree, scope.home));
-                }
-            }
-        }
-    }
-    if !root_seen {
-        targets.push(Target::placeheld(root_git, Kind::Dir));
-    }
-    Ok(targets)
 }
 
 /// A symlink between `root` and `path` would let the program move what a
