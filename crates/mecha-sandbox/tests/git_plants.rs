@@ -325,3 +325,39 @@ async fn a_new_dot_git_leading_outside_the_workspace_is_moved_aside() {
         assert!(!ws.join(moved).exists(), "{moved} is still there");
     }
 }
+
+/// A new repository's `.git/modules/<name>` is a submodule's git
+/// directory, with hooks and config of its own, which `git submodule
+/// update` (and then every `git status` in the superproject) uses even
+/// with the submodule's worktree, and its `.git` file, gone.
+#[tokio::test]
+async fn a_new_repositorys_submodule_git_directory_is_disarmed() {
+    let Some(c) = case() else { return };
+    let ws = c.ws.path();
+    let git = "git -c user.name=t -c user.email=t@t -c protocol.file.allow=always";
+    let script = format!(
+        "{git} init -q up && {git} -C up commit -q --allow-empty -m up && {git} init -q lib && \
+         {git} -C lib submodule add -q \"$PWD/up\" sub && {git} -C lib commit -qm sub && \
+         rm -rf lib/sub && git config -f lib/.git/modules/sub/config core.fsmonitor {p} && \
+         cp {p} lib/.git/modules/sub/hooks/post-checkout && echo PLANTED",
+        p = c.payload
+    );
+    let (out, undone) = plant(ws, &script).await;
+    assert!(out.contains("PLANTED"), "{out}");
+    let lib = ws.join("lib");
+    host_git(
+        &lib,
+        &["-c", "protocol.file.allow=always", "submodule", "update"],
+    );
+    host_git(&lib, &["status"]);
+    assert!(!c.marker.exists(), "host git ran the planted program");
+    let said = undone.join("\n");
+    assert!(
+        said.contains("lib/.git/modules/sub/config: removed core.worktree, core.fsmonitor"),
+        "{said}"
+    );
+    assert!(
+        said.contains("lib/.git/modules/sub/hooks/post-checkout"),
+        "{said}"
+    );
+}

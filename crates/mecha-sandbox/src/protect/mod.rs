@@ -34,7 +34,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::sweep::Baseline;
 use crate::{Lease, SandboxError};
-pub(crate) use git::{Found, common_dir, find, pointed};
+pub(crate) use git::{Found, common_dir, find, is_git_directory, pointed};
 
 /// One protection mount, applied after the writable mounts, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,19 +4,20 @@
 //! repository with `core.fsmonitor`, a bare layout with `core.worktree`
 //! (at the root, or above or inside a repository), a `.git` file or
 //! symlink leading to a fake git directory (hidden inside an existing
-//! `.git`, say), a hook in a new repository, or a replaced symlink where
-//! a start-up file was.
+//! `.git`, say), a hook in a new repository or in one of its submodules'
+//! git directories, or a replaced symlink where a start-up file was.
 //!
 //! So every git directory that was not there before the job (by device
-//! and inode) is checked, with its linked worktrees' git directories:
-//! config keys outside [`gitconfig::Entry::is_inert`] are removed (the
-//! original is kept beside it, renamed, for the user to read), and hooks
-//! are renamed so git no longer runs them (fix.rs). A
-//! plain `git init` writes nothing that is touched. What leads out of the
-//! workspace (a `.git` or a `commondir`) is moved aside unless it and what
-//! it leads to were there before: the sweep does not reach outside the
-//! workspace to check a repository there. Every change is reported, so the
-//! result of the command says what was undone and why.
+//! and inode) is checked, with the linked worktrees' and submodules' git
+//! directories it holds: config keys outside
+//! [`gitconfig::Entry::is_inert`] are removed (the original is kept beside
+//! it, renamed, for the user to read), and hooks are renamed so git no
+//! longer runs them (fix.rs). A plain `git init` writes nothing that is
+//! touched. What leads out of the workspace (a `.git` or a `commondir`) is
+//! moved aside unless it and what it leads to were there before: the
+//! sweep does not reach outside the workspace to check a repository there.
+//! Every change is reported, so the result of the command says what was
+//! undone and why.
 //!
 //! The sweep works through directory descriptors opened beneath the
 //! workspace without following symlinks, so a job that swaps a directory
@@ -31,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
-use crate::protect::{Found, common_dir, find, pointed};
+use crate::protect::{Found, common_dir, find, is_git_directory, pointed};
 
 /// What renamed-aside files are called: git reads none of them.
 const QUARANTINE: &str = ".mecha-quarantine";
@@ -139,16 +140,7 @@ impl Baseline {
                     }
                 }
             }
-            // A linked worktree's git directory: a fake one is new too.
-            for entry in std::fs::read_dir(dir.join("worktrees"))
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                    queue.push(entry.path());
-                }
-            }
+            queue.extend(held_gitdirs(&dir));
         }
         undone
     }
@@ -217,6 +209,39 @@ fn pointed_dirs(pointer: &Path) -> Vec<PathBuf> {
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// The git directories a repository holds for others: each linked
+/// worktree's (`worktrees/*`) and each submodule's (`modules/<name>`, a
+/// name that can hold slashes, of a submodule that can have submodules of
+/// its own). Everything below `modules` is looked at but the object
+/// stores: new repositories are small.
+fn held_gitdirs(dir: &Path) -> Vec<PathBuf> {
+    let mut held = subdirs(&dir.join("worktrees"));
+    let mut pending = subdirs(&dir.join("modules"));
+    while let Some(sub) = pending.pop() {
+        let gitdir = is_git_directory(&sub);
+        pending.extend(
+            subdirs(&sub)
+                .into_iter()
+                .filter(|d| !(gitdir && d.file_name().is_some_and(|n| n == "objects"))),
+        );
+        if gitdir {
+            held.push(sub);
+        }
+    }
+    held
+}
+
+/// The directories in `dir`, symlinks not followed.
+fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|entry| entry.path())
+        .collect()
 }
 
 /// `rel` as the report names it.
