@@ -3,11 +3,12 @@
 //!
 //! Everything here is something that runs or configures programs outside
 //! the sandbox later: git's hooks and config in every repository of the
-//! workspace (git.rs, repos.rs), the user's start-up files when a writable root holds
-//! them (home.rs), the workspace `mecha.toml`, and whatever the caller
-//! names (mecha's home, the MCP servers files, the programs mecha runs
-//! unconfined). Each is re-bound read-only over the writable mounts. Three
-//! details decide whether that holds:
+//! workspace (git.rs, repos.rs), the user's start-up files and the
+//! directories on mecha's PATH when a writable root holds them (home.rs),
+//! the workspace `mecha.toml`, and whatever the caller names (mecha's
+//! home, the MCP servers files, the programs mecha runs unconfined). Each
+//! is re-bound read-only over the writable mounts. Three details decide
+//! whether that holds:
 //!
 //! - a directory between a writable root and a protected path could be
 //!   renamed away and rebuilt (`mv .git x; mkdir -p .git/hooks`), so every
@@ -28,6 +29,7 @@ mod home;
 mod placeholder;
 mod repos;
 
+use std::ffi::OsStr;
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -72,6 +74,9 @@ pub(crate) struct Target {
     /// sweep to find unchanged (a link is no mount point, so it could be
     /// replaced), instead of the symlink being refused.
     follow: bool,
+    /// A directory on mecha's PATH. One that is a whole writable root
+    /// cannot be kept read-only without taking the root away: refused.
+    on_path: bool,
 }
 
 impl Target {
@@ -81,6 +86,7 @@ impl Target {
             placeholder: None,
             shown: None,
             follow: false,
+            on_path: false,
         }
     }
 
@@ -95,6 +101,13 @@ impl Target {
         Self {
             follow: true,
             ..Self::placeheld(host, kind)
+        }
+    }
+
+    pub(crate) fn on_path(host: PathBuf) -> Self {
+        Self {
+            on_path: true,
+            ..Self::followed(host, Kind::Dir)
         }
     }
 }
@@ -118,6 +131,9 @@ pub(crate) struct Scope<'a> {
     pub caller: &'a [PathBuf],
     /// The user's home directory, for the start-up files.
     pub home: Option<&'a Path>,
+    /// mecha's PATH, which the user's own shells share: a program put in
+    /// one of its directories runs on the host the next time it is called.
+    pub search_path: &'a OsStr,
 }
 
 /// The protection mounts for a job (pins first, then the read-only
@@ -143,6 +159,7 @@ pub(crate) fn plan(
     if let Some(home) = scope.home {
         targets.extend(home::targets(home));
     }
+    targets.extend(home::search_path_targets(scope.search_path));
     targets.extend(scope.caller.iter().cloned().map(Target::existing));
 
     let mut pins: Vec<Mount> = Vec::new();
@@ -167,6 +184,9 @@ pub(crate) fn plan(
             }
             continue;
         };
+        if target.on_path && target.host == root.host {
+            return Err(SandboxError::WritableOnPath { path: target.host });
+        }
         refuse_symlinks_below(root.host, &target.host)?;
         let Some(host) = masked_at(&mut registry, root.host, &target, lease)? else {
             continue;

@@ -7,6 +7,7 @@ fn scope(ws: &Path) -> Scope<'_> {
         writable: &[],
         caller: &[],
         home: None,
+        search_path: std::ffi::OsStr::new(""),
     }
 }
 
@@ -291,5 +292,31 @@ fn the_walk_finds_what_git_would_below_and_beside_bare_layouts() {
             Found::Dir(ws.join("shared")),
             Found::Link(ws.join("tools/.git")),
         ]
+    );
+}
+
+#[test]
+fn a_directory_on_path_that_is_a_writable_root_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path();
+    fs::create_dir(ws.join("bin")).unwrap();
+    let path = std::env::join_paths([ws.join("bin"), "/usr/bin".into()]).unwrap();
+    let on_path = Scope {
+        search_path: &path,
+        ..scope(ws)
+    };
+    let (mounts, _) = plan(&on_path, &mut Lease::default()).unwrap();
+    assert!(mounts.contains(&ro("bin", ws)), "{mounts:#?}");
+    let path = std::env::join_paths([ws, Path::new("/usr/bin")]).unwrap();
+    let root_on_path = Scope {
+        search_path: &path,
+        ..scope(ws)
+    };
+    let err = plan(&root_on_path, &mut Lease::default()).unwrap_err();
+    assert_eq!(
+        err,
+        SandboxError::WritableOnPath {
+            path: ws.to_path_buf()
+        }
     );
 }
