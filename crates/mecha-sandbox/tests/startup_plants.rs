@@ -1,6 +1,6 @@
 //! With the workspace at the home directory, what the user's next shell
-//! runs lies in the writable tree: start-up files and the directories on
-//! PATH.
+//! runs lies in the writable tree: start-up files, the directories on
+//! PATH, and the symlinks into a dotfiles repository that lead to them.
 //! Each test plants from inside the real sandbox, sweeps, and then runs
 //! what the host would run (a shell, a program looked up on PATH),
 //! checking that the planted program did not run (a marker file outside
@@ -10,6 +10,7 @@
 mod common;
 
 use std::ffi::OsString;
+use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -155,4 +156,116 @@ async fn no_program_can_be_planted_in_a_directory_on_path() {
     }
     assert!(out.contains("DONE") && !out.contains("BREACH"), "{out}");
     assert!(!ws.join("tools").exists(), "the placeholder is gone");
+}
+
+/// `~/.config` a symlink into a dotfiles repository, and `fish` missing
+/// below it: the placeholder goes where the link leads, so neither
+/// fish's start-up file nor a user service can be created through it.
+#[tokio::test]
+async fn a_missing_start_up_file_below_a_symlinked_directory_cannot_be_created() {
+    let home = Home::new();
+    let ws = home.path();
+    std::fs::create_dir_all(ws.join("dotfiles/config")).unwrap();
+    symlink("dotfiles/config", ws.join(".config")).unwrap();
+    let Some(sandbox) = home.sandbox(&[]) else {
+        return;
+    };
+    let script = format!(
+        "{TRY}try 'mkdir -p .config/fish && echo {p} > .config/fish/config.fish'\n\
+         try 'mkdir -p .config/systemd/user && echo x > .config/systemd/user/x.service'\n\
+         try 'touch dotfiles/config/fish/x'\ntry 'mv dotfiles dotfiles.old'\n\
+         try 'rm .config && mkdir -p .config/fish && echo {p} > .config/fish/config.fish'\n\
+         echo DONE",
+        p = home.payload.display()
+    );
+    let (out, undone) = plant(&sandbox, ws, &script).await;
+    assert!(out.contains("DONE"), "{out}");
+    // What fish would read at start-up.
+    let fish = ws.join(".config/fish/config.fish");
+    if fish.exists() {
+        host_shell(ws, &"/usr/bin:/bin".into(), &[fish.to_str().unwrap()]);
+    }
+    assert!(!home.marker.exists(), "the planted start-up file ran");
+    let breaches: Vec<&str> = out.lines().filter(|l| l.contains("BREACH")).collect();
+    // The link itself can be replaced (it is no mount point); the sweep
+    // puts it back, with what the command made kept aside.
+    assert_eq!(
+        breaches,
+        [
+            "BREACH: rm .config && mkdir -p .config/fish && echo ".to_owned()
+                + &home.payload.display().to_string()
+                + " > .config/fish/config.fish"
+        ],
+        "{out}"
+    );
+    assert!(
+        undone.join("\n").contains(".config: the command replaced"),
+        "{undone:?}"
+    );
+    assert_eq!(
+        std::fs::read_link(ws.join(".config")).unwrap(),
+        Path::new("dotfiles/config")
+    );
+    assert!(!ws.join(".config/systemd").exists());
+    assert_eq!(
+        std::fs::read_dir(ws.join("dotfiles/config"))
+            .unwrap()
+            .count(),
+        0,
+        "the placeholders are gone"
+    );
+}
+
+/// `~/.local/bin` a symlink into a dotfiles repository, below a real
+/// `~/.local`: the directory holding the link cannot be swapped for a link
+/// to somewhere else, and if it is swapped anyway (here on the host, as a
+/// stand-in), the sweep refuses to restore the link through it instead of
+/// renaming and planting wherever it now leads.
+#[tokio::test]
+async fn a_start_up_links_directory_cannot_be_swapped_and_is_not_followed() {
+    let home = Home::new();
+    let ws = home.path();
+    let victim = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(victim.path().join("bin")).unwrap();
+    std::fs::create_dir_all(ws.join("dotfiles/bin")).unwrap();
+    std::fs::create_dir(ws.join(".local")).unwrap();
+    let target = ws.join("dotfiles/bin");
+    symlink(&target, ws.join(".local/bin")).unwrap();
+    let Some(sandbox) = home.sandbox(&[]) else {
+        return;
+    };
+    let script = format!(
+        "{TRY}try 'mv .local .local.old && ln -s {v} .local'\n\
+         rm .local/bin && ln -s {v} .local/bin && echo REPLACED",
+        v = victim.path().display()
+    );
+    let confined = confine(&sandbox, ws, &script, false);
+    let mut command = confined.command;
+    let out = command.output().await.unwrap();
+    let out = String::from_utf8_lossy(&out.stdout);
+    assert!(out.contains("REPLACED") && !out.contains("BREACH"), "{out}");
+    let undone = confined.lease.sweep();
+    assert!(
+        undone
+            .join("\n")
+            .contains(".local/bin: the command replaced"),
+        "{undone:?}"
+    );
+    assert_eq!(std::fs::read_link(ws.join(".local/bin")).unwrap(), target);
+
+    std::fs::rename(ws.join(".local"), ws.join(".local.old")).unwrap();
+    symlink(victim.path(), ws.join(".local")).unwrap();
+    let undone = confined.lease.sweep();
+    assert!(victim.path().join("bin").is_dir() && !victim.path().join("bin").is_symlink());
+    assert_eq!(
+        std::fs::read_dir(victim.path()).unwrap().count(),
+        1,
+        "nothing renamed or planted in the victim"
+    );
+    assert!(
+        undone
+            .join("\n")
+            .contains("the directory holding this start-up link was moved"),
+        "{undone:?}"
+    );
 }

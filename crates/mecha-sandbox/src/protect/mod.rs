@@ -18,12 +18,16 @@
 //!   where a placeholder is allowed the first missing component gets one,
 //!   bound read-only (see placeholder.rs);
 //! - a mount follows a symlink, and the link itself stays replaceable, so a
-//!   protected path with a symlink between it and its root is refused.
+//!   protected path with a symlink between it and its root is refused;
+//!   except for a start-up file or a PATH directory, which is followed to
+//!   where it leads (follow.rs), each link on the way kept for the sweep
+//!   to find unchanged and the directories above each link pinned.
 //!
 //! What the walk finds is also the baseline the sweep (sweep.rs) compares
 //! against after the job: a repository that was not there before is one
 //! the job made.
 
+mod follow;
 mod git;
 mod home;
 mod placeholder;
@@ -32,9 +36,10 @@ mod repos;
 use std::ffi::OsStr;
 use std::fs;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::sweep::Baseline;
+use crate::sweep::{Baseline, KeptLink};
 use crate::{Lease, SandboxError};
 pub(crate) use git::{Found, common_dir, find, is_git_directory, pointed};
 
@@ -69,10 +74,9 @@ pub(crate) struct Target {
     /// Mounted (read-only) even outside every writable root, where git
     /// inside must see it: a worktree's git directory.
     shown: Option<PathBuf>,
-    /// A start-up file, often a symlink into a dotfiles repository: where
-    /// it leads is protected, and each link on the way is kept for the
-    /// sweep to find unchanged (a link is no mount point, so it could be
-    /// replaced), instead of the symlink being refused.
+    /// Reached the way the user's shell reaches it, often through a
+    /// symlink into a dotfiles repository: where it leads is protected,
+    /// instead of the symlink being refused (see follow.rs).
     follow: bool,
     /// A directory on mecha's PATH. One that is a whole writable root
     /// cannot be kept read-only without taking the root away: refused.
@@ -117,6 +121,34 @@ impl Target {
 struct Root<'a> {
     host: &'a Path,
     inside: &'a Path,
+}
+
+impl Root<'_> {
+    fn inside(&self, path: &Path) -> PathBuf {
+        match path.strip_prefix(self.host) {
+            Ok(rel) => self.inside.join(rel),
+            Err(_) => path.to_path_buf(),
+        }
+    }
+
+    /// Pins every directory between the root and `path`, shallow first.
+    fn pin_above(&self, path: &Path, pins: &mut Vec<Mount>) {
+        let mut between = Vec::new();
+        let mut dir = path.parent();
+        while let Some(d) = dir.filter(|d| d.starts_with(self.host) && *d != self.host) {
+            between.push(d.to_path_buf());
+            dir = d.parent();
+        }
+        for d in between.into_iter().rev() {
+            push_new(
+                pins,
+                Mount::Pin {
+                    dest: self.inside(&d),
+                    source: d,
+                },
+            );
+        }
+    }
 }
 
 /// Where one job runs, as the protection sees it.
@@ -166,10 +198,13 @@ pub(crate) fn plan(
     let mut read_only: Vec<Mount> = Vec::new();
     for mut target in targets {
         if target.follow {
-            let Some(resolved) = follow_links(&target.host, &mut baseline) else {
+            let Some(followed) = follow::follow(&target.host) else {
                 continue;
             };
-            target.host = resolved;
+            for (link, to) in followed.links {
+                keep_link(&roots, link, to, &mut pins, &mut baseline);
+            }
+            target.host = followed.resolved;
         }
         let root = roots.iter().find(|r| target.host.starts_with(r.host));
         let Some(root) = root else {
@@ -191,26 +226,8 @@ pub(crate) fn plan(
         let Some(host) = masked_at(&mut registry, root.host, &target, lease)? else {
             continue;
         };
-        let inside = |path: &Path| match path.strip_prefix(root.host) {
-            Ok(rel) => root.inside.join(rel),
-            Err(_) => path.to_path_buf(),
-        };
-        let mut dir = host.parent();
-        let mut between = Vec::new();
-        while let Some(d) = dir.filter(|d| d.starts_with(root.host) && *d != root.host) {
-            between.push(d.to_path_buf());
-            dir = d.parent();
-        }
-        for d in between.into_iter().rev() {
-            push_new(
-                &mut pins,
-                Mount::Pin {
-                    dest: inside(&d),
-                    source: d,
-                },
-            );
-        }
-        let dest = target.shown.unwrap_or_else(|| inside(&host));
+        root.pin_above(&host, &mut pins);
+        let dest = target.shown.unwrap_or_else(|| root.inside(&host));
         push_new(&mut read_only, Mount::ReadOnly { source: host, dest });
     }
     drop(registry);
@@ -231,23 +248,34 @@ pub(crate) fn plan(
     Ok((pins, baseline))
 }
 
-/// `path` with every symlink on the way resolved, each link kept in
-/// `baseline`; `None` when a link leads nowhere that exists (a missing
-/// link target is the user's own, and no file is masked through it).
-fn follow_links(path: &Path, baseline: &mut Baseline) -> Option<PathBuf> {
-    let mut at = PathBuf::new();
-    let mut linked = false;
-    for part in path.components() {
-        at.push(part);
-        if let Ok(target) = fs::read_link(&at) {
-            baseline.keep_link(at.clone(), target);
-            linked = true;
-        }
-    }
-    if !linked {
-        return Some(path.to_path_buf());
-    }
-    fs::canonicalize(path).ok()
+/// A link on the way to a followed target, inside a writable root: the
+/// directories above it are pinned (so it cannot be moved away with its
+/// parent, or the parent swapped for a link), and it is kept for the
+/// sweep to restore if the job replaced it. A link outside every root is
+/// out of the job's reach.
+fn keep_link(
+    roots: &[Root<'_>],
+    link: PathBuf,
+    target: PathBuf,
+    pins: &mut Vec<Mount>,
+    baseline: &mut Baseline,
+) {
+    let Some(root) = roots.iter().find(|r| link.starts_with(r.host)) else {
+        return;
+    };
+    let (Ok(rel), Some(parent)) = (link.strip_prefix(root.host), link.parent()) else {
+        return;
+    };
+    let Ok(meta) = fs::metadata(parent) else {
+        return;
+    };
+    root.pin_above(&link, pins);
+    baseline.keep_link(KeptLink {
+        root: root.host.to_path_buf(),
+        rel: rel.to_path_buf(),
+        target,
+        parent: (meta.dev(), meta.ino()),
+    });
 }
 
 fn push_new(mounts: &mut Vec<Mount>, mount: Mount) {

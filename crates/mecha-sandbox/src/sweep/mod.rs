@@ -20,10 +20,12 @@
 //! undone and why.
 //!
 //! The sweep works through directory descriptors opened beneath the
-//! workspace without following symlinks, so a job that swaps a directory
-//! for a link cannot turn a rename or a rewrite against a file elsewhere.
+//! workspace (or, for a start-up link, the root holding it) without
+//! following symlinks, so a job that swaps a directory for a link cannot
+//! turn a rename or a rewrite against a file elsewhere.
 
 mod fix;
+mod links;
 
 use std::collections::HashSet;
 use std::os::fd::OwnedFd;
@@ -33,6 +35,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
 use crate::protect::{Found, common_dir, find, is_git_directory, pointed};
+pub(crate) use links::KeptLink;
 
 /// What renamed-aside files are called: git reads none of them.
 const QUARANTINE: &str = ".mecha-quarantine";
@@ -45,7 +48,7 @@ pub(crate) struct Baseline {
     /// The git directories, and the `.git` files and symlinks, that were
     /// there, by device and inode.
     known: HashSet<(u64, u64)>,
-    links: Vec<(PathBuf, PathBuf)>,
+    links: Vec<KeptLink>,
 }
 
 impl Baseline {
@@ -76,16 +79,16 @@ impl Baseline {
         std::fs::symlink_metadata(path).is_ok_and(|m| self.known.contains(&(m.dev(), m.ino())))
     }
 
-    /// A symlink among the start-up files, to be found the same after.
-    pub(crate) fn keep_link(&mut self, link: PathBuf, target: PathBuf) {
-        self.links.push((link, target));
+    /// A symlink a start-up file or PATH directory is reached through.
+    pub(crate) fn keep_link(&mut self, link: KeptLink) {
+        self.links.push(link);
     }
 
     /// Undoes what the job left that the host would run, and says what.
     pub(crate) fn sweep(&self) -> Vec<String> {
         let mut undone = Vec::new();
-        for (link, target) in &self.links {
-            restore_link(link, target, &mut undone);
+        for link in &self.links {
+            links::restore(link, &mut undone);
         }
         if self.workspace.as_os_str().is_empty() {
             return undone;
@@ -277,28 +280,4 @@ fn aside(name: &str) -> String {
 /// Renames `dir/name` to its quarantine name.
 fn move_aside(dir: &OwnedFd, name: &str) -> bool {
     rustix::fs::renameat(dir, name, dir, aside(name)).is_ok()
-}
-
-/// A start-up file that was a symlink is one again, to where it led.
-fn restore_link(link: &Path, target: &Path, undone: &mut Vec<String>) {
-    if std::fs::read_link(link).is_ok_and(|t| t == target) {
-        return;
-    }
-    let moved = match std::fs::symlink_metadata(link) {
-        Ok(_) => {
-            let mut aside = link.as_os_str().to_owned();
-            aside.push(QUARANTINE);
-            std::fs::rename(link, &aside).is_ok()
-        }
-        Err(_) => true,
-    };
-    if moved && std::os::unix::fs::symlink(target, link).is_ok() {
-        undone.push(format!(
-            "{}: the command replaced this start-up file's symlink; restored it to {}, and kept \
-             what it wrote as {}{QUARANTINE}",
-            link.display(),
-            target.display(),
-            link.display()
-        ));
-    }
 }
