@@ -93,7 +93,7 @@ impl Bwrap {
         job: &Job<'_>,
         readable: &[PathBuf],
         writable: &[PathBuf],
-        home: Option<&Path>,
+        host: &HostEnv,
     ) -> Result<Confined, SandboxError> {
         let fail = |reason: String| SandboxError::Confine {
             program: job.program.to_string_lossy().into_owned(),
@@ -113,7 +113,8 @@ impl Bwrap {
             inside: job.workspace,
             writable,
             caller: job.read_only,
-            home,
+            home: host.home.as_deref(),
+            search_path: &host.path,
         };
         let (protected, baseline) = protect::plan(&scope, &mut lease)?;
         lease.baseline = baseline;

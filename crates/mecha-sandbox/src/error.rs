@@ -51,6 +51,14 @@ pub enum SandboxError {
         path.display()
     )]
     ProtectedSymlink { path: PathBuf },
+    #[error(
+        "`{}` is on mecha's PATH and is a path the sandbox lets a command write (the \
+         workspace, or a [sandbox] writable line): a program put there would run outside the \
+         sandbox the next time it is called; take it off PATH, or run mecha elsewhere (or drop \
+         the writable line)",
+        path.display()
+    )]
+    WritableOnPath { path: PathBuf },
     #[error("the sandbox could not confine `{program}`: {reason}")]
     Confine { program: String, reason: String },
     #[error(

@@ -324,18 +324,12 @@ impl Sandbox {
     pub fn confine(&self, job: Job<'_>) -> Result<Confined, SandboxError> {
         let inner = &self.inner;
         match &inner.backend {
-            Backend::Bwrap(bwrap) => bwrap.confine(
-                &job,
-                &inner.readable,
-                &inner.writable,
-                inner.host.home.as_deref(),
-            ),
-            Backend::Docker(docker) => docker.confine(
-                &job,
-                &inner.readable,
-                &inner.writable,
-                inner.host.home.as_deref(),
-            ),
+            Backend::Bwrap(bwrap) => {
+                bwrap.confine(&job, &inner.readable, &inner.writable, &inner.host)
+            }
+            Backend::Docker(docker) => {
+                docker.confine(&job, &inner.readable, &inner.writable, &inner.host)
+            }
         }
     }
 }

@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{bwrap, confine};
+use mecha_sandbox::{HostEnv, Sandbox, SandboxConfig};
 
 /// `git` on the host, as the user runs it: whatever the repository says.
 fn host_git(dir: &Path, args: &[&str]) -> String {
@@ -31,8 +32,11 @@ fn host_git(dir: &Path, args: &[&str]) -> String {
 
 /// Runs `script` confined in `ws`, then sweeps, as the shell tool does.
 async fn plant(ws: &Path, script: &str) -> (String, Vec<String>) {
-    let sandbox = bwrap().expect("bubblewrap");
-    let confined = confine(&sandbox, ws, script, false);
+    plant_with(&bwrap().expect("bubblewrap"), ws, script).await
+}
+
+async fn plant_with(sandbox: &Sandbox, ws: &Path, script: &str) -> (String, Vec<String>) {
+    let confined = confine(sandbox, ws, script, false);
     let mut command = confined.command;
     let out = command.output().await.unwrap();
     let undone = confined.lease.sweep();
@@ -207,4 +211,153 @@ async fn a_plain_git_init_with_a_remote_is_left_alone() {
     assert!(log.contains("one"), "{log}");
     let remote = host_git(&ws.join("lib"), &["remote", "get-url", "origin"]);
     assert!(remote.contains("example.invalid"), "{remote}");
+}
+
+/// A directory laid out as a bare repository (HEAD, objects, refs) used to
+/// end the walk, so a repository below it went unswept.
+#[tokio::test]
+async fn a_repository_below_a_bare_looking_directory_is_disarmed() {
+    let Some(c) = case() else { return };
+    let ws = c.ws.path();
+    let script = format!(
+        "mkdir -p a/objects a/refs && echo 'ref: refs/heads/main' > a/HEAD && mkdir a/b && \
+         git -C a/b init -q && git -C a/b config core.fsmonitor {p} && echo PLANTED",
+        p = c.payload
+    );
+    let (out, undone) = plant(ws, &script).await;
+    assert!(out.contains("PLANTED"), "{out}");
+    host_git(&ws.join("a/b"), &["status"]);
+    assert!(!c.marker.exists(), "host git ran the planted program");
+    assert!(
+        undone
+            .join("\n")
+            .contains("a/b/.git/config: removed core.fsmonitor"),
+        "{undone:?}"
+    );
+}
+
+/// Git takes a directory for a git directory before it looks further up,
+/// and a symlinked HEAD counts: a bare layout in `src/` of an existing
+/// repository, with `core.worktree`, is what `git status` in `src/` uses.
+#[tokio::test]
+async fn a_bare_layout_with_a_symlinked_head_inside_a_repository_is_disarmed() {
+    let Some(c) = case() else { return };
+    let ws = c.ws.path();
+    host_git(ws, &["init", "-q"]);
+    std::fs::create_dir(ws.join("src")).unwrap();
+    let script = format!(
+        "cd src && ln -s refs/heads/main HEAD && mkdir objects refs && \
+         printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tworktree = .\\n\\t\
+         fsmonitor = {p}\\n' > config && echo PLANTED",
+        p = c.payload
+    );
+    let (out, undone) = plant(ws, &script).await;
+    assert!(out.contains("PLANTED"), "{out}");
+    host_git(&ws.join("src"), &["status"]);
+    assert!(!c.marker.exists(), "host git ran the planted program");
+    let said = undone.join("\n");
+    assert!(
+        said.contains("src/config: removed core.worktree, core.fsmonitor"),
+        "{said}"
+    );
+}
+
+/// A `.git` symlink is followed by git like a `.git` file: here to a git
+/// directory the command hid inside the existing (writable) `.git`, where
+/// the walk does not look.
+#[tokio::test]
+async fn a_dot_git_symlink_into_the_existing_git_directory_is_disarmed() {
+    let Some(c) = case() else { return };
+    let ws = c.ws.path();
+    host_git(ws, &["init", "-q"]);
+    let script = format!(
+        "git init -q --bare .git/x && git --git-dir=.git/x config core.bare false && \
+         git --git-dir=.git/x config core.fsmonitor {p} && mkdir tools && \
+         ln -s ../.git/x tools/.git && echo PLANTED",
+        p = c.payload
+    );
+    let (out, undone) = plant(ws, &script).await;
+    assert!(out.contains("PLANTED"), "{out}");
+    host_git(&ws.join("tools"), &["status"]);
+    assert!(!c.marker.exists(), "host git ran the planted program");
+    assert!(
+        undone
+            .join("\n")
+            .contains(".git/x/config: removed core.fsmonitor"),
+        "{undone:?}"
+    );
+    assert!(ws.join("tools/.git").is_symlink(), "the link itself stays");
+}
+
+/// A `.git` the command made (symlink or file) that leads out of the
+/// workspace, to a repository it made in a writable path the sweep does
+/// not check, is moved aside.
+#[tokio::test]
+async fn a_new_dot_git_leading_outside_the_workspace_is_moved_aside() {
+    let Some(c) = case() else { return };
+    let ws = c.ws.path();
+    let writable = tempfile::tempdir().unwrap();
+    let out_dir = writable.path().display().to_string();
+    let config = SandboxConfig {
+        writable: vec![writable.path().to_path_buf()],
+        ..SandboxConfig::default()
+    };
+    let Some(sandbox) = common::sandbox(config, HostEnv::current()) else {
+        return;
+    };
+    let script = format!(
+        "git init -q --bare {out_dir}/evil && git --git-dir={out_dir}/evil config core.bare false && \
+         git --git-dir={out_dir}/evil config core.fsmonitor {p} && mkdir tools app && \
+         ln -s {out_dir}/evil tools/.git && echo 'gitdir: {out_dir}/evil' > app/.git && echo PLANTED",
+        p = c.payload
+    );
+    let (out, undone) = plant_with(&sandbox, ws, &script).await;
+    assert!(out.contains("PLANTED"), "{out}");
+    host_git(&ws.join("tools"), &["status"]);
+    host_git(&ws.join("app"), &["status"]);
+    assert!(!c.marker.exists(), "host git ran the planted program");
+    let said = undone.join("\n");
+    for moved in ["tools/.git", "app/.git"] {
+        assert!(
+            said.contains(&format!("{moved}: it leads outside the workspace")),
+            "{said}"
+        );
+        assert!(!ws.join(moved).exists(), "{moved} is still there");
+    }
+}
+
+/// A new repository's `.git/modules/<name>` is a submodule's git
+/// directory, with hooks and config of its own, which `git submodule
+/// update` (and then every `git status` in the superproject) uses even
+/// with the submodule's worktree, and its `.git` file, gone.
+#[tokio::test]
+async fn a_new_repositorys_submodule_git_directory_is_disarmed() {
+    let Some(c) = case() else { return };
+    let ws = c.ws.path();
+    let git = "git -c user.name=t -c user.email=t@t -c protocol.file.allow=always";
+    let script = format!(
+        "{git} init -q up && {git} -C up commit -q --allow-empty -m up && {git} init -q lib && \
+         {git} -C lib submodule add -q \"$PWD/up\" sub && {git} -C lib commit -qm sub && \
+         rm -rf lib/sub && git config -f lib/.git/modules/sub/config core.fsmonitor {p} && \
+         cp {p} lib/.git/modules/sub/hooks/post-checkout && echo PLANTED",
+        p = c.payload
+    );
+    let (out, undone) = plant(ws, &script).await;
+    assert!(out.contains("PLANTED"), "{out}");
+    let lib = ws.join("lib");
+    host_git(
+        &lib,
+        &["-c", "protocol.file.allow=always", "submodule", "update"],
+    );
+    host_git(&lib, &["status"]);
+    assert!(!c.marker.exists(), "host git ran the planted program");
+    let said = undone.join("\n");
+    assert!(
+        said.contains("lib/.git/modules/sub/config: removed core.worktree, core.fsmonitor"),
+        "{said}"
+    );
+    assert!(
+        said.contains("lib/.git/modules/sub/hooks/post-checkout"),
+        "{said}"
+    );
 }

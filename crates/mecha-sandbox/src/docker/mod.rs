@@ -17,7 +17,7 @@ mod client;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -97,7 +97,7 @@ impl Docker {
         job: &Job<'_>,
         readable: &[PathBuf],
         writable: &[PathBuf],
-        home: Option<&Path>,
+        host: &HostEnv,
     ) -> Result<Confined, SandboxError> {
         let refuse = |reason: String| SandboxError::Confine {
             program: job.program.to_string_lossy().into_owned(),
@@ -118,7 +118,8 @@ impl Docker {
             inside: job.workspace,
             writable,
             caller: job.read_only,
-            home,
+            home: host.home.as_deref(),
+            search_path: &host.path,
         };
         let (protected, baseline) = protect::plan(&scope, &mut lease)?;
         lease.baseline = baseline;

@@ -2,16 +2,23 @@
 //! paths in each that git on the host runs or reads configuration from.
 //!
 //! Git finds a repository from wherever it is run, so a nested one
-//! (`vendor/lib/.git`), a bare layout (`HEAD`, `objects`, `refs` in any
-//! directory, the workspace's root included) and a `.git` file naming a
-//! git directory all count, not only the root's `.git`. Inside each git
+//! (`vendor/lib/.git`), any directory git would take for a git directory
+//! (a bare layout, the workspace's root included, with more below it), and
+//! a `.git` file or symlink leading to a git directory all count, not only
+//! the root's `.git`. The checks mirror git's own (see
+//! [`is_git_directory`], [`pointed`]): where this reads a layout
+//! differently from git, a repository goes unseen. Inside each git
 //! directory, [`GIT_DIR_PROTECTED`]; and from its config, the directory
 //! `core.hooksPath` names and the files `include.path` names, which live
 //! in the writable tree as often as not (`.husky`).
 
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::Read;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
+
+use rustix::fs::Access;
 
 use super::{Kind, Target};
 use crate::gitconfig;
@@ -39,85 +46,175 @@ pub(crate) const GIT_DIR_PROTECTED: [(&str, Kind); 6] = [
 /// A repository found in the workspace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Found {
-    /// A `.git` directory, or a directory laid out as a bare repository.
-    GitDir(PathBuf),
+    /// A `.git` directory, or a directory git takes for a git directory.
+    Dir(PathBuf),
     /// A `.git` file, which names a git directory elsewhere.
-    GitFile(PathBuf),
+    File(PathBuf),
+    /// A `.git` symlink, which git follows: to a git directory, or to a
+    /// file it reads as a `.git` file.
+    Link(PathBuf),
 }
 
-/// Every repository under `root`, the root itself included, without
-/// following a symlink and without descending into a git directory.
+/// Every repository under `root`, the root itself included: every `.git`
+/// (directory, file or symlink), and every directory git would take for a
+/// git directory when run inside it. Symlinks are not followed. A `.git`
+/// directory is not entered: nobody runs git inside one, and its objects
+/// can be many. A directory git takes for a bare repository is, since a
+/// command can make one above a repository of its own; only its object
+/// store's fan-out (`objects/ab`, `objects/pack`), which in a real one
+/// holds nothing but objects, is skipped.
 pub(crate) fn find(root: &Path) -> Vec<Found> {
     let mut found = Vec::new();
-    let mut pending = vec![root.to_path_buf()];
-    while let Some(dir) = pending.pop() {
+    let mut pending = vec![(root.to_path_buf(), false)];
+    while let Some((dir, object_store)) = pending.pop() {
         let Ok(entries) = fs::read_dir(&dir) else {
             continue;
         };
         let mut subdirs = Vec::new();
-        let (mut head, mut objects, mut refs) = (false, false, false);
+        let mut head = false;
         for entry in entries.flatten() {
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
             let name = entry.file_name();
-            match (name.to_str(), kind.is_dir(), kind.is_file()) {
-                (Some(".git"), true, _) => found.push(Found::GitDir(entry.path())),
-                (Some(".git"), _, true) => found.push(Found::GitFile(entry.path())),
-                (Some("HEAD"), _, true) => head = true,
-                (Some("objects"), true, _) => objects = true,
-                (Some("refs"), true, _) => refs = true,
-                (_, true, _) => subdirs.push(entry.path()),
-                _ => {}
+            if name == ".git" {
+                let path = entry.path();
+                if kind.is_dir() {
+                    found.push(Found::Dir(path));
+                } else if kind.is_symlink() {
+                    found.push(Found::Link(path));
+                } else if kind.is_file() {
+                    found.push(Found::File(path));
+                }
+            } else if kind.is_dir() {
+                if !(object_store && is_fan_out(&name)) {
+                    subdirs.push(entry.path());
+                }
+            } else if name == "HEAD" {
+                head = true;
             }
         }
-        if head && objects && refs {
-            found.push(Found::GitDir(dir));
-        } else {
-            pending.extend(subdirs);
+        let gitdir = head && is_git_directory(&dir);
+        if gitdir {
+            found.push(Found::Dir(dir));
         }
+        pending.extend(subdirs.into_iter().map(|sub| {
+            let objects = gitdir && sub.file_name().is_some_and(|n| n == "objects");
+            (sub, objects)
+        }));
     }
     found
 }
 
-/// What a `.git` file names: the git directory, and the common directory
-/// its `commondir` names, each as written (lexically resolved against the
-/// file's directory, which is where git inside looks) and canonical on the
-/// host.
+/// `pack`, or a loose objects directory (two hex digits).
+fn is_fan_out(name: &OsStr) -> bool {
+    let name = name.as_bytes();
+    name == b"pack" || (name.len() == 2 && name.iter().all(u8::is_ascii_hexdigit))
+}
+
+/// Whether git takes `dir` for a git directory, checked the way git does:
+/// a `HEAD` that is not a directory (git reads a symlinked one without
+/// following it), and an `objects` and a `refs` it can search, following
+/// symlinks, in the directory `commondir` names when there is one. Git
+/// checks no more before it reads the directory's config, so neither does
+/// this (a `HEAD` that git would find malformed still counts).
+pub(crate) fn is_git_directory(dir: &Path) -> bool {
+    if fs::symlink_metadata(dir.join("HEAD")).map_or(true, |m| m.is_dir()) {
+        return false;
+    }
+    let common = match read_commondir(dir) {
+        Some(named) => dir.join(named),
+        None => dir.to_path_buf(),
+    };
+    ["objects", "refs"]
+        .iter()
+        .all(|name| rustix::fs::access(common.join(name), Access::EXEC_OK).is_ok())
+}
+
+/// What `dir/commondir` says, as git reads it: the whole file, less the
+/// line ends at its end.
+pub(crate) fn read_commondir(dir: &Path) -> Option<PathBuf> {
+    let text = read_small(&dir.join("commondir"))?;
+    Some(PathBuf::from(OsString::from_vec(trim_line_ends(text))))
+}
+
+/// The common directory `commondir` in `gitdir` names, canonical (git
+/// resolves it on the filesystem, a `..` after a symlink included).
+pub(crate) fn common_dir(gitdir: &Path) -> Option<PathBuf> {
+    fs::canonicalize(gitdir.join(read_commondir(gitdir)?)).ok()
+}
+
+fn read_small(file: &Path) -> Option<Vec<u8>> {
+    let mut bytes = Vec::new();
+    fs::File::open(file)
+        .and_then(|f| f.take(1 << 16).read_to_end(&mut bytes))
+        .ok()?;
+    Some(bytes)
+}
+
+fn trim_line_ends(mut bytes: Vec<u8>) -> Vec<u8> {
+    while bytes.last().is_some_and(|b| matches!(b, b'\n' | b'\r')) {
+        bytes.pop();
+    }
+    bytes
+}
+
+/// What a `.git` file or symlink leads to: the git directory, and the
+/// common directory its `commondir` names, each as written (lexically
+/// resolved against the `.git`'s directory, which is where git inside
+/// looks) and canonical on the host.
 #[derive(Debug)]
 pub(crate) struct Named {
     pub gitdir: (PathBuf, PathBuf),
     pub common: Option<(PathBuf, PathBuf)>,
 }
 
-/// What `.git` file `file` names, or why it names nothing usable: not a
-/// gitfile git would read, or a directory that cannot be opened.
-pub(crate) fn gitfile_dirs(file: &Path) -> Result<Option<Named>, (PathBuf, std::io::Error)> {
-    let mut text = String::new();
-    if fs::File::open(file)
-        .and_then(|f| f.take(4096).read_to_string(&mut text))
-        .is_err()
-    {
-        return Ok(None);
-    }
-    let Some(named) = text.lines().next().and_then(|l| l.strip_prefix("gitdir:")) else {
-        return Ok(None);
+/// Where `.git` file or symlink `dot_git` leads, read as git reads it: a
+/// symlink to a directory is that git directory; a file, or a symlink to
+/// one, names it on a `gitdir: ` line, relative to the directory the
+/// `.git` is in. `None` for what names nothing git would use; an error,
+/// with the path as written, for a directory that cannot be opened.
+pub(crate) fn pointed(dot_git: &Path) -> Result<Option<Named>, (PathBuf, std::io::Error)> {
+    let base = dot_git.parent().unwrap_or(Path::new("/"));
+    let named = match fs::metadata(dot_git) {
+        Ok(meta) if meta.is_dir() => match fs::read_link(dot_git) {
+            Ok(target) => target,
+            Err(_) => return Ok(None),
+        },
+        Ok(_) => match gitfile_target(dot_git) {
+            Some(named) => named,
+            None => return Ok(None),
+        },
+        // A symlink that leads nowhere (yet).
+        Err(e) => match fs::read_link(dot_git) {
+            Ok(target) => return Err((super::normalize(&base.join(target)), e)),
+            Err(_) => return Ok(None),
+        },
     };
-    let base = file.parent().unwrap_or(Path::new("/"));
-    let lexical = super::normalize(&base.join(named.trim()));
-    let gitdir = fs::canonicalize(&lexical).map_err(|e| (lexical.clone(), e))?;
-    let common = match fs::read_to_string(gitdir.join("commondir")) {
-        Ok(text) => {
-            let lexical = super::normalize(&lexical.join(text.trim()));
-            let canonical = fs::canonicalize(&lexical).map_err(|e| (lexical.clone(), e))?;
+    let lexical = super::normalize(&base.join(&named));
+    let gitdir = fs::canonicalize(base.join(&named)).map_err(|e| (lexical.clone(), e))?;
+    let common = match read_commondir(&gitdir) {
+        Some(text) => {
+            let lexical = super::normalize(&lexical.join(&text));
+            let canonical =
+                fs::canonicalize(gitdir.join(&text)).map_err(|e| (lexical.clone(), e))?;
             Some((lexical, canonical))
         }
-        Err(_) => None,
+        None => None,
     };
     Ok(Some(Named {
         gitdir: (lexical, gitdir),
         common,
     }))
+}
+
+/// The path on a gitfile's `gitdir: ` line: the whole file less its line
+/// ends, byte for byte, as git takes it (a second space is part of the
+/// path).
+fn gitfile_target(file: &Path) -> Option<PathBuf> {
+    let text = trim_line_ends(read_small(file)?);
+    let named = text.strip_prefix(b"gitdir: ")?;
+    (!named.is_empty()).then(|| PathBuf::from(OsString::from_vec(named.to_vec())))
 }
 
 /// The protection targets of a git directory: its [`GIT_DIR_PROTECTED`]

@@ -4,11 +4,16 @@
 //! in), a confined command could otherwise add a line to `~/.bashrc` that
 //! the user's next terminal runs unconfined.
 //!
+//! The same holds for every directory on mecha's PATH, which the user's
+//! shells share: an `ls` put in one that a writable root holds would run
+//! on the host at the next `ls`.
+//!
 //! A missing one gets a placeholder while a job runs, because creating it
 //! is the attack; the placeholders of the bash login files carry on to the
 //! file bash would have read next, so a login during a job behaves as if
 //! they were absent.
 
+use std::ffi::OsStr;
 use std::path::Path;
 
 use super::{Kind, Target};
@@ -29,6 +34,7 @@ pub(crate) const STARTUP_FILES: &[(&str, Kind)] = &[
     (".bash_profile", Kind::File(BASH_PROFILE)),
     (".bash_login", Kind::File(BASH_LOGIN)),
     (".bashrc", Kind::File(b"")),
+    (".bash_aliases", Kind::File(b"")),
     (".bash_logout", Kind::File(b"")),
     (".bashrc.d", Kind::Dir),
     (".zshenv", Kind::File(b"")),
@@ -51,6 +57,7 @@ pub(crate) const STARTUP_FILES: &[(&str, Kind)] = &[
     (".cargo/env", Kind::File(b"")),
     (".cargo/config.toml", Kind::File(b"")),
     (".cargo/config", Kind::File(b"")),
+    (".cargo/bin", Kind::Dir),
     ("bin", Kind::Dir),
     (".local/bin", Kind::Dir),
     (".config/autostart", Kind::Dir),
@@ -67,5 +74,15 @@ pub(crate) fn targets(home: &Path) -> Vec<Target> {
     STARTUP_FILES
         .iter()
         .map(|(rel, kind)| Target::followed(home.join(rel), *kind))
+        .collect()
+}
+
+/// The absolute directories on `path`, as protection targets, followed
+/// like the start-up files. An empty or relative entry means whatever the
+/// shell's current directory is, which no mount can stand for.
+pub(crate) fn search_path_targets(path: &OsStr) -> Vec<Target> {
+    std::env::split_paths(path)
+        .filter(|dir| dir.is_absolute())
+        .map(Target::on_path)
         .collect()
 }

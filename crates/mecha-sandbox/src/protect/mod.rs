@@ -3,11 +3,12 @@
 //!
 //! Everything here is something that runs or configures programs outside
 //! the sandbox later: git's hooks and config in every repository of the
-//! workspace (git.rs), the user's start-up files when a writable root holds
-//! them (home.rs), the workspace `mecha.toml`, and whatever the caller
-//! names (mecha's home, the MCP servers files, the programs mecha runs
-//! unconfined). Each is re-bound read-only over the writable mounts. Three
-//! details decide whether that holds:
+//! workspace (git.rs, repos.rs), the user's start-up files and the
+//! directories on mecha's PATH when a writable root holds them (home.rs),
+//! the workspace `mecha.toml`, and whatever the caller names (mecha's
+//! home, the MCP servers files, the programs mecha runs unconfined). Each
+//! is re-bound read-only over the writable mounts. Three details decide
+//! whether that holds:
 //!
 //! - a directory between a writable root and a protected path could be
 //!   renamed away and rebuilt (`mv .git x; mkdir -p .git/hooks`), so every
@@ -17,23 +18,30 @@
 //!   where a placeholder is allowed the first missing component gets one,
 //!   bound read-only (see placeholder.rs);
 //! - a mount follows a symlink, and the link itself stays replaceable, so a
-//!   protected path with a symlink between it and its root is refused.
+//!   protected path with a symlink between it and its root is refused;
+//!   except for a start-up file or a PATH directory, which is followed to
+//!   where it leads (follow.rs), each link on the way kept for the sweep
+//!   to find unchanged and the directories above each link pinned.
 //!
 //! What the walk finds is also the baseline the sweep (sweep.rs) compares
 //! against after the job: a repository that was not there before is one
 //! the job made.
 
+mod follow;
 mod git;
 mod home;
 mod placeholder;
+mod repos;
 
+use std::ffi::OsStr;
 use std::fs;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::sweep::Baseline;
+use crate::sweep::{Baseline, KeptLink};
 use crate::{Lease, SandboxError};
-pub(crate) use git::{Found, find, gitfile_dirs};
+pub(crate) use git::{Found, common_dir, find, is_git_directory, pointed};
 pub(crate) use home::STARTUP_FILES;
 
 /// One protection mount, applied after the writable mounts, in order.
@@ -67,11 +75,13 @@ pub(crate) struct Target {
     /// Mounted (read-only) even outside every writable root, where git
     /// inside must see it: a worktree's git directory.
     shown: Option<PathBuf>,
-    /// A start-up file, often a symlink into a dotfiles repository: where
-    /// it leads is protected, and each link on the way is kept for the
-    /// sweep to find unchanged (a link is no mount point, so it could be
-    /// replaced), instead of the symlink being refused.
+    /// Reached the way the user's shell reaches it, often through a
+    /// symlink into a dotfiles repository: where it leads is protected,
+    /// instead of the symlink being refused (see follow.rs).
     follow: bool,
+    /// A directory on mecha's PATH. One that is a whole writable root
+    /// cannot be kept read-only without taking the root away: refused.
+    on_path: bool,
 }
 
 impl Target {
@@ -81,6 +91,7 @@ impl Target {
             placeholder: None,
             shown: None,
             follow: false,
+            on_path: false,
         }
     }
 
@@ -97,6 +108,13 @@ impl Target {
             ..Self::placeheld(host, kind)
         }
     }
+
+    pub(crate) fn on_path(host: PathBuf) -> Self {
+        Self {
+            on_path: true,
+            ..Self::followed(host, Kind::Dir)
+        }
+    }
 }
 
 /// A tree the program can write: where it is on the host (canonical) and
@@ -104,6 +122,34 @@ impl Target {
 struct Root<'a> {
     host: &'a Path,
     inside: &'a Path,
+}
+
+impl Root<'_> {
+    fn inside(&self, path: &Path) -> PathBuf {
+        match path.strip_prefix(self.host) {
+            Ok(rel) => self.inside.join(rel),
+            Err(_) => path.to_path_buf(),
+        }
+    }
+
+    /// Pins every directory between the root and `path`, shallow first.
+    fn pin_above(&self, path: &Path, pins: &mut Vec<Mount>) {
+        let mut between = Vec::new();
+        let mut dir = path.parent();
+        while let Some(d) = dir.filter(|d| d.starts_with(self.host) && *d != self.host) {
+            between.push(d.to_path_buf());
+            dir = d.parent();
+        }
+        for d in between.into_iter().rev() {
+            push_new(
+                pins,
+                Mount::Pin {
+                    dest: self.inside(&d),
+                    source: d,
+                },
+            );
+        }
+    }
 }
 
 /// Where one job runs, as the protection sees it.
@@ -118,6 +164,9 @@ pub(crate) struct Scope<'a> {
     pub caller: &'a [PathBuf],
     /// The user's home directory, for the start-up files.
     pub home: Option<&'a Path>,
+    /// mecha's PATH, which the user's own shells share: a program put in
+    /// one of its directories runs on the host the next time it is called.
+    pub search_path: &'a OsStr,
 }
 
 /// The protection mounts for a job (pins first, then the read-only
@@ -139,20 +188,24 @@ pub(crate) fn plan(
     let mut baseline = Baseline::of(scope.host, &found);
     let mut registry = placeholder::registry();
     let mut targets = vec![Target::existing(scope.host.join("mecha.toml"))];
-    targets.extend(repository_targets(scope, &found, &registry)?);
+    targets.extend(repos::repository_targets(scope, &found, &registry)?);
     if let Some(home) = scope.home {
         targets.extend(home::targets(home));
     }
+    targets.extend(home::search_path_targets(scope.search_path));
     targets.extend(scope.caller.iter().cloned().map(Target::existing));
 
     let mut pins: Vec<Mount> = Vec::new();
     let mut read_only: Vec<Mount> = Vec::new();
     for mut target in targets {
         if target.follow {
-            let Some(resolved) = follow_links(&target.host, &mut baseline) else {
+            let Some(followed) = follow::follow(&target.host) else {
                 continue;
             };
-            target.host = resolved;
+            for (link, to) in followed.links {
+                keep_link(&roots, link, to, &mut pins, &mut baseline);
+            }
+            target.host = followed.resolved;
         }
         let root = roots.iter().find(|r| target.host.starts_with(r.host));
         let Some(root) = root else {
@@ -167,30 +220,15 @@ pub(crate) fn plan(
             }
             continue;
         };
+        if target.on_path && target.host == root.host {
+            return Err(SandboxError::WritableOnPath { path: target.host });
+        }
         refuse_symlinks_below(root.host, &target.host)?;
         let Some(host) = masked_at(&mut registry, root.host, &target, lease)? else {
             continue;
         };
-        let inside = |path: &Path| match path.strip_prefix(root.host) {
-            Ok(rel) => root.inside.join(rel),
-            Err(_) => path.to_path_buf(),
-        };
-        let mut dir = host.parent();
-        let mut between = Vec::new();
-        while let Some(d) = dir.filter(|d| d.starts_with(root.host) && *d != root.host) {
-            between.push(d.to_path_buf());
-            dir = d.parent();
-        }
-        for d in between.into_iter().rev() {
-            push_new(
-                &mut pins,
-                Mount::Pin {
-                    dest: inside(&d),
-                    source: d,
-                },
-            );
-        }
-        let dest = target.shown.unwrap_or_else(|| inside(&host));
+        root.pin_above(&host, &mut pins);
+        let dest = target.shown.unwrap_or_else(|| root.inside(&host));
         push_new(&mut read_only, Mount::ReadOnly { source: host, dest });
     }
     drop(registry);
@@ -211,23 +249,34 @@ pub(crate) fn plan(
     Ok((pins, baseline))
 }
 
-/// `path` with every symlink on the way resolved, each link kept in
-/// `baseline`; `None` when a link leads nowhere that exists (a missing
-/// link target is the user's own, and no file is masked through it).
-fn follow_links(path: &Path, baseline: &mut Baseline) -> Option<PathBuf> {
-    let mut at = PathBuf::new();
-    let mut linked = false;
-    for part in path.components() {
-        at.push(part);
-        if let Ok(target) = fs::read_link(&at) {
-            baseline.keep_link(at.clone(), target);
-            linked = true;
-        }
-    }
-    if !linked {
-        return Some(path.to_path_buf());
-    }
-    fs::canonicalize(path).ok()
+/// A link on the way to a followed target, inside a writable root: the
+/// directories above it are pinned (so it cannot be moved away with its
+/// parent, or the parent swapped for a link), and it is kept for the
+/// sweep to restore if the job replaced it. A link outside every root is
+/// out of the job's reach.
+fn keep_link(
+    roots: &[Root<'_>],
+    link: PathBuf,
+    target: PathBuf,
+    pins: &mut Vec<Mount>,
+    baseline: &mut Baseline,
+) {
+    let Some(root) = roots.iter().find(|r| link.starts_with(r.host)) else {
+        return;
+    };
+    let (Ok(rel), Some(parent)) = (link.strip_prefix(root.host), link.parent()) else {
+        return;
+    };
+    let Ok(meta) = fs::metadata(parent) else {
+        return;
+    };
+    root.pin_above(&link, pins);
+    baseline.keep_link(KeptLink {
+        root: root.host.to_path_buf(),
+        rel: rel.to_path_buf(),
+        target,
+        parent: (meta.dev(), meta.ino()),
+    });
 }
 
 fn push_new(mounts: &mut Vec<Mount>, mount: Mount) {
@@ -271,91 +320,6 @@ fn masked_at(
         }
     }
     Ok(Some(at))
-}
-
-/// The repositories' targets: in every git directory its protected entries
-/// and what its config points at; a `.git` file itself, and the git and
-/// common directories it names (shown read-only wherever they are, so git
-/// inside works). The root's `.git`, when missing or only a placeholder of
-/// another job, is one read-only empty directory that stands for its hooks
-/// and config both.
-fn repository_targets(
-    scope: &Scope<'_>,
-    found: &[Found],
-    registry: &placeholder::Registry,
-) -> Result<Vec<Target>, SandboxError> {
-    let root_git = scope.host.join(".git");
-    let inside = |path: &Path| match path.strip_prefix(scope.host) {
-        Ok(rel) => scope.inside.join(rel),
-        Err(_) => path.to_path_buf(),
-    };
-    let mut targets = Vec::new();
-    let mut root_seen = false;
-    for repo in found {
-        match repo {
-            Found::GitDir(dir) if *dir == root_git && registry.contains_key(dir) => {}
-            Found::GitDir(dir) => {
-                root_seen |= *dir == root_git;
-                let worktree = match dir.file_name() {
-                    Some(name) if name == ".git" => dir.parent().unwrap_or(dir),
-                    _ => dir,
-                };
-                targets.extend(git::gitdir_targets(dir, worktree, scope.home));
-            }
-            Found::GitFile(file) => {
-                root_seen |= *file == root_git;
-                targets.push(Target::existing(file.clone()));
-                let named = match git::gitfile_dirs(file) {
-                    Ok(Some(named)) => named,
-                    Ok(None) => continue,
-                    Err((lexical, e)) if *file == root_git => {
-                        return Err(SandboxError::Confine {
-                            program: file.display().to_string(),
-                            reason: format!(
-                                "it names `{}`, which cannot be opened ({e}); repair the \
-                                 worktree with `git worktree repair`, or remove the file",
-                                lexical.display()
-                            ),
-                        });
-                    }
-                    // A nested one that names nothing: git there fails.
-                    Err(_) => continue,
-                };
-                let worktree = file.parent().unwrap_or(scope.host);
-                let writable_roots =
-                    std::iter::once(scope.host).chain(scope.writable.iter().map(PathBuf::as_path));
-                for (lexical, canonical) in named.common.iter().chain([&named.gitdir]) {
-                    for root in writable_roots.clone() {
-                        if lexical.starts_with(root) {
-                            refuse_symlinks_below(root, lexical)?;
-                        }
-                    }
-                    // Inside a writable root it is a repository of the
-                    // workspace like any other (its own entries protected,
-                    // the rest of it writable); elsewhere it is shown to git
-                    // inside, read-only.
-                    if writable_roots
-                        .clone()
-                        .any(|root| canonical.starts_with(root))
-                    {
-                        targets.extend(git::gitdir_targets(canonical, worktree, scope.home));
-                        continue;
-                    }
-                    targets.push(Target {
-                        host: canonical.clone(),
-                        placeholder: None,
-                        shown: Some(inside(lexical)),
-                        follow: false,
-                    });
-                    targets.extend(git::config_targets(canonical, worktree, scope.home));
-                }
-            }
-        }
-    }
-    if !root_seen {
-        targets.push(Target::placeheld(root_git, Kind::Dir));
-    }
-    Ok(targets)
 }
 
 /// A symlink between `root` and `path` would let the program move what a

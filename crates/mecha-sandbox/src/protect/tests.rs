@@ -7,6 +7,7 @@ fn scope(ws: &Path) -> Scope<'_> {
         writable: &[],
         caller: &[],
         home: None,
+        search_path: std::ffi::OsStr::new(""),
     }
 }
 
@@ -246,4 +247,76 @@ fn a_home_workspace_keeps_the_start_up_files_read_only() {
         assert!(!home.join(gone).exists(), "{gone} is left behind");
     }
     assert_eq!(fs::read_to_string(home.join(".bashrc")).unwrap(), "real");
+}
+
+#[test]
+fn the_walk_finds_what_git_would_below_and_beside_bare_layouts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path();
+    let bare = |dir: &Path| {
+        fs::create_dir_all(dir.join("objects/ab")).unwrap();
+        fs::create_dir_all(dir.join("refs")).unwrap();
+        fs::write(dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    };
+    bare(&ws.join("a"));
+    fs::create_dir_all(ws.join("a/b/.git")).unwrap();
+    // The fan-out of an object store is not entered; the rest of it is.
+    fs::create_dir_all(ws.join("a/objects/ab/c/.git")).unwrap();
+    fs::create_dir_all(ws.join("a/objects/lib/.git")).unwrap();
+    // A symlinked HEAD, and objects and refs through symlinks.
+    fs::create_dir_all(ws.join("store/objects")).unwrap();
+    fs::create_dir_all(ws.join("store/refs")).unwrap();
+    fs::create_dir(ws.join("linked")).unwrap();
+    std::os::unix::fs::symlink("refs/heads/main", ws.join("linked/HEAD")).unwrap();
+    std::os::unix::fs::symlink("../store/objects", ws.join("linked/objects")).unwrap();
+    std::os::unix::fs::symlink("../store/refs", ws.join("linked/refs")).unwrap();
+    // objects and refs in the directory commondir names.
+    fs::create_dir(ws.join("shared")).unwrap();
+    fs::write(ws.join("shared/HEAD"), "ref: refs/heads/main\n").unwrap();
+    fs::write(ws.join("shared/commondir"), "../store\n").unwrap();
+    // A HEAD alone is no git directory, nor is a HEAD directory.
+    fs::create_dir_all(ws.join("plain/HEAD")).unwrap();
+    fs::create_dir_all(ws.join("plain/objects")).unwrap();
+    fs::create_dir_all(ws.join("plain/refs")).unwrap();
+    fs::create_dir(ws.join("tools")).unwrap();
+    std::os::unix::fs::symlink("../a", ws.join("tools/.git")).unwrap();
+    let mut found = find(ws);
+    found.sort_by(|x, y| format!("{x:?}").cmp(&format!("{y:?}")));
+    assert_eq!(
+        found,
+        [
+            Found::Dir(ws.join("a")),
+            Found::Dir(ws.join("a/b/.git")),
+            Found::Dir(ws.join("a/objects/lib/.git")),
+            Found::Dir(ws.join("linked")),
+            Found::Dir(ws.join("shared")),
+            Found::Link(ws.join("tools/.git")),
+        ]
+    );
+}
+
+#[test]
+fn a_directory_on_path_that_is_a_writable_root_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path();
+    fs::create_dir(ws.join("bin")).unwrap();
+    let path = std::env::join_paths([ws.join("bin"), "/usr/bin".into()]).unwrap();
+    let on_path = Scope {
+        search_path: &path,
+        ..scope(ws)
+    };
+    let (mounts, _) = plan(&on_path, &mut Lease::default()).unwrap();
+    assert!(mounts.contains(&ro("bin", ws)), "{mounts:#?}");
+    let path = std::env::join_paths([ws, Path::new("/usr/bin")]).unwrap();
+    let root_on_path = Scope {
+        search_path: &path,
+        ..scope(ws)
+    };
+    let err = plan(&root_on_path, &mut Lease::default()).unwrap_err();
+    assert_eq!(
+        err,
+        SandboxError::WritableOnPath {
+            path: ws.to_path_buf()
+        }
+    );
 }

@@ -1,0 +1,117 @@
+//! What the sweep does to a repository the job made: config keys that
+//! would run something go, hooks are renamed; the originals are kept
+//! aside for the user to read.
+
+use std::ffi::OsStr;
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+
+use rustix::fs::{Mode, OFlags};
+
+use super::{QUARANTINE, aside};
+use crate::gitconfig;
+
+/// Keeps only the inert entries of `dir/name`; the original goes aside.
+pub(super) fn sanitize_config(dir: &OwnedFd, shown: &str, name: &str, undone: &mut Vec<String>) {
+    let file = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    );
+    let file = match file {
+        Ok(file) => std::fs::File::from(file),
+        Err(rustix::io::Errno::LOOP) => {
+            if rustix::fs::renameat(dir, name, dir, aside(name)).is_ok() {
+                undone.push(format!(
+                    "{shown}/{name} was a symlink in a repository the command made; moved aside \
+                     to {}, since git on the host would read it as config",
+                    aside(name)
+                ));
+            }
+            return;
+        }
+        Err(_) => return,
+    };
+    let mut text = String::new();
+    let read = file.take(1 << 20).read_to_string(&mut text);
+    let (keep, removed) = match read.ok().and_then(|_| gitconfig::parse(&text)) {
+        Some(entries) => {
+            let (keep, bad): (Vec<_>, Vec<_>) = entries.into_iter().partition(|e| e.is_inert());
+            if bad.is_empty() {
+                return;
+            }
+            let names: Vec<String> = bad.iter().map(gitconfig::Entry::name).collect();
+            (keep, format!("removed {}", names.join(", ")))
+        }
+        None => (
+            Vec::new(),
+            "emptied it (it is not config mecha can read)".into(),
+        ),
+    };
+    if rustix::fs::renameat(dir, name, dir, aside(name)).is_err() {
+        return;
+    }
+    let written = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )
+    .map_err(std::io::Error::from)
+    .map(std::fs::File::from)
+    .and_then(|mut f| f.write_all(gitconfig::render(&keep).as_bytes()));
+    if let Err(e) = written {
+        tracing::warn!("could not write the cleaned {shown}/{name}: {e}");
+    }
+    undone.push(format!(
+        "{shown}/{name}: {removed}, in a repository the command made (git on the host would \
+         run or include what they name); the original is kept as {}",
+        aside(name)
+    ));
+}
+
+/// Renames every hook of a new repository (a `.sample` runs never), or the
+/// hooks directory itself when it is a symlink.
+pub(super) fn quarantine_hooks(dir: &OwnedFd, shown: &str, undone: &mut Vec<String>) {
+    let hooks = rustix::fs::openat(
+        dir,
+        "hooks",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    );
+    let hooks = match hooks {
+        Ok(hooks) => hooks,
+        Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => {
+            if rustix::fs::renameat(dir, "hooks", dir, aside("hooks")).is_ok() {
+                undone.push(format!(
+                    "{shown}/hooks was not a directory in a repository the command made; moved \
+                     aside to {}, so git on the host runs nothing from it",
+                    aside("hooks")
+                ));
+            }
+            return;
+        }
+        Err(_) => return,
+    };
+    let Ok(mut listing) = rustix::fs::Dir::read_from(&hooks) else {
+        return;
+    };
+    let mut names = Vec::new();
+    while let Some(Ok(entry)) = listing.read() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name != "." && name != ".." && !name.ends_with(".sample") && !name.ends_with(QUARANTINE)
+        {
+            names.push(name);
+        }
+    }
+    for name in names {
+        if rustix::fs::renameat(&hooks, OsStr::new(&name), &hooks, aside(&name)).is_ok() {
+            undone.push(format!(
+                "{shown}/hooks/{name}: renamed to {}, a hook in a repository the command made \
+                 (git on the host would run it)",
+                aside(&name)
+            ));
+        }
+    }
+}

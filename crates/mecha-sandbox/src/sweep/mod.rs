@@ -1,0 +1,283 @@
+//! After a confined job: nothing it left behind may be something git (or a
+//! login shell) on the host will run. The mounts keep what existed
+//! read-only; what a job can still do is make something new: a nested
+//! repository with `core.fsmonitor`, a bare layout with `core.worktree`
+//! (at the root, or above or inside a repository), a `.git` file or
+//! symlink leading to a fake git directory (hidden inside an existing
+//! `.git`, say), a hook in a new repository or in one of its submodules'
+//! git directories, or a replaced symlink where a start-up file was.
+//!
+//! So every git directory that was not there before the job (by device
+//! and inode) is checked, with the linked worktrees' and submodules' git
+//! directories it holds: config keys outside
+//! [`gitconfig::Entry::is_inert`] are removed (the original is kept beside
+//! it, renamed, for the user to read), and hooks are renamed so git no
+//! longer runs them (fix.rs). A plain `git init` writes nothing that is
+//! touched. What leads out of the workspace (a `.git` or a `commondir`) is
+//! moved aside unless it and what it leads to were there before: the
+//! sweep does not reach outside the workspace to check a repository there.
+//! Every change is reported, so the result of the command says what was
+//! undone and why.
+//!
+//! The sweep works through directory descriptors opened beneath the
+//! workspace (or, for a start-up link, the root holding it) without
+//! following symlinks, so a job that swaps a directory for a link cannot
+//! turn a rename or a rewrite against a file elsewhere.
+
+mod fix;
+mod links;
+
+use std::collections::HashSet;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
+
+use crate::protect::{Found, common_dir, find, is_git_directory, pointed};
+pub(crate) use links::KeptLink;
+
+/// What renamed-aside files are called: git reads none of them.
+const QUARANTINE: &str = ".mecha-quarantine";
+
+/// The repositories of a workspace before a job, and the start-up links
+/// it must find unchanged.
+#[derive(Debug, Default)]
+pub(crate) struct Baseline {
+    workspace: PathBuf,
+    /// The git directories, and the `.git` files and symlinks, that were
+    /// there, by device and inode.
+    known: HashSet<(u64, u64)>,
+    links: Vec<KeptLink>,
+}
+
+impl Baseline {
+    pub(crate) fn of(workspace: &Path, found: &[Found]) -> Self {
+        let mut baseline = Self {
+            workspace: workspace.to_path_buf(),
+            ..Self::default()
+        };
+        for repo in found {
+            if let Found::File(pointer) | Found::Link(pointer) = repo {
+                baseline.know(std::fs::symlink_metadata(pointer));
+            }
+            for dir in gitdirs(repo) {
+                baseline.know(std::fs::metadata(dir));
+            }
+        }
+        baseline
+    }
+
+    fn know(&mut self, meta: std::io::Result<std::fs::Metadata>) {
+        if let Ok(meta) = meta {
+            self.known.insert((meta.dev(), meta.ino()));
+        }
+    }
+
+    /// Whether `path` (not followed) was there before the job.
+    fn is_known(&self, path: &Path) -> bool {
+        std::fs::symlink_metadata(path).is_ok_and(|m| self.known.contains(&(m.dev(), m.ino())))
+    }
+
+    /// A symlink a start-up file or PATH directory is reached through.
+    pub(crate) fn keep_link(&mut self, link: KeptLink) {
+        self.links.push(link);
+    }
+
+    /// Undoes what the job left that the host would run, and says what.
+    pub(crate) fn sweep(&self) -> Vec<String> {
+        let mut undone = Vec::new();
+        for link in &self.links {
+            links::restore(link, &mut undone);
+        }
+        if self.workspace.as_os_str().is_empty() {
+            return undone;
+        }
+        let Ok(root) = rustix::fs::open(
+            &self.workspace,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) else {
+            return undone;
+        };
+        let mut queue = Vec::new();
+        for repo in find(&self.workspace) {
+            match repo {
+                Found::Dir(dir) => queue.push(dir),
+                Found::File(pointer) | Found::Link(pointer) => {
+                    self.through(&root, &pointer, &mut queue, &mut undone);
+                }
+            }
+        }
+        let mut seen = HashSet::new();
+        while let Some(dir) = queue.pop() {
+            let Ok(rel) = dir.strip_prefix(&self.workspace) else {
+                continue;
+            };
+            if self.is_known(&dir) || !seen.insert(dir.clone()) {
+                continue;
+            }
+            let Some(fd) = open_dir(&root, rel) else {
+                continue;
+            };
+            let shown = shown(rel);
+            for name in ["config", "config.worktree"] {
+                fix::sanitize_config(&fd, &shown, name, &mut undone);
+            }
+            fix::quarantine_hooks(&fd, &shown, &mut undone);
+            // The common directory it names: a fake one inside the
+            // workspace is new too; one elsewhere, or none that exists, the
+            // sweep cannot vouch for.
+            if rustix::fs::statat(&fd, "commondir", AtFlags::SYMLINK_NOFOLLOW).is_ok() {
+                match common_dir(&dir) {
+                    Some(common) if common.starts_with(&self.workspace) => queue.push(common),
+                    _ => {
+                        if move_aside(&fd, "commondir") {
+                            undone.push(format!(
+                                "{shown}/commondir named a directory outside the workspace, or \
+                                 none, in a repository the command made; moved aside to {}, \
+                                 since git on the host would take hooks and config from there",
+                                aside("commondir")
+                            ));
+                        }
+                    }
+                }
+            }
+            queue.extend(held_gitdirs(&dir));
+        }
+        undone
+    }
+
+    /// A `.git` file or symlink: the git directories it leads to inside
+    /// the workspace are checked like any other. One that leads outside
+    /// stays only if it and everything it leads to were there before the
+    /// job (then it is the user's own); otherwise it is moved aside.
+    fn through(
+        &self,
+        root: &OwnedFd,
+        pointer: &Path,
+        queue: &mut Vec<PathBuf>,
+        undone: &mut Vec<String>,
+    ) {
+        let (inside, outside): (Vec<_>, Vec<_>) = pointed_dirs(pointer)
+            .into_iter()
+            .partition(|d| d.starts_with(&self.workspace));
+        let users_own = self.is_known(pointer) && outside.iter().all(|d| self.is_known(d));
+        if outside.is_empty() || users_own {
+            queue.extend(inside);
+            return;
+        }
+        let Ok(rel) = pointer.strip_prefix(&self.workspace) else {
+            return;
+        };
+        let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+            return;
+        };
+        let Some(dir) = open_dir(root, parent) else {
+            return;
+        };
+        let name = name.to_string_lossy();
+        if move_aside(&dir, &name) {
+            undone.push(format!(
+                "{}: it leads outside the workspace, to `{}`, which the command may have made \
+                 or changed and the sweep does not check; moved aside to {}, so git on the host \
+                 does not use that repository from here",
+                shown(rel),
+                outside[0].display(),
+                aside(&name)
+            ));
+        }
+    }
+}
+
+/// The git directories (canonical) one found repository stands for: the
+/// directory itself and the common directory it names, or what a `.git`
+/// file or symlink leads to.
+fn gitdirs(repo: &Found) -> Vec<PathBuf> {
+    match repo {
+        Found::Dir(dir) => std::iter::once(dir.clone())
+            .chain(common_dir(dir))
+            .collect(),
+        Found::File(pointer) | Found::Link(pointer) => pointed_dirs(pointer),
+    }
+}
+
+/// The git and common directories a `.git` file or symlink leads to;
+/// none when it leads nowhere (git there fails; a later sweep looks again
+/// once it leads somewhere).
+fn pointed_dirs(pointer: &Path) -> Vec<PathBuf> {
+    match pointed(pointer) {
+        Ok(Some(named)) => std::iter::once(named.gitdir.1)
+            .chain(named.common.map(|c| c.1))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The git directories a repository holds for others: each linked
+/// worktree's (`worktrees/*`) and each submodule's (`modules/<name>`, a
+/// name that can hold slashes, of a submodule that can have submodules of
+/// its own). Everything below `modules` is looked at but the object
+/// stores: new repositories are small.
+fn held_gitdirs(dir: &Path) -> Vec<PathBuf> {
+    let mut held = subdirs(&dir.join("worktrees"));
+    let mut pending = subdirs(&dir.join("modules"));
+    while let Some(sub) = pending.pop() {
+        let gitdir = is_git_directory(&sub);
+        pending.extend(
+            subdirs(&sub)
+                .into_iter()
+                .filter(|d| !(gitdir && d.file_name().is_some_and(|n| n == "objects"))),
+        );
+        if gitdir {
+            held.push(sub);
+        }
+    }
+    held
+}
+
+/// The directories in `dir`, symlinks not followed.
+fn subdirs(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|entry| entry.path())
+        .collect()
+}
+
+/// `rel` as the report names it.
+fn shown(rel: &Path) -> String {
+    match rel.display().to_string() {
+        shown if shown.is_empty() => ".".into(),
+        shown => shown,
+    }
+}
+
+/// The directory `rel` below `root`, opened without leaving it and without
+/// following a symlink on the way.
+fn open_dir(root: &OwnedFd, rel: &Path) -> Option<OwnedFd> {
+    let rel = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    rustix::fs::openat2(
+        root,
+        rel,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
+    )
+    .ok()
+}
+
+fn aside(name: &str) -> String {
+    format!("{name}{QUARANTINE}")
+}
+
+/// Renames `dir/name` to its quarantine name.
+fn move_aside(dir: &OwnedFd, name: &str) -> bool {
+    rustix::fs::renameat(dir, name, dir, aside(name)).is_ok()
+}
