@@ -169,14 +169,20 @@ const SURVIVOR: &str = "setsid bash -c 'i=0; while :; do i=$((i+1)); echo $i > t
 async fn nothing_a_finished_job_started_survives_it() {
     let Some(sandbox) = sandbox() else { return };
     let (_dir, ws) = workspace();
-    let script = format!("{SURVIVOR} sleep 1000 & sleep 0.5; echo started");
+    // Until the survivor has written once, however loaded the machine.
+    let script =
+        format!("{SURVIVOR} sleep 1000 & until [ -s tick ]; do sleep 0.05; done; echo started");
     let confined = confine(&sandbox, &ws, &script, &[], &[]);
     let name = container_name(&confined);
     let Confined { mut command, lease } = confined;
     let out = command.output().await.unwrap();
     assert!(out.status.success(), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "started\n");
-    assert!(!read(&ws.join("tick")).is_empty(), "the survivor never ran");
+    // Polled: each tick truncates the file before it writes.
+    assert!(
+        eventually(|| !read(&ws.join("tick")).is_empty()).await,
+        "the survivor never ran"
+    );
     drop(lease);
     assert!(
         !still_changing(&ws.join("tick")).await,
