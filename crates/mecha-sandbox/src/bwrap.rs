@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 
 use command_fds::{CommandFdExt, FdMapping};
 
+use crate::prepare::{Prepared, prepare};
 use crate::protect::{self, Mount};
-use crate::scratch::Scratch;
 use crate::seccomp::Filters;
-use crate::{Confined, HostEnv, Job, Lease, SYSTEM_DIRS, SandboxError};
+use crate::{Confined, HostEnv, Job, SYSTEM_DIRS, SandboxError};
 
 /// The host paths one job's mounts are made of.
 struct JobPaths<'a> {
@@ -99,32 +99,12 @@ impl Bwrap {
             program: job.program.to_string_lossy().into_owned(),
             reason,
         };
-        let shown = job.workspace.display();
-        if !job.workspace.is_absolute() {
-            return Err(fail(format!(
-                "the workspace `{shown}` is not an absolute path"
-            )));
-        }
-        let host_ws = std::fs::canonicalize(job.workspace)
-            .map_err(|e| fail(format!("the workspace `{shown}` cannot be opened: {e}")))?;
-        let mut lease = Lease::default();
-        let scope = protect::Scope {
-            host: &host_ws,
-            inside: job.workspace,
-            writable,
-            caller: job.read_only,
-            home: host.home.as_deref(),
-            search_path: &host.path,
-        };
-        let (protected, baseline) = protect::plan(&scope, &mut lease)?;
-        lease.baseline = baseline;
-        let dests = protected.iter().map(|mount| match mount {
-            Mount::Pin { dest, .. } | Mount::ReadOnly { dest, .. } => dest.as_path(),
-        });
-        let others = readable.iter().chain(writable).map(PathBuf::as_path);
-        let scratch = Scratch::new(dests.chain(others).chain([job.workspace]))?;
-        let tmp = scratch.path().to_owned();
-        lease.scratch = Some(scratch);
+        let Prepared {
+            host_workspace: host_ws,
+            protected,
+            tmp,
+            lease,
+        } = prepare(job, readable, writable, host)?;
         let seccomp = self.filters.fd(job.network)?;
         let fd = seccomp.as_raw_fd();
         let paths = JobPaths {

@@ -24,6 +24,7 @@ mod docker;
 mod error;
 mod gitconfig;
 mod hint;
+mod prepare;
 mod probe;
 mod protect;
 mod scratch;

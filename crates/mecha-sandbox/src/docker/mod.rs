@@ -22,9 +22,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::protect::{self, Mount};
-use crate::scratch::Scratch;
-use crate::{Confined, HostEnv, Job, Lease, SandboxConfig, SandboxError};
+use crate::prepare::{Prepared, prepare};
+use crate::{Confined, HostEnv, Job, SandboxConfig, SandboxError};
 use client::{Client, blocking};
 
 /// `docker version`, `image inspect`: an engine answers these in well
@@ -103,37 +102,19 @@ impl Docker {
             program: job.program.to_string_lossy().into_owned(),
             reason,
         };
-        let shown = job.workspace.display();
-        if !job.workspace.is_absolute() {
-            return Err(refuse(format!(
-                "the workspace `{shown}` is not an absolute path"
-            )));
-        }
-        let host_workspace = std::fs::canonicalize(job.workspace)
-            .map_err(|e| refuse(format!("the workspace `{shown}` cannot be opened: {e}")))?;
+        let present: Vec<PathBuf> = readable.iter().filter(|p| p.exists()).cloned().collect();
+        let Prepared {
+            host_workspace,
+            protected,
+            tmp,
+            mut lease,
+        } = prepare(job, &present, writable, host)?;
         let env_file = write_env_file(&job.env).map_err(refuse)?;
-        let mut lease = Lease::default();
-        let scope = protect::Scope {
-            host: &host_workspace,
-            inside: job.workspace,
-            writable,
-            caller: job.read_only,
-            home: host.home.as_deref(),
-            search_path: &host.path,
-        };
-        let (protected, baseline) = protect::plan(&scope, &mut lease)?;
-        lease.baseline = baseline;
         let env_names: BTreeSet<String> = job
             .env
             .keys()
             .map(|name| name.to_string_lossy().into_owned())
             .collect();
-        let present: Vec<PathBuf> = readable.iter().filter(|p| p.exists()).cloned().collect();
-        let dests = protected.iter().map(|mount| match mount {
-            Mount::Pin { dest, .. } | Mount::ReadOnly { dest, .. } => dest.as_path(),
-        });
-        let others = present.iter().chain(writable).map(PathBuf::as_path);
-        let scratch = Scratch::new(dests.chain(others).chain([job.workspace]))?;
         let id = NEXT_JOB.fetch_add(1, Ordering::Relaxed);
         let name = format!("{}{id}", self.name_prefix);
         let spec = argv::RunSpec {
@@ -150,11 +131,10 @@ impl Docker {
             readable: &present,
             writable,
             protected: &protected,
-            tmp: scratch.path(),
+            tmp: &tmp,
         };
         let args = argv::run_args(&spec, job.program, job.args).map_err(refuse)?;
         let command = self.client.job_command(args);
-        lease.scratch = Some(scratch);
         lease.stop_with(Container {
             client: Arc::clone(&self.client),
             name,

@@ -173,11 +173,11 @@ fn the_real_client_accepts_every_argument_vector() {
     let env_file = dir.path().join("env");
     std::fs::write(&env_file, "A=1\n").unwrap();
     let protected = [
-        protect::Mount::Pin {
+        crate::protect::Mount::Pin {
             source: workspace.join(".git"),
             dest: workspace.join(".git"),
         },
-        protect::Mount::ReadOnly {
+        crate::protect::Mount::ReadOnly {
             source: workspace.join(".git/hooks"),
             dest: workspace.join(".git/hooks"),
         },
