@@ -59,16 +59,30 @@ pub struct HostEnv {
     pub path: OsString,
     /// The user's home directory, for `~/` in config and in hints.
     pub home: Option<PathBuf>,
+    /// A directory no confined program can write (mecha's home keeps it),
+    /// where the sweep writes down the repositories confined commands
+    /// made, for every mecha process's later sweeps; `None` keeps that
+    /// record in this process only.
+    pub records: Option<PathBuf>,
 }
 
 impl HostEnv {
-    /// This process's PATH and HOME.
+    /// This process's PATH and HOME, with no records directory.
     pub fn current() -> Self {
         Self {
             path: std::env::var_os("PATH").unwrap_or_default(),
             home: std::env::var_os("HOME")
                 .filter(|h| !h.is_empty())
                 .map(PathBuf::from),
+            records: None,
+        }
+    }
+
+    /// With the sweep's record kept in `dir`.
+    pub fn keeping_records_in(self, dir: PathBuf) -> Self {
+        Self {
+            records: Some(dir),
+            ..self
         }
     }
 }

@@ -46,6 +46,7 @@ pub(crate) fn prepare(
         caller: job.read_only,
         home: host.home.as_deref(),
         search_path: &host.path,
+        records: host.records.as_deref(),
     };
     let (protected, baseline) = protect::plan(&scope, &mut lease)?;
     lease.baseline = baseline;

@@ -186,6 +186,7 @@ async fn a_program_outside_gets_the_readable_line_that_brings_it_in() {
     let host = HostEnv {
         path: std::env::join_paths([bin.as_os_str(), "/usr/bin".as_ref()]).unwrap(),
         home: Some(home.clone()),
+        records: None,
     };
     let ws = tmp.path().join("ws");
     std::fs::create_dir(&ws).unwrap();
@@ -223,6 +224,7 @@ fn without_bwrap_on_path_start_names_the_package() {
     let host = HostEnv {
         path: "/nonexistent".into(),
         home: None,
+        records: None,
     };
     let err = mecha_sandbox::Sandbox::start(&config, host).unwrap_err();
     assert_eq!(err, SandboxError::BwrapMissing);
@@ -245,6 +247,7 @@ fn start_fails_where_bwrap_cannot_mount_a_fresh_proc() {
     let host = HostEnv {
         path: tmp.path().as_os_str().to_owned(),
         home: None,
+        records: None,
     };
     let err = mecha_sandbox::Sandbox::start(&config, host).unwrap_err();
     assert!(matches!(err, SandboxError::ProcUnavailable { .. }), "{err}");

@@ -70,6 +70,7 @@ impl Fake {
         HostEnv {
             path: self.dir.path().into(),
             home: Some(PathBuf::from("/home/someone")),
+            records: None,
         }
     }
 

@@ -60,6 +60,7 @@ impl Home {
         let host = HostEnv {
             path: std::env::join_paths(path).unwrap(),
             home: Some(self.path().to_path_buf()),
+            records: None,
         };
         common::sandbox(SandboxConfig::default(), host)
     }

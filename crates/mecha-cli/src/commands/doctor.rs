@@ -11,7 +11,7 @@ use clap::Args;
 use mecha_core::Message;
 use mecha_mcp::{McpHub, ServerState, SpawnOptions};
 use mecha_provider::Request;
-use mecha_sandbox::{HostEnv, Sandbox};
+use mecha_sandbox::Sandbox;
 
 use crate::Failure;
 use crate::config::{ConfigError, Settings};
@@ -163,7 +163,7 @@ fn sandbox(report: &mut Report, settings: &Settings) -> Option<Sandbox> {
         );
         return None;
     }
-    match Sandbox::start(&settings.sandbox, HostEnv::current()) {
+    match Sandbox::start(&settings.sandbox, crate::wiring::host_env()) {
         Ok(sandbox) => {
             let described = sandbox.as_ref().map(Sandbox::describe).unwrap_or_default();
             report.line(Verdict::Ok, "sandbox", &format!("{described} works"));

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use clap::Subcommand;
 use mecha_mcp::ServerState;
-use mecha_sandbox::{HostEnv, Sandbox};
+use mecha_sandbox::Sandbox;
 
 use crate::Failure;
 use crate::commands::tools::{ARMED_LEGEND, ARMED_MARK, mcp_entry_file, send_warning};
@@ -88,7 +88,7 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
         )));
     };
     // A `sandbox = true` server is checked the way a run would start it.
-    let sandbox = Sandbox::start(&settings.sandbox, HostEnv::current())
+    let sandbox = Sandbox::start(&settings.sandbox, crate::wiring::host_env())
         .map_err(|e| Failure::Usage(e.to_string()))?;
     let options = crate::wiring::spawn_options(settings, workspace, sandbox.as_ref())?;
     let runtime = crate::runtime()?;

@@ -106,6 +106,17 @@ impl Toolbox {
     }
 }
 
+/// The machine as the sandbox sees it, with its sweep's record of the
+/// repositories confined commands made kept in mecha's home (which every
+/// job sees read-only), so that every mecha process's sweeps share it.
+pub fn host_env() -> HostEnv {
+    let host = HostEnv::current();
+    match crate::config::mecha_home() {
+        Ok(home) => host.keeping_records_in(home.join("sandbox")),
+        Err(_) => host,
+    }
+}
+
 /// Every built-in (with `session_tools`, the built-ins that depend on the
 /// session: `compact`, `recall`, and the terminal UI's `ask_user`) and every MCP tool (the servers start
 /// concurrently, or are kept from the last conversation: see
@@ -123,8 +134,8 @@ pub async fn build_toolbox(
 ) -> Result<Toolbox, Failure> {
     // Checked against the machine before anything runs: a sandbox that
     // cannot be honoured stops the run rather than leaving it unconfined.
-    let sandbox = Sandbox::start(&settings.sandbox, HostEnv::current())
-        .map_err(|e| Failure::Usage(e.to_string()))?;
+    let sandbox =
+        Sandbox::start(&settings.sandbox, host_env()).map_err(|e| Failure::Usage(e.to_string()))?;
     settings.builtins.shell.sandbox = sandbox.clone();
     let mut registry = Registry::new();
     for tool in mecha_tools::builtin_tools(&settings.builtins)

@@ -167,6 +167,8 @@ pub(crate) struct Scope<'a> {
     /// mecha's PATH, which the user's own shells share: a program put in
     /// one of its directories runs on the host the next time it is called.
     pub search_path: &'a OsStr,
+    /// Where the sweep writes down the repositories jobs made.
+    pub records: Option<&'a Path>,
 }
 
 /// The protection mounts for a job (pins first, then the read-only
@@ -185,7 +187,7 @@ pub(crate) fn plan(
         inside: w.as_path(),
     }));
     let found = find(scope.host);
-    let mut baseline = Baseline::of(scope.host, &found);
+    let mut baseline = Baseline::of(scope.host, &found, scope.records);
     let mut registry = placeholder::registry();
     let mut targets = vec![Target::existing(scope.host.join("mecha.toml"))];
     targets.extend(repos::repository_targets(scope, &found, &registry)?);

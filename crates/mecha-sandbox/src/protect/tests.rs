@@ -8,6 +8,7 @@ fn scope(ws: &Path) -> Scope<'_> {
         caller: &[],
         home: None,
         search_path: std::ffi::OsStr::new(""),
+        records: None,
     }
 }
 

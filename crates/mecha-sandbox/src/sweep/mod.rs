@@ -17,7 +17,9 @@
 //! moved aside unless it and what it leads to were there before: the
 //! sweep does not reach outside the workspace to check a repository there.
 //! Every change is reported, so the result of the command says what was
-//! undone and why.
+//! undone and why. What a sweep finds new it writes down first (made.rs),
+//! and every later sweep treats it as new too, known or not: a job that
+//! overlaps the one that made a repository may hold a descriptor for it.
 //!
 //! The sweep works through directory descriptors opened beneath the
 //! workspace (or, for a start-up link, the root holding it) without
@@ -26,6 +28,7 @@
 
 mod fix;
 mod links;
+mod made;
 
 use std::collections::HashSet;
 use std::os::fd::OwnedFd;
@@ -36,6 +39,7 @@ use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
 use crate::protect::{Found, common_dir, find, is_git_directory, pointed};
 pub(crate) use links::KeptLink;
+use made::{Id, Made, id_of};
 
 /// What renamed-aside files are called: git reads none of them.
 const QUARANTINE: &str = ".mecha-quarantine";
@@ -49,12 +53,17 @@ pub(crate) struct Baseline {
     /// there, by device and inode.
     known: HashSet<(u64, u64)>,
     links: Vec<KeptLink>,
+    /// Where what a job made is written down.
+    made: Made,
 }
 
 impl Baseline {
-    pub(crate) fn of(workspace: &Path, found: &[Found]) -> Self {
+    /// `records`: where sweeps write down what jobs made, for other mecha
+    /// processes (a directory no job can write).
+    pub(crate) fn of(workspace: &Path, found: &[Found], records: Option<&Path>) -> Self {
         let mut baseline = Self {
             workspace: workspace.to_path_buf(),
+            made: Made::in_dir(records),
             ..Self::default()
         };
         for repo in found {
@@ -74,9 +83,11 @@ impl Baseline {
         }
     }
 
-    /// Whether `path` (not followed) was there before the job.
-    fn is_known(&self, path: &Path) -> bool {
-        std::fs::symlink_metadata(path).is_ok_and(|m| self.known.contains(&(m.dev(), m.ino())))
+    /// Whether `path` (not followed) was there before the job, and no job
+    /// made it: the user's own.
+    fn is_users(&self, path: &Path, made: &HashSet<Id>) -> bool {
+        std::fs::symlink_metadata(path)
+            .is_ok_and(|m| self.known.contains(&(m.dev(), m.ino())) && !made.contains(&id_of(&m)))
     }
 
     /// A symlink a start-up file or PATH directory is reached through.
@@ -100,12 +111,13 @@ impl Baseline {
         ) else {
             return undone;
         };
+        let made = self.made.load();
         let mut queue = Vec::new();
         for repo in find(&self.workspace) {
             match repo {
                 Found::Dir(dir) => queue.push(dir),
                 Found::File(pointer) | Found::Link(pointer) => {
-                    self.through(&root, &pointer, &mut queue, &mut undone);
+                    self.through(&root, &pointer, &made, &mut queue, &mut undone);
                 }
             }
         }
@@ -114,12 +126,13 @@ impl Baseline {
             let Ok(rel) = dir.strip_prefix(&self.workspace) else {
                 continue;
             };
-            if self.is_known(&dir) || !seen.insert(dir.clone()) {
+            if self.is_users(&dir, &made) || !seen.insert(dir.clone()) {
                 continue;
             }
             let Some(fd) = open_dir(&root, rel) else {
                 continue;
             };
+            self.made.record(&dir);
             let shown = shown(rel);
             for name in ["config", "config.worktree"] {
                 fix::sanitize_config(&fd, &shown, name, &mut undone);
@@ -156,13 +169,15 @@ impl Baseline {
         &self,
         root: &OwnedFd,
         pointer: &Path,
+        made: &HashSet<Id>,
         queue: &mut Vec<PathBuf>,
         undone: &mut Vec<String>,
     ) {
         let (inside, outside): (Vec<_>, Vec<_>) = pointed_dirs(pointer)
             .into_iter()
             .partition(|d| d.starts_with(&self.workspace));
-        let users_own = self.is_known(pointer) && outside.iter().all(|d| self.is_known(d));
+        let users_own =
+            self.is_users(pointer, made) && outside.iter().all(|d| self.is_users(d, made));
         if outside.is_empty() || users_own {
             queue.extend(inside);
             return;
@@ -177,6 +192,7 @@ impl Baseline {
             return;
         };
         let name = name.to_string_lossy();
+        self.made.record(pointer);
         if move_aside(&dir, &name) {
             undone.push(format!(
                 "{}: it leads outside the workspace, to `{}`, which the command may have made \
