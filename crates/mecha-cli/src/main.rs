@@ -190,7 +190,22 @@ fn bare_option_before_a_command(matches: &clap::ArgMatches) -> Option<String> {
     ))
 }
 
+/// A lone word where a command goes that is a command misspelt (`mecha
+/// rn`): it would otherwise open the screen with `rn` as the first prompt.
+fn misspelt_command(cli: &Cli) -> Option<String> {
+    let word = cli.bare.lone_word().filter(|_| cli.command.is_none())?;
+    let commands = cli_command();
+    let meant = mecha_core::closest(word, commands.get_subcommands().map(|c| c.get_name()))?;
+    Some(format!(
+        "`{word}` is not a mecha command: did you mean `mecha {meant}`? To send `{word}` as \
+         the first prompt, add a word or a space to it (`mecha \"{word} \"`)"
+    ))
+}
+
 fn run(cli: Cli) -> Result<u8, Failure> {
+    if let Some(message) = misspelt_command(&cli) {
+        return Err(Failure::Usage(message));
+    }
     let command = match cli.command {
         Some(Command::Completions(args)) => return commands::completions::run(&args),
         Some(Command::Doctor(args)) => Err(args),

@@ -176,3 +176,25 @@ fn a_scripts_relative_path_is_the_config_files_neighbour() {
     let tried = home.path().join("turns.json");
     assert!(said.contains(&tried.display().to_string()), "{said}");
 }
+
+/// `mecha rn` is a command misspelt, not a first prompt for the screen.
+#[test]
+fn a_misspelt_command_names_the_command_meant() {
+    let o = mecha(&["rn"]);
+    assert_eq!(o.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("`rn` is not a mecha command: did you mean `mecha run`?"),
+        "{stderr}"
+    );
+    let o = mecha(&["sesions"]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("did you mean `mecha sessions`?"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // A word that is no near miss is a prompt (here: no terminal for it).
+    let o = mecha(&["refactor"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("needs a terminal"), "{stderr}");
+}

@@ -259,3 +259,30 @@ fn the_listing_has_compact_when_a_run_would() {
     let without = names(None);
     assert!(!without.iter().any(|n| n == "compact"), "{without:?}");
 }
+
+/// A misspelt tool name in `[tools]` names the tool that was meant.
+#[test]
+fn a_near_miss_in_tools_names_the_tool_meant() {
+    let e = env();
+    std::fs::write(
+        e.home.join("config.toml"),
+        "[tools]\nenabled = [\"htp_fetch\", \"fs_read\", \"refactor\"]\n",
+    )
+    .unwrap();
+    let out = e.offline(&["tools"]).success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains(
+            "names `htp_fetch`, which is no tool; check the spelling (did you mean `http_fetch`?)"
+        ),
+        "{stderr}"
+    );
+    let far = stderr
+        .lines()
+        .find(|l| l.contains("`refactor`"))
+        .unwrap_or_default();
+    assert!(
+        far.contains("which is no tool") && !far.contains("did you mean"),
+        "{stderr}"
+    );
+}

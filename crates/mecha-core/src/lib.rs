@@ -50,7 +50,7 @@ pub use capabilities::{Capabilities, Egress};
 pub use carried::{CARRIED_HEADER, CarriedState};
 pub use conversation::{Block, Message, Role, StopReason, ToolCall, Usage};
 pub use ctx::ToolCtx;
-pub use error_text::{error_chain, system_words};
+pub use error_text::{closest, error_chain, system_words};
 pub use forced::{Forced, ForcedCapabilities, ForcedEgress};
 pub use image::{
     IMAGE_COST_BYTES, Image, MAX_IMAGE_BYTES, human_size, over_cap, placeholder, sniff,

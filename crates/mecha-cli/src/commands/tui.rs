@@ -50,6 +50,14 @@ impl TuiArgs {
     pub fn asks_for_a_screen(&self) -> bool {
         self.prompt.is_some() || self.resume.is_some() || self.continue_latest
     }
+
+    /// The first prompt when it is one word, which may be a misspelt
+    /// command (`mecha rn`).
+    pub fn lone_word(&self) -> Option<&str> {
+        self.prompt
+            .as_deref()
+            .filter(|p| !p.is_empty() && !p.contains(char::is_whitespace))
+    }
 }
 
 /// Reads the configuration afresh, for each new conversation.

@@ -244,10 +244,20 @@ fn check_names(settings: &Settings, flags: &[String], registry: &Registry) -> Re
             || profile_names(settings).any(|p| p == name)
     };
     let of_a_server = |name: &str| of_a_server(settings, name);
-    let typos: Vec<&str> = flags
+    let known = || {
+        registry
+            .names()
+            .chain(profile_names(settings))
+            .chain([SkillTool::NAME])
+    };
+    let meant = |name: &str| match mecha_core::closest(name, known()) {
+        Some(meant) => format!(" (did you mean `{meant}`?)"),
+        None => String::new(),
+    };
+    let typos: Vec<String> = flags
         .iter()
-        .map(String::as_str)
         .filter(|n| !exists(n) && !of_a_server(n))
+        .map(|n| format!("{n}{}", meant(n)))
         .collect();
     if !typos.is_empty() {
         let known: Vec<&str> = registry.names().chain(profile_names(settings)).collect();
@@ -260,9 +270,12 @@ fn check_names(settings: &Settings, flags: &[String], registry: &Registry) -> Re
     // A misspelt `force` distrusts nothing, so it is named too.
     for name in settings.forced.keys().filter(|n| !exists(n)) {
         let why = if of_a_server(name) {
-            "its MCP server did not offer it"
+            "its MCP server did not offer it".to_owned()
         } else {
-            "there is no tool of that name; check the spelling"
+            format!(
+                "there is no tool of that name; check the spelling{}",
+                meant(name)
+            )
         };
         crate::output::err_line(&format!(
             "mecha: warning: [tools.{name}] forces capabilities on `{name}`, which is not \
@@ -282,7 +295,9 @@ fn check_names(settings: &Settings, flags: &[String], registry: &Registry) -> Re
             ));
         } else {
             crate::output::err_line(&format!(
-                "mecha: warning: [tools] names `{name}`, which is no tool; check the spelling"
+                "mecha: warning: [tools] names `{name}`, which is no tool; check the \
+                 spelling{}",
+                meant(name)
             ));
         }
     }

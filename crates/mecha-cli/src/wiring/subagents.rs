@@ -55,9 +55,13 @@ pub(super) fn check_profiles(settings: &Settings, registry: &Registry) -> Result
                 .chain(profiles.iter().map(SubagentConfig::name))
                 .filter(|n| *n != name)
                 .collect();
+            let meant = match mecha_core::closest(tool, known.iter().copied()) {
+                Some(meant) => format!("did you mean `{meant}`? "),
+                None => String::new(),
+            };
             return Err(Failure::Usage(format!(
                 "{file}: [[subagent]] `{name}` lists `{tool}` in its tools, which is no tool: \
-                 check the spelling (the tools are: {})",
+                 check the spelling ({meant}the tools are: {})",
                 known.join(", ")
             )));
         }
