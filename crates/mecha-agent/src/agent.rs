@@ -182,6 +182,11 @@ impl Agent {
         }
     }
 
+    /// The model requests name, for reports (`None` in a replay).
+    pub fn model(&self) -> Option<&str> {
+        self.provider.model()
+    }
+
     /// Runs `hook` at the loop's own events: each prompt, each answer
     /// (a stop), the session's start. A subagent's child has none: its
     /// prompt is its parent's call, which the hooks already judged, and its

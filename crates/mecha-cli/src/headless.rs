@@ -194,6 +194,9 @@ impl ResultParts {
         object["tool_calls"] = self.calls.iter().map(CallRecord::shown).collect();
         object["compactions"] = json!(self.compactions);
         object["hooks"] = json!(self.hooks);
+        if let Event::Final { usage, .. } = last {
+            object["cost"] = crate::cost::json(self.model.as_deref(), usage);
+        }
         object
     }
 }

@@ -12,6 +12,7 @@ mod capped;
 mod commands;
 mod config;
 mod context_window;
+mod cost;
 mod headless;
 mod hooks;
 mod instructions;

@@ -83,7 +83,7 @@ fn the_schemas_reject_what_they_should() {
     let broken = json!({
         "type": "final", "session_id": null, "model": null, "text": "",
         "stop_reason": "error", "is_error": true, "error": null, "turns": 0,
-        "duration_ms": 1, "compactions": 0, "tool_calls": [], "hooks": [],
+        "duration_ms": 1, "compactions": 0, "tool_calls": [], "hooks": [], "cost": null,
         "taint": {"private_data": false, "untrusted_input": false},
         "usage": {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
                   "cache_write_tokens": 0},

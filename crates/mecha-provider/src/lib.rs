@@ -20,6 +20,7 @@ mod anthropic;
 mod config;
 mod http;
 mod openai;
+mod prices;
 mod resolve;
 pub mod script;
 mod scripted;
@@ -36,6 +37,7 @@ pub use config::{
 };
 pub use http::HttpOptions;
 pub use openai::{MaxTokensField, OpenAiOptions, OpenAiProvider};
+pub use prices::{PRICES_AS_OF, Price, price_of};
 pub use resolve::{Resolved, Source, Sourced, resolve};
 pub use script::{Quirk, Script, ScriptToolCall, ScriptTurn, ScriptUsage};
 pub use scripted::ScriptedProvider;

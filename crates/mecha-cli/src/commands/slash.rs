@@ -1,6 +1,6 @@
 //! The slash commands of `mecha chat` and the TUI, answered by mecha and
 //! never sent to the model: `/help`, `/quit` (`/exit`), those that ask what
-//! this run carries (`/tools`, `/skills`, `/skills NAME`), `/sessions`,
+//! this run carries (`/tools`, `/skills`, `/skills NAME`), `/cost`, `/sessions`,
 //! `/compact`, and the TUI's own `/clear`, `/resume ID` and `/model NAME`,
 //! which change the conversation itself. What the run carries comes from
 //! the running agent (its tools, its skill tool and the session's
@@ -63,6 +63,11 @@ const COMMANDS: &[(&str, &str, bool)] = &[
         "summarize the conversation now, to free the context",
         true,
     ),
+    (
+        "/cost",
+        "this session's tokens by kind, and what they would cost",
+        true,
+    ),
     ("/sessions", "the stored sessions, newest first", true),
     ("/resume ID", "go on with a stored session", false),
     (
@@ -80,7 +85,8 @@ const COMMANDS: &[(&str, &str, bool)] = &[
 
 /// Every command's name, without its slash.
 const NAMES: &[&str] = &[
-    "help", "tools", "skills", "compact", "sessions", "resume", "clear", "model", "quit", "exit",
+    "help", "tools", "skills", "compact", "cost", "sessions", "resume", "clear", "model", "quit",
+    "exit",
 ];
 
 /// The most sessions `/sessions` lists.
@@ -103,6 +109,7 @@ pub fn command(
         ("skills", [name]) => skill_body(toolbox, name),
         ("skills", _) => "/skills takes one skill's name at most: /skills NAME\n".to_owned(),
         ("compact", []) => return Some(Slash::Compact),
+        ("cost", []) => crate::cost::summary(agent.model(), &session.usage),
         ("sessions", []) => sessions(),
         ("resume" | "clear" | "model", _) if front == Front::Chat => format!(
             "/{word} changes the conversation, which the terminal UI does: run `mecha`. In \
