@@ -361,3 +361,69 @@ async fn a_new_repositorys_submodule_git_directory_is_disarmed() {
         "{said}"
     );
 }
+
+/// Git reads a `.git` file as a C string: `gitdir: ../.git/evil\0x` names
+/// a fake git directory hidden inside the existing one, where the walk
+/// never looks.
+#[tokio::test]
+async fn a_gitfile_with_a_nul_is_read_as_git_reads_it() {
+    let Some(c) = case() else { return };
+    let ws = c.ws.path();
+    host_git(ws, &["init", "-q"]);
+    let script = format!(
+        "git init -q --bare .git/evil && git -C .git/evil config core.bare false && \
+         git -C .git/evil config core.fsmonitor {p} && mkdir sub && \
+         printf 'gitdir: ../.git/evil\\0x' > sub/.git && echo PLANTED",
+        p = c.payload
+    );
+    let (out, undone) = plant(ws, &script).await;
+    assert!(out.contains("PLANTED"), "{out}");
+    assert!(undone.join("\n").contains("core.fsmonitor"), "{undone:?}");
+    host_git(&ws.join("sub"), &["status"]);
+    assert!(!c.marker.exists(), "host git ran the planted program");
+}
+
+/// Git reads the whole config; one whose first megabyte is harmless is
+/// still emptied when more follows.
+#[tokio::test]
+async fn a_config_past_the_read_limit_is_emptied() {
+    let Some(c) = case() else { return };
+    let ws = c.ws.path();
+    let script = format!(
+        "git init -q n && python3 -c \"
+c = open('n/.git/config').read() + ('#' * 99 + '\\n') * 11000
+open('n/.git/config', 'w').write(c + '[core]\\n\\tfsmonitor = {p}\\n')\" && echo PLANTED",
+        p = c.payload
+    );
+    let (out, undone) = plant(ws, &script).await;
+    assert!(out.contains("PLANTED"), "{out}");
+    assert!(undone.join("\n").contains("emptied"), "{undone:?}");
+    host_git(&ws.join("n"), &["status"]);
+    assert!(!c.marker.exists(), "host git ran the planted program");
+}
+
+/// A `.git` symlink to a FIFO would block the sweep's open forever, and an
+/// interrupted call is not swept to the end.
+#[tokio::test]
+async fn a_dot_git_leading_to_a_fifo_does_not_stall_the_sweep() {
+    let Some(c) = case() else { return };
+    let ws = c.ws.path().to_owned();
+    let script = format!(
+        "git init -q n && git -C n config core.fsmonitor {p} && mkfifo fifo && mkdir z && \
+         ln -s ../fifo z/.git && echo PLANTED",
+        p = c.payload
+    );
+    let confined = confine(&bwrap().expect("bubblewrap"), &ws, &script, false);
+    let mut command = confined.command;
+    let out = command.output().await.unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("PLANTED"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let lease = confined.lease;
+    std::thread::spawn(move || tx.send(lease.sweep()));
+    let undone = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the sweep never finished");
+    assert!(undone.join("\n").contains("core.fsmonitor"), "{undone:?}");
+    host_git(&ws.join("n"), &["status"]);
+    assert!(!c.marker.exists(), "host git ran the planted program");
+}

@@ -16,6 +16,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::Read;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::Access;
@@ -144,11 +145,20 @@ pub(crate) fn common_dir(gitdir: &Path) -> Option<PathBuf> {
     fs::canonicalize(gitdir.join(read_commondir(gitdir)?)).ok()
 }
 
+/// A small regular file's bytes, as git would read a pointer: anything
+/// else (a FIFO, which would block the open forever; a device) is no
+/// pointer git follows.
 fn read_small(file: &Path) -> Option<Vec<u8>> {
-    let mut bytes = Vec::new();
-    fs::File::open(file)
-        .and_then(|f| f.take(1 << 16).read_to_end(&mut bytes))
+    let opened = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(file)
         .ok()?;
+    if !opened.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    opened.take(1 << 16).read_to_end(&mut bytes).ok()?;
     Some(bytes)
 }
 
@@ -212,7 +222,12 @@ pub(crate) fn pointed(dot_git: &Path) -> Result<Option<Named>, (PathBuf, std::io
 /// ends, byte for byte, as git takes it (a second space is part of the
 /// path).
 fn gitfile_target(file: &Path) -> Option<PathBuf> {
-    let text = trim_line_ends(read_small(file)?);
+    let mut text = read_small(file)?;
+    // Git reads the file as a C string: what follows a NUL is not there.
+    if let Some(nul) = text.iter().position(|b| *b == 0) {
+        text.truncate(nul);
+    }
+    let text = trim_line_ends(text);
     let named = text.strip_prefix(b"gitdir: ")?;
     (!named.is_empty()).then(|| PathBuf::from(OsString::from_vec(named.to_vec())))
 }

@@ -11,6 +11,9 @@ use rustix::fs::{Mode, OFlags};
 use super::{QUARANTINE, aside};
 use crate::gitconfig;
 
+/// The most of a config the sweep reads; a bigger one is emptied.
+const CONFIG_LIMIT: u64 = 1 << 20;
+
 /// Keeps only the inert entries of `dir/name`; the original goes aside.
 pub(super) fn sanitize_config(dir: &OwnedFd, shown: &str, name: &str, undone: &mut Vec<String>) {
     let file = rustix::fs::openat(
@@ -33,9 +36,12 @@ pub(super) fn sanitize_config(dir: &OwnedFd, shown: &str, name: &str, undone: &m
         }
         Err(_) => return,
     };
+    // Git reads all of it; one past the limit is a file mecha cannot vouch
+    // for, however harmless its first megabyte.
     let mut text = String::new();
-    let read = file.take(1 << 20).read_to_string(&mut text);
-    let (keep, removed) = match read.ok().and_then(|_| gitconfig::parse(&text)) {
+    let read = file.take(CONFIG_LIMIT + 1).read_to_string(&mut text);
+    let whole = read.is_ok_and(|n| n as u64 <= CONFIG_LIMIT);
+    let (keep, removed) = match whole.then(|| gitconfig::parse(&text)).flatten() {
         Some(entries) => {
             let (keep, bad): (Vec<_>, Vec<_>) = entries.into_iter().partition(|e| e.is_inert());
             if bad.is_empty() {

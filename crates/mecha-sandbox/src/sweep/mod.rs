@@ -178,7 +178,10 @@ impl Baseline {
             .partition(|d| d.starts_with(&self.workspace));
         let users_own =
             self.is_users(pointer, made) && outside.iter().all(|d| self.is_users(d, made));
-        if outside.is_empty() || users_own {
+        // One the job made that mecha cannot follow (it names nothing yet,
+        // or something only git's reading finds) goes aside too.
+        let followed = !inside.is_empty() || !outside.is_empty();
+        if users_own || (outside.is_empty() && followed) {
             queue.extend(inside);
             return;
         }
@@ -193,16 +196,25 @@ impl Baseline {
         };
         let name = name.to_string_lossy();
         self.made.record(pointer);
-        if move_aside(&dir, &name) {
-            undone.push(format!(
-                "{}: it leads outside the workspace, to `{}`, which the command may have made \
-                 or changed and the sweep does not check; moved aside to {}, so git on the host \
-                 does not use that repository from here",
-                shown(rel),
-                outside[0].display(),
-                aside(&name)
-            ));
+        if !move_aside(&dir, &name) {
+            return;
         }
+        let why = match outside.first() {
+            Some(elsewhere) => format!(
+                "it leads outside the workspace, to `{}`, which the command may have made or \
+                 changed and the sweep does not check",
+                elsewhere.display()
+            ),
+            None => "the command made it, and it names no git directory mecha can follow and \
+                     check"
+                .to_owned(),
+        };
+        undone.push(format!(
+            "{}: {why}; moved aside to {}, so git on the host does not use that repository \
+             from here",
+            shown(rel),
+            aside(&name)
+        ));
     }
 }
 
