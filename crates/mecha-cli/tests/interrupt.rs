@@ -100,3 +100,53 @@ fn alive(pid: u32) -> bool {
             .starts_with('Z')
     })
 }
+
+/// A confined command interrupted after it planted a repository with an
+/// executable config is still swept: the interrupt kills it, and the undo
+/// runs before mecha exits.
+#[test]
+fn an_interrupted_confined_command_is_still_swept() {
+    if !common::have(
+        "bwrap",
+        "the sandbox tests",
+        "bubblewrap (apt-get install bubblewrap)",
+    ) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&ws).unwrap();
+    let command = "git init -q n && git -C n config core.fsmonitor 'touch /tmp/never' && \
+                   touch planted && sleep 300";
+    let call = serde_json::json!({"name": "shell", "input": {"command": command}});
+    common::scripted_home(
+        &home,
+        &[call],
+        "never reached",
+        "[sandbox]\nkind = \"bwrap\"\n",
+    );
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"))
+        .env("MECHA_HOME", &home)
+        .current_dir(&ws)
+        .args(["run", "--yes", "go"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(60), || ws.join("planted").exists()),
+        "the shell call never planted"
+    );
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let config = std::fs::read_to_string(ws.join("n/.git/config")).unwrap();
+    assert!(
+        !config.contains("fsmonitor"),
+        "the interrupted command's plant survived: {config}"
+    );
+}

@@ -9,6 +9,7 @@
 //! subreaper, and killed and reaped as the call ends (see
 //! `mecha_core::process_tree`). Nothing it started outlives the call.
 
+mod cancel;
 mod launch;
 mod render;
 
@@ -223,11 +224,14 @@ impl Tool for Shell {
                 )));
             }
         };
+        // Dropped before its end, the call still kills and sweeps.
+        let owed = cancel::Owed::new(group, lease, child.id());
         let mut sink = ctx.sink(
             "shell",
             ctx.call_budget_bytes.saturating_sub(TRAILER_RESERVE),
         );
-        let ending = pump(&mut child, &group, output, &mut sink, timeout).await?;
+        let ending = pump(&mut child, owed.group(), output, &mut sink, timeout).await?;
+        let (group, lease) = owed.disarm();
         // Kills whatever the command left behind, in its group or escaped
         // from it, before the result is handed back.
         group.finish().await;
