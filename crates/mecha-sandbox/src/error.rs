@@ -59,6 +59,14 @@ pub enum SandboxError {
         path.display()
     )]
     WritableOnPath { path: PathBuf },
+    #[error(
+        "mecha's PATH holds the relative entry `{entry}` (an empty entry, from `::` or a \
+         leading or trailing `:`, means `.`): it names whatever directory a shell is in, most \
+         often the workspace, so a program a confined command put there would run outside the \
+         sandbox the next time you call it there; take the entry off PATH (or use its absolute \
+         path) and start mecha again"
+    )]
+    RelativeOnPath { entry: String },
     #[error("the sandbox could not confine `{program}`: {reason}")]
     Confine { program: String, reason: String },
     #[error(

@@ -224,6 +224,9 @@ impl Sandbox {
                 path: missing.clone(),
             });
         }
+        if let Some(entry) = protect::relative_path_entry(&host.path) {
+            return Err(SandboxError::RelativeOnPath { entry });
+        }
         let backend = match kind {
             SandboxKind::Bwrap => Backend::Bwrap(bwrap::Bwrap::start(&host)?),
             SandboxKind::Docker => Backend::Docker(docker::Docker::start(config, &host)?),

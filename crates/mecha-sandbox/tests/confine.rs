@@ -231,6 +231,37 @@ fn without_bwrap_on_path_start_names_the_package() {
     assert!(err.to_string().contains("apt-get install bubblewrap"));
 }
 
+/// A relative PATH entry names whatever directory a host shell is in,
+/// most often the workspace: a program a command put there would run
+/// unconfined. The sandbox refuses to start, naming the entry.
+#[test]
+fn a_relative_entry_on_path_is_refused_at_start() {
+    let config = SandboxConfig {
+        kind: Some(mecha_sandbox::SandboxKind::Bwrap),
+        ..SandboxConfig::default()
+    };
+    for (path, entry) in [
+        ("node_modules/.bin:/usr/bin", "node_modules/.bin"),
+        ("/usr/bin::/bin", ""),
+        ("/usr/bin:.", "."),
+    ] {
+        let host = HostEnv {
+            path: path.into(),
+            home: None,
+            records: None,
+        };
+        let err = mecha_sandbox::Sandbox::start(&config, host).unwrap_err();
+        assert_eq!(
+            err,
+            SandboxError::RelativeOnPath {
+                entry: entry.into()
+            },
+            "{path}"
+        );
+        assert!(err.to_string().contains("take the entry off PATH"), "{err}");
+    }
+}
+
 /// The start-up probe runs bwrap once and turns its failure into the
 /// error naming the fix (here a bwrap that cannot mount /proc, as in a
 /// container): no sandbox at all rather than one sharing the host's /proc.

@@ -64,6 +64,24 @@ pub(crate) const STARTUP_FILES: &[(&str, Kind)] = &[
     (".config/systemd", Kind::Dir),
     (".config/environment.d", Kind::Dir),
     (".config/nvim", Kind::Dir),
+    (".vim", Kind::Dir),
+    (".config/tmux", Kind::Dir),
+    (".bash_completion", Kind::File(b"")),
+    (".bash_completion.d", Kind::Dir),
+    (".local/share/bash-completion", Kind::Dir),
+    (".zcompdump", Kind::File(b"")),
+    (".config/starship.toml", Kind::File(b"")),
+    // Python runs every `.pth` in the user site-packages at start-up.
+    (".local/lib", Kind::Dir),
+    (".emacs", Kind::File(b"")),
+    (".emacs.d", Kind::Dir),
+    // Credential helpers these tools run: `credential_process`, exec
+    // plugins, CLI plugins, the agent's programs.
+    (".aws", Kind::Dir),
+    (".kube", Kind::Dir),
+    (".docker", Kind::Dir),
+    (".gnupg", Kind::Dir),
+    (".rustup", Kind::Dir),
 ];
 
 /// The start-up files of `home`, as protection targets. Only those inside
@@ -78,11 +96,19 @@ pub(crate) fn targets(home: &Path) -> Vec<Target> {
 }
 
 /// The absolute directories on `path`, as protection targets, followed
-/// like the start-up files. An empty or relative entry means whatever the
-/// shell's current directory is, which no mount can stand for.
+/// like the start-up files. A relative or empty entry is refused when the
+/// sandbox starts ([`crate::SandboxError::RelativeOnPath`]).
 pub(crate) fn search_path_targets(path: &OsStr) -> Vec<Target> {
     std::env::split_paths(path)
         .filter(|dir| dir.is_absolute())
         .map(Target::on_path)
         .collect()
+}
+
+/// The first entry of `path` that is not absolute (an empty one is the
+/// current directory), shown as written.
+pub(crate) fn relative_entry(path: &OsStr) -> Option<String> {
+    std::env::split_paths(path)
+        .find(|dir| !dir.is_absolute())
+        .map(|dir| dir.display().to_string())
 }
