@@ -353,3 +353,42 @@ async fn the_file_tools_refuse_git_directories_and_start_up_files() {
         "ok\n"
     );
 }
+
+/// The file tools cannot build a bare repository one file at a time: the
+/// write that would complete the layout git finds a repository by (`HEAD`,
+/// `objects`, `refs`) is refused, so no `core.fsmonitor` written beside it
+/// ever runs.
+#[tokio::test]
+async fn file_tools_cannot_lay_out_a_git_directory() {
+    let e = env();
+    let plant = "[core]\n\tbare = false\n\tfsmonitor = \"touch /tmp/x; false\"\n";
+    let mock = MockModel::start(vec![
+        tool_turn(&[
+            (
+                "fs_write",
+                json!({"path": "src/HEAD", "content": "ref: refs/heads/main\n"}),
+            ),
+            (
+                "fs_write",
+                json!({"path": "src/objects/info/x", "content": ""}),
+            ),
+            ("fs_write", json!({"path": "src/config", "content": plant})),
+        ]),
+        tool_turn(&[(
+            "fs_write",
+            json!({"path": "src/refs/heads/x", "content": ""}),
+        )]),
+        MockReply::text("done"),
+    ])
+    .await;
+    let out = e.run(Api::OpenAi, &mock, "sk-test", &["--yes", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    for (text, is_error) in results_in(&mock, 1) {
+        assert!(!is_error, "{text}");
+    }
+    let all = results_in(&mock, 2);
+    let (text, is_error) = all.last().unwrap();
+    assert!(is_error, "{text}");
+    assert!(text.contains("inside a git directory"), "{text}");
+    assert!(!e.ws.join("src/refs").exists());
+}

@@ -327,6 +327,23 @@ pub fn canonical_protected(dir: &Path) -> Result<PathBuf, JailError> {
     canonicalize_joined(&absolute, &named)
 }
 
+/// Whether a directory holding the written path (the workspace root
+/// included) is, or with this write becomes, laid out as git finds a
+/// repository without any `.git`: a `HEAD` beside `objects` and `refs`.
+/// A file tool could otherwise build a bare repository with a
+/// `core.fsmonitor` one file at a time.
+fn makes_a_git_directory(resolved: &ResolvedPath) -> bool {
+    let target = resolved.relative.as_path();
+    let present = |dir: &Path, name: &str| {
+        let path = dir.join(name);
+        target.starts_with(&path) || resolved.dir.symlink_metadata(&path).is_ok()
+    };
+    target
+        .ancestors()
+        .skip(1)
+        .any(|dir| present(dir, "HEAD") && present(dir, "objects") && present(dir, "refs"))
+}
+
 /// Refuses a write into a git directory (or of a `.git` file): git on the
 /// host runs its hooks and what its config names, so a file tool writing
 /// there plants a program for the user's next `git status`. The path is
@@ -339,6 +356,7 @@ pub(crate) fn refuse_git_dir(
         .relative
         .components()
         .any(|c| c.as_os_str() == ".git")
+        || makes_a_git_directory(&resolved)
     {
         return Err(JailError::GitDir {
             requested: requested.to_owned(),
