@@ -392,3 +392,49 @@ async fn file_tools_cannot_lay_out_a_git_directory() {
     assert!(text.contains("inside a git directory"), "{text}");
     assert!(!e.ws.join("src/refs").exists());
 }
+
+/// What the repository's config names for git (a `core.hooksPath`
+/// directory, an `include.path` file in the tree) is as closed to the file
+/// tools as it is to a confined command.
+#[tokio::test]
+async fn file_tools_refuse_what_the_repository_config_names() {
+    let e = env();
+    let git = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(&e.ws)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["config", "core.hooksPath", ".githooks"]);
+    git(&["config", "include.path", "../shared.gitconfig"]);
+    std::fs::write(e.ws.join("shared.gitconfig"), "[user]\n\tname = me\n").unwrap();
+    let results = run_calls(
+        &e,
+        &[
+            (
+                "fs_write",
+                json!({"path": ".githooks/pre-commit", "content": "#!/bin/sh\n"}),
+            ),
+            (
+                "fs_edit",
+                json!({"path": "shared.gitconfig", "old": "name = me", "new": "name = me\n[core]\n\tfsmonitor = x"}),
+            ),
+        ],
+    )
+    .await;
+    for (text, is_error) in &results {
+        assert!(is_error, "{text}");
+        assert!(
+            text.contains("which mecha keeps from every writer"),
+            "{text}"
+        );
+    }
+    assert!(!e.ws.join(".githooks/pre-commit").exists());
+    assert_eq!(
+        std::fs::read_to_string(e.ws.join("shared.gitconfig")).unwrap(),
+        "[user]\n\tname = me\n"
+    );
+}

@@ -41,7 +41,8 @@ pub enum JailError {
         "`{requested}` resolves to {resolved}, inside {protected}, which mecha keeps from every \
          writer: it is where mecha keeps its own config, skills, hooks and sessions, or \
          something that runs outside the sandbox later (a program mecha starts, a start-up \
-         file of your shell); no tool may write there. Ask the user to make this change \
+         file of your shell, a hook or config file your repository's git config names); no \
+         tool may write there. Ask the user to make this change \
          themselves"
     )]
     Protected {

@@ -363,6 +363,17 @@ pub fn startup_files(home: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// What the config of the workspace's own repository names for git to run
+/// or read (the `core.hooksPath` directory, the `include.path` files), for
+/// writers outside the sandbox to refuse too: such a file often lives in
+/// the writable tree (`.husky`, a shared `.gitconfig`), and a line added to
+/// it runs at the user's next `git status`. Only the root repository's:
+/// the sandbox walks for nested ones before each command, which a run's
+/// start cannot afford.
+pub fn git_config_targets(workspace: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    protect::root_config_targets(workspace, home)
+}
+
 /// `~/x` against the user's home, as people write it in config.
 fn expand_home(path: &Path, host: &HostEnv) -> PathBuf {
     match (path.strip_prefix("~"), &host.home) {

@@ -10,8 +10,10 @@
 //! would start whatever a model planted there; and the programs mecha runs
 //! unconfined (hooks, and servers without `sandbox = true`, with their
 //! script arguments), which a confined command could otherwise rewrite so
-//! that the next start runs its code as the user; and, in a workspace that
-//! holds the home directory, the user's start-up files. (Git directories
+//! that the next start runs its code as the user; in a workspace that
+//! holds the home directory, the user's start-up files; and what the
+//! workspace repository's config names for git to run or read (its
+//! `core.hooksPath` directory, its `include.path` files). (Git directories
 //! are refused to the file tools by the jail itself, wherever they are.)
 
 use std::path::{Path, PathBuf};
@@ -62,6 +64,7 @@ impl Protected {
             .into_iter()
             .chain(programs)
             .chain(startup_files_within(workspace))
+            .chain(repository_config_targets(workspace))
         {
             match canonical_protected(&path) {
                 Ok(canonical) => protected.add(canonical),
@@ -102,6 +105,17 @@ fn startup_files_within(workspace: &Path) -> Vec<PathBuf> {
         Some(home) if home.starts_with(&workspace) => mecha_sandbox::startup_files(&home),
         _ => Vec::new(),
     }
+}
+
+/// What the workspace repository's config names for git to run or read
+/// (`core.hooksPath`, `include.path`), which the sandbox keeps read-only
+/// and so must the file tools: a hook or a `core.fsmonitor` line written
+/// there runs at the user's next `git status`.
+fn repository_config_targets(workspace: &Path) -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    mecha_sandbox::git_config_targets(workspace, home.as_deref())
 }
 
 /// How the run's servers are started: in `workspace`, with `sandbox` for

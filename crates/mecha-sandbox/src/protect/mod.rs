@@ -171,6 +171,21 @@ pub(crate) struct Scope<'a> {
     pub records: Option<&'a Path>,
 }
 
+/// The hosts of [`git::config_targets`] for the git directory of
+/// `workspace`'s own `.git` (a directory, or what a `.git` file names).
+pub(crate) fn root_config_targets(workspace: &Path, home: Option<&Path>) -> Vec<PathBuf> {
+    let dot_git = workspace.join(".git");
+    let gitdir = match git::pointed(&dot_git) {
+        Ok(Some(named)) => named.gitdir.1,
+        _ if dot_git.is_dir() => dot_git,
+        _ => return Vec::new(),
+    };
+    git::config_targets(&gitdir, workspace, home)
+        .into_iter()
+        .map(|target| target.host)
+        .collect()
+}
+
 /// The protection mounts for a job (pins first, then the read-only
 /// mounts), and the repositories that existed before it; placeholders
 /// created for it are held in `lease`.
