@@ -167,6 +167,9 @@ fn main() -> ExitCode {
             1
         }
     };
+    // A cancelled command's or a stopped server's sweep may still run on
+    // its own thread: it must finish before the process does.
+    mecha_sandbox::wait_for_background_sweeps(std::time::Duration::from_secs(10));
     // Output that nobody could read decides the code, whatever the run
     // thought of itself.
     ExitCode::from(output::exit_code().unwrap_or(code))

@@ -351,6 +351,33 @@ impl ServerProcess {
     }
 }
 
+impl Drop for ServerProcess {
+    /// A confined server is swept once more when it goes (shut down,
+    /// crashed, killed): what it wrote after its last call, or between
+    /// calls, must not stay for git on the host. The group is killed
+    /// first, and the sweep waits (briefly) for the server to be gone.
+    fn drop(&mut self) {
+        self.group.kill();
+        let Some(lease) = self.lease.take() else {
+            return;
+        };
+        let exit = self.exit.clone();
+        lease.finish_in_background(
+            move || {
+                let deadline = std::time::Instant::now() + Duration::from_secs(2);
+                while exit.borrow().is_none() && std::time::Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            },
+            |finished| {
+                for line in finished.undone {
+                    tracing::warn!("after a confined MCP server stopped: {line}");
+                }
+            },
+        );
+    }
+}
+
 /// A server's stderr, read continuously (a full pipe would block a chatty
 /// server) into `tracing` at debug level, with the last lines kept.
 struct StderrLog {

@@ -169,6 +169,48 @@ impl Lease {
     }
 }
 
+/// Sweeps started by [`Lease::finish_in_background`] and not yet done.
+static IN_BACKGROUND: (std::sync::Mutex<usize>, std::sync::Condvar) =
+    (std::sync::Mutex::new(0), std::sync::Condvar::new());
+
+impl Lease {
+    /// For a program whose caller is gone (a cancelled call, a server that
+    /// stopped): on a thread of its own, `first` (waiting for the program
+    /// to be gone), then [`Lease::finish`], then `report` with what it
+    /// found. mecha waits for these before it exits
+    /// ([`wait_for_background_sweeps`]), so a Ctrl-C that ends the run
+    /// does not end the sweep with it.
+    pub fn finish_in_background(
+        self,
+        first: impl FnOnce() + Send + 'static,
+        report: impl FnOnce(Finished) + Send + 'static,
+    ) {
+        let (count, _) = &IN_BACKGROUND;
+        *count.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        let work = move || {
+            first();
+            report(self.finish());
+            let (count, done) = &IN_BACKGROUND;
+            *count.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+            done.notify_all();
+        };
+        if let Err(e) = std::thread::Builder::new()
+            .name("mecha-sweep".into())
+            .spawn(work)
+        {
+            tracing::warn!("could not start a thread for a sweep: {e}");
+        }
+    }
+}
+
+/// Waits, up to `limit`, for the sweeps [`Lease::finish_in_background`]
+/// started; for a front end to call before the process exits.
+pub fn wait_for_background_sweeps(limit: std::time::Duration) {
+    let (count, done) = &IN_BACKGROUND;
+    let pending = count.lock().unwrap_or_else(|p| p.into_inner());
+    let _ = done.wait_timeout_while(pending, limit, |n| *n > 0);
+}
+
 /// What [`Lease::finish`] found once a one-off program was done.
 #[derive(Debug, Default)]
 pub struct Finished {

@@ -57,17 +57,14 @@ impl Drop for Owed {
         drop(group);
         let Some(lease) = lease else { return };
         let proc_dir = self.pid.map(|pid| PathBuf::from(format!("/proc/{pid}")));
-        let sweep = move || {
-            if let Some(dir) = proc_dir {
-                wait_gone(&dir);
-            }
-            report(lease.finish());
-        };
-        // A blocking task: a runtime that shuts down still waits for it.
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => drop(runtime.spawn_blocking(sweep)),
-            Err(_) => sweep(),
-        }
+        lease.finish_in_background(
+            move || {
+                if let Some(dir) = proc_dir {
+                    wait_gone(&dir);
+                }
+            },
+            report,
+        );
     }
 }
 
