@@ -55,7 +55,12 @@ pub(super) fn sanitize_config(dir: &OwnedFd, shown: &str, name: &str, undone: &m
             "emptied it (it is not config mecha can read)".into(),
         ),
     };
-    if rustix::fs::renameat(dir, name, dir, aside(name)).is_err() {
+    if let Err(e) = rustix::fs::renameat(dir, name, dir, aside(name)) {
+        undone.push(could_not(
+            &format!("{shown}/{name}"),
+            "take out what git would run",
+            e,
+        ));
         return;
     }
     let written = rustix::fs::openat(
@@ -112,12 +117,29 @@ pub(super) fn quarantine_hooks(dir: &OwnedFd, shown: &str, undone: &mut Vec<Stri
         }
     }
     for name in names {
-        if rustix::fs::renameat(&hooks, OsStr::new(&name), &hooks, aside(&name)).is_ok() {
-            undone.push(format!(
+        match rustix::fs::renameat(&hooks, OsStr::new(&name), &hooks, aside(&name)) {
+            Ok(()) => undone.push(format!(
                 "{shown}/hooks/{name}: renamed to {}, a hook in a repository the command made \
                  (git on the host would run it)",
                 aside(&name)
-            ));
+            )),
+            Err(e) => undone.push(could_not(
+                &format!("{shown}/hooks/{name}"),
+                "rename the hook aside",
+                e,
+            )),
         }
     }
+}
+
+/// What the sweep says when the job kept it from undoing something (as an
+/// ordinary user, a `chmod` on what the job made is enough): loudly, since
+/// what stays is for git on the host to run.
+fn could_not(what: &str, undo: &str, e: rustix::io::Errno) -> String {
+    format!(
+        "{what}: could NOT {undo} ({}), in a repository the command made; git on the host \
+         would run what it names: do not run git there until you have looked at it (or \
+         removed it)",
+        mecha_core::system_words(&e.into())
+    )
 }
