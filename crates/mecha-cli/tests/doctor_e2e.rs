@@ -157,10 +157,12 @@ async fn a_server_that_fails_and_a_broken_skill_are_each_a_problem() {
     assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
     let problems = lines_with(&out, "problem");
     assert_eq!(problems.len(), 2, "{out}");
+    // Its last words on stderr say why, and where to read more.
     assert!(
-        problems
-            .iter()
-            .any(|l| l.starts_with("problem  mcp: ") && l.contains("broken")),
+        problems.iter().any(|l| l.starts_with("problem  mcp: ")
+            && l.contains("broken")
+            && l.contains("`fixture: exiting at start with code 7, as asked`")
+            && l.contains("`mecha mcp check broken` quotes more of its stderr")),
         "{out}"
     );
     assert!(

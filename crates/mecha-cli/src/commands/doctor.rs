@@ -207,14 +207,21 @@ async fn mcp(report: &mut Report, settings: &Settings, workspace: &Path, sandbox
                     tools.len()
                 ),
             ),
-            ServerState::Failed { .. } => report.line(
-                Verdict::Problem,
-                "mcp",
-                &format!(
-                    "{status} (configured in {source}; `mecha mcp check {}` says more)",
-                    status.name
-                ),
-            ),
+            ServerState::Failed { stderr_tail, .. } => {
+                let last = match stderr_tail.last() {
+                    Some(line) => format!("; the last line it wrote to stderr: `{line}`"),
+                    None => String::new(),
+                };
+                report.line(
+                    Verdict::Problem,
+                    "mcp",
+                    &format!(
+                        "{status} (configured in {source}{last}; `mecha mcp check {}` quotes \
+                         more of its stderr)",
+                        status.name
+                    ),
+                );
+            }
         }
     }
     hub.shutdown();
