@@ -326,6 +326,41 @@ async fn a_sandboxed_server_needs_an_absolute_command_the_sandbox_shows() {
 }
 
 #[tokio::test]
+async fn a_sandboxed_servers_script_the_sandbox_hides_is_named_with_the_readable_line() {
+    if !have_bwrap() {
+        return;
+    }
+    let fixture = fixture_mcp();
+    let mut e = env();
+    // The test's HOME is e.home, which the sandbox does not show.
+    let dir = e.home.join(".mcp-servers");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("server.sh");
+    std::fs::write(&script, format!("exec {}\n", fixture.display())).unwrap();
+    let server = format!(
+        "\n[[mcp]]\nname = \"box\"\ncommand = \"/bin/sh\"\nargs = [{:?}]\nsandbox = true\n",
+        script.display().to_string()
+    );
+    let fixture_dir = fixture.parent().unwrap().display().to_string();
+    e.extra_config = format!("{BWRAP}readable = [{fixture_dir:?}]\n{server}");
+    let (code, text) = listing_text(&e).await;
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "does not show its argument `{}`; add `readable = [\"~/.mcp-servers\"]`",
+            script.display()
+        )),
+        "{text}"
+    );
+    // Following the hint is enough.
+    e.extra_config =
+        format!("{BWRAP}readable = [{fixture_dir:?}, \"~/.mcp-servers\"]\n{server}");
+    let (code, text) = listing_text(&e).await;
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("box__echo"), "{text}");
+}
+
+#[tokio::test]
 async fn a_missing_bwrap_stops_the_run_and_names_the_package() {
     let mut e = env();
     e.extra_config = BWRAP.to_owned();
