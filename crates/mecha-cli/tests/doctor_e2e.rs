@@ -141,8 +141,11 @@ async fn a_missing_hook_program_is_a_problem_naming_the_hook() {
     assert_eq!(o.status.code(), Some(1), "{out}");
     let problems = lines_with(&out, "problem");
     assert_eq!(problems.len(), 1, "{out}");
+    assert!(problems[0].starts_with("problem  hooks: "), "{out}");
     assert!(problems[0].contains("[[hook]] #1"), "{out}");
     assert!(problems[0].contains("gone.sh"), "{out}");
+    // The other checks still ran.
+    assert!(out.contains("ok       provider: "), "{out}");
 }
 
 #[tokio::test]

@@ -289,11 +289,14 @@ fn skills(report: &mut Report, settings: &Settings) {
     }
 }
 
-/// A hook whose program is missing never gets here: loading the config
-/// refuses it, naming the hook, and the config check reports that.
+/// Each hook that a run would refuse is a problem; the rest are checked.
 fn hooks(report: &mut Report, settings: &Settings) {
-    let hooks = settings.hooks.describe();
-    if hooks.is_empty() {
+    let problems = settings.hooks.problems();
+    for problem in &problems {
+        report.line(Verdict::Problem, "hooks", problem);
+    }
+    let hooks = settings.hooks.usable().describe();
+    if hooks.is_empty() && problems.is_empty() {
         report.line(Verdict::Ok, "hooks", "none configured");
     }
     for hook in hooks {
