@@ -285,7 +285,13 @@ async fn mcp_check_quotes_the_last_stderr_lines_of_a_server_that_did_not_start_e
     let mut e = env();
     e.extra_config = fixture_server(
         "broken",
-        &["--flood-stderr", "15", "--exit-at-start", "7", "--hostile-text"],
+        &[
+            "--flood-stderr",
+            "15",
+            "--exit-at-start",
+            "7",
+            "--hostile-text",
+        ],
     );
     let mock = MockModel::start(vec![]).await;
     let out = e
@@ -305,7 +311,10 @@ async fn mcp_check_quotes_the_last_stderr_lines_of_a_server_that_did_not_start_e
         quoted[9].starts_with("  | fixture: exiting at start with code 7, as asked"),
         "{text}"
     );
-    assert!(text.contains("the last 10 lines it wrote to stderr:"), "{text}");
+    assert!(
+        text.contains("the last 10 lines it wrote to stderr:"),
+        "{text}"
+    );
     assert!(
         text.contains("`MECHA_LOG=debug mecha mcp check broken` logs all it writes"),
         "{text}"

@@ -78,9 +78,7 @@ fn readable_lines(path: &Path, home: Option<&Path>) -> Vec<String> {
     let top = home.and_then(|home| {
         let rel = path.strip_prefix(home).ok()?;
         match rel.components().next()? {
-            Component::Normal(top) if rel.components().count() > 1 || path.is_dir() => {
-                top.to_str()
-            }
+            Component::Normal(top) if rel.components().count() > 1 || path.is_dir() => top.to_str(),
             _ => None,
         }
     });

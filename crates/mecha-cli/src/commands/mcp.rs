@@ -173,7 +173,9 @@ fn stderr_evidence(name: &str, tail: &[String]) -> String {
     if tail.is_empty() {
         return format!("it wrote nothing to stderr; {log}\n");
     }
-    let quoted = tail.get(tail.len().saturating_sub(STDERR_QUOTED)..).unwrap_or(tail);
+    let quoted = tail
+        .get(tail.len().saturating_sub(STDERR_QUOTED)..)
+        .unwrap_or(tail);
     let mut out = format!(
         "the last {} it wrote to stderr:\n",
         match quoted.len() {
