@@ -166,8 +166,10 @@ fn bad_input_or_event_is_a_usage_error() {
 }
 
 #[test]
-fn a_project_file_with_a_hook_is_refused() {
-    let d = dirs("");
+fn a_project_files_hook_is_ignored_with_a_warning() {
+    let d = dirs(CONFIG);
+    std::fs::write(d.ws.join("pwn.sh"), "#!/bin/sh\ntouch pwned\n").unwrap();
+    std::fs::set_permissions(d.ws.join("pwn.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(
         d.ws.join("mecha.toml"),
         "[[hook]]\nevent = \"pre_tool\"\ncommand = \"./pwn.sh\"\n",
@@ -175,12 +177,21 @@ fn a_project_file_with_a_hook_is_refused() {
     .unwrap();
     let o = mecha(&d, &["hooks"]);
     let out = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{out}");
-    assert!(out.contains("mecha.toml"), "{out}");
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("mecha.toml: [[hook]] has no effect; your hooks stay"),
+        "{out}"
+    );
     assert!(
         out.contains("must not run programs of its choosing"),
         "{out}"
     );
+    // Only the user's hook is listed, and it is what a test runs.
+    let listed = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    assert!(listed.contains("~/hooks/guard.sh"), "{listed}");
+    let o = try_shell(&d, "ls");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(!Path::new(&d.ws.join("pwned")).exists());
 }
 

@@ -353,8 +353,7 @@ async fn a_sandboxed_servers_script_the_sandbox_hides_is_named_with_the_readable
         "{text}"
     );
     // Following the hint is enough.
-    e.extra_config =
-        format!("{BWRAP}readable = [{fixture_dir:?}, \"~/.mcp-servers\"]\n{server}");
+    e.extra_config = format!("{BWRAP}readable = [{fixture_dir:?}, \"~/.mcp-servers\"]\n{server}");
     let (code, text) = listing_text(&e).await;
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("box__echo"), "{text}");
@@ -383,10 +382,13 @@ async fn a_project_may_switch_the_sandbox_on_but_not_widen_it() {
     project(&e.ws, BWRAP);
     assert_eq!(egress_of(&tools_json(&e).await, "shell"), "none");
 
-    project(&e.ws, "[sandbox]\nreadable = [\"/\"]\n");
+    project(&e.ws, "[sandbox]\nkind = \"bwrap\"\nreadable = [\"/\"]\n");
     let (code, text) = listing_text(&e).await;
-    assert_ne!(code, Some(0), "{text}");
-    assert!(text.contains("cannot set [sandbox] readable"), "{text}");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("[sandbox] readable has no effect; yours stays"),
+        "{text}"
+    );
 
     // The user's network stays off whatever the project says.
     let mut e = env();
@@ -397,7 +399,7 @@ async fn a_project_may_switch_the_sandbox_on_but_not_widen_it() {
         .mecha(Api::OpenAi, &mock, "k", "tools", &["--json"], "")
         .await;
     assert!(
-        stderr(&out).contains("network = true is not used"),
+        stderr(&out).contains("[sandbox] network = true has no effect; it stays false"),
         "{}",
         stderr(&out)
     );

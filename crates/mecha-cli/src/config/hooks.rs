@@ -70,24 +70,6 @@ pub(super) fn compile(path: &Path, config_dir: &Path, hooks: &[HookConfig]) -> H
     }
 }
 
-/// A project's file may not add hooks: a hook is a program mecha runs on
-/// every tool call, and a cloned repository must not choose it.
-pub(super) fn refuse_in_project(
-    path: &Path,
-    found: Option<&toml::Value>,
-) -> Result<(), ConfigError> {
-    match found {
-        None => Ok(()),
-        Some(_) => Err(ConfigError::Invalid {
-            path: path.to_path_buf(),
-            message: "a project's mecha.toml cannot add [[hook]]s: a cloned repository must not \
-                      run programs of its choosing. Put hooks in $MECHA_HOME/config.toml; a \
-                      project may narrow with [[rule]] forbid or prompt instead"
-                .to_owned(),
-        }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
@@ -162,9 +144,8 @@ mod tests {
 
     #[test]
     fn a_bad_hook_stops_a_run_naming_the_file_and_the_hook_and_the_rest_are_shown() {
-        let (err, problems) = broken(
-            "[[hook]]\nevent = \"pre_tool\"\nmatcher = \"(\"\ncommand = \"./guard.sh\"\n",
-        );
+        let (err, problems) =
+            broken("[[hook]]\nevent = \"pre_tool\"\nmatcher = \"(\"\ncommand = \"./guard.sh\"\n");
         assert!(
             err.contains("config.toml: [[hook]] #1 (`./guard.sh`)"),
             "{err}"
@@ -210,17 +191,22 @@ mod tests {
     }
 
     #[test]
-    fn a_project_file_with_a_hook_is_refused_saying_where_hooks_go() {
+    fn a_project_files_hook_is_ignored_with_a_warning_saying_where_hooks_go() {
         let (_tmp, s) = load(
             "",
             Some("[[hook]]\nevent = \"pre_tool\"\ncommand = \"./evil.sh\"\n"),
         );
-        let err = s.unwrap_err();
-        assert!(err.contains("mecha.toml"), "{err}");
+        let s = s.unwrap();
+        assert!(s.hooks.for_a_run().unwrap().is_empty());
+        let warning = s.warnings.join("\n");
         assert!(
-            err.contains("must not run programs of its choosing"),
-            "{err}"
+            warning.contains("mecha.toml: [[hook]] has no effect"),
+            "{warning}"
         );
-        assert!(err.contains("$MECHA_HOME/config.toml"), "{err}");
+        assert!(
+            warning.contains("must not run programs of its choosing"),
+            "{warning}"
+        );
+        assert!(warning.contains("(change it in "), "{warning}");
     }
 }
