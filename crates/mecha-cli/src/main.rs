@@ -236,7 +236,17 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Ok(command) => command,
     };
     let settings = loaded?;
-    for warning in &settings.warnings {
+    // A run refuses a broken hook (`wiring::build_agent`); the commands that
+    // only look go on without it, and say so.
+    let runs = matches!(
+        command,
+        Configured::Run(_) | Configured::Chat(_) | Configured::Tui(_)
+    );
+    let broken_hooks = match runs {
+        true => Vec::new(),
+        false => settings.hooks.problems(),
+    };
+    for warning in settings.warnings.iter().chain(&broken_hooks) {
         output::err_line(&format!("mecha: warning: {warning}"));
     }
     match command {

@@ -141,8 +141,11 @@ async fn a_missing_hook_program_is_a_problem_naming_the_hook() {
     assert_eq!(o.status.code(), Some(1), "{out}");
     let problems = lines_with(&out, "problem");
     assert_eq!(problems.len(), 1, "{out}");
+    assert!(problems[0].starts_with("problem  hooks: "), "{out}");
     assert!(problems[0].contains("[[hook]] #1"), "{out}");
     assert!(problems[0].contains("gone.sh"), "{out}");
+    // The other checks still ran.
+    assert!(out.contains("ok       provider: "), "{out}");
 }
 
 #[tokio::test]
@@ -157,10 +160,12 @@ async fn a_server_that_fails_and_a_broken_skill_are_each_a_problem() {
     assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
     let problems = lines_with(&out, "problem");
     assert_eq!(problems.len(), 2, "{out}");
+    // Its last words on stderr say why, and where to read more.
     assert!(
-        problems
-            .iter()
-            .any(|l| l.starts_with("problem  mcp: ") && l.contains("broken")),
+        problems.iter().any(|l| l.starts_with("problem  mcp: ")
+            && l.contains("broken")
+            && l.contains("`fixture: exiting at start with code 7, as asked`")
+            && l.contains("`mecha mcp check broken` quotes more of its stderr")),
         "{out}"
     );
     assert!(

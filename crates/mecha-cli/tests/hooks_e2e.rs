@@ -166,8 +166,10 @@ fn bad_input_or_event_is_a_usage_error() {
 }
 
 #[test]
-fn a_project_file_with_a_hook_is_refused() {
-    let d = dirs("");
+fn a_project_files_hook_is_ignored_with_a_warning() {
+    let d = dirs(CONFIG);
+    std::fs::write(d.ws.join("pwn.sh"), "#!/bin/sh\ntouch pwned\n").unwrap();
+    std::fs::set_permissions(d.ws.join("pwn.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(
         d.ws.join("mecha.toml"),
         "[[hook]]\nevent = \"pre_tool\"\ncommand = \"./pwn.sh\"\n",
@@ -175,22 +177,64 @@ fn a_project_file_with_a_hook_is_refused() {
     .unwrap();
     let o = mecha(&d, &["hooks"]);
     let out = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{out}");
-    assert!(out.contains("mecha.toml"), "{out}");
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("mecha.toml: [[hook]] has no effect; your hooks stay"),
+        "{out}"
+    );
     assert!(
         out.contains("must not run programs of its choosing"),
         "{out}"
     );
+    // Only the user's hook is listed, and it is what a test runs.
+    let listed = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    assert!(listed.contains("~/hooks/guard.sh"), "{listed}");
+    let o = try_shell(&d, "ls");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(!Path::new(&d.ws.join("pwned")).exists());
 }
 
 #[test]
-fn a_broken_hook_config_stops_the_start() {
-    let d = dirs("[[hook]]\nevent = \"pre_tool\"\ncommand = \"~/hooks/missing.sh\"\n");
+fn a_broken_hook_is_reported_by_what_inspects_and_stops_only_runs() {
+    let d = dirs(&format!(
+        "{CONFIG}[[hook]]\nevent = \"stop\"\ncommand = \"~/hooks/missing.sh\"\n"
+    ));
+    let named = |out: &str| {
+        out.contains("mecha: warning: ")
+            && out.contains("config.toml: [[hook]] #2 (`~/hooks/missing.sh`): there is no file")
+            && out.contains("`mecha run`, `mecha chat` and the screen refuse to start")
+    };
+    // The listing shows the hook that works, and names the one that does not.
     let o = mecha(&d, &["hooks"]);
     let out = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("command=~/hooks/guard.sh"),
+        "{out}"
+    );
+    assert!(named(&out), "{out}");
+    // The working guard can still be tried: it blocks, as it would in a run.
+    let o = try_shell(&d, "rm -rf /");
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("rm -rf is not allowed here"), "{out}");
+    assert!(named(&out), "{out}");
+    for command in [&["config"][..], &["tools"][..]] {
+        let o = mecha(&d, command);
+        let out = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{command:?}: {out}");
+        assert!(named(&out), "{command:?}: {out}");
+    }
+    // A run refuses to start without the hook, naming it.
+    let o = mecha(&d, &["run", "hi"]);
+    let out = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}");
-    assert!(out.contains("[[hook]] #1 (`~/hooks/missing.sh`)"), "{out}");
+    assert!(out.contains("[[hook]] #2 (`~/hooks/missing.sh`)"), "{out}");
+    assert!(
+        out.contains("A run needs every hook it is configured with"),
+        "{out}"
+    );
 }
 
 /// A hook for the loop's events: it blocks prompts that mention a key,

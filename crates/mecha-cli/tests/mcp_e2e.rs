@@ -281,6 +281,50 @@ async fn a_failed_servers_stderr_reaches_the_terminal_only_as_a_debug_log() {
 }
 
 #[tokio::test]
+async fn mcp_check_quotes_the_last_stderr_lines_of_a_server_that_did_not_start_escaped() {
+    let mut e = env();
+    e.extra_config = fixture_server(
+        "broken",
+        &[
+            "--flood-stderr",
+            "15",
+            "--exit-at-start",
+            "7",
+            "--hostile-text",
+        ],
+    );
+    let mock = MockModel::start(vec![]).await;
+    let out = e
+        .mecha(Api::Anthropic, &mock, "k", "mcp", &["check", "broken"], "")
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("exit status 7"), "{text}");
+    // Sixteen lines written; the last ten are quoted, in order.
+    let quoted: Vec<&str> = text.lines().filter(|l| l.starts_with("  | ")).collect();
+    assert_eq!(quoted.len(), 10, "{text}");
+    assert!(
+        quoted[0].starts_with("  | fixture flood line 00000006"),
+        "{text}"
+    );
+    assert!(
+        quoted[9].starts_with("  | fixture: exiting at start with code 7, as asked"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the last 10 lines it wrote to stderr:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("`MECHA_LOG=debug mecha mcp check broken` logs all it writes"),
+        "{text}"
+    );
+    // The server's words pass the terminal escaper.
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+    assert!(text.contains("\\u{1b}]52;c;"), "{text}");
+}
+
+#[tokio::test]
 async fn a_changed_tool_that_collides_is_reported_and_shadows_nothing() {
     let mut e = env();
     e.extra_config = fixture_server("fix", &["--added-name", "shell"]) + "prefix_tools = false\n";

@@ -326,6 +326,40 @@ async fn a_sandboxed_server_needs_an_absolute_command_the_sandbox_shows() {
 }
 
 #[tokio::test]
+async fn a_sandboxed_servers_script_the_sandbox_hides_is_named_with_the_readable_line() {
+    if !have_bwrap() {
+        return;
+    }
+    let fixture = fixture_mcp();
+    let mut e = env();
+    // The test's HOME is e.home, which the sandbox does not show.
+    let dir = e.home.join(".mcp-servers");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("server.sh");
+    std::fs::write(&script, format!("exec {}\n", fixture.display())).unwrap();
+    let server = format!(
+        "\n[[mcp]]\nname = \"box\"\ncommand = \"/bin/sh\"\nargs = [{:?}]\nsandbox = true\n",
+        script.display().to_string()
+    );
+    let fixture_dir = fixture.parent().unwrap().display().to_string();
+    e.extra_config = format!("{BWRAP}readable = [{fixture_dir:?}]\n{server}");
+    let (code, text) = listing_text(&e).await;
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "does not show its argument `{}`; add `readable = [\"~/.mcp-servers\"]`",
+            script.display()
+        )),
+        "{text}"
+    );
+    // Following the hint is enough.
+    e.extra_config = format!("{BWRAP}readable = [{fixture_dir:?}, \"~/.mcp-servers\"]\n{server}");
+    let (code, text) = listing_text(&e).await;
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("box__echo"), "{text}");
+}
+
+#[tokio::test]
 async fn a_missing_bwrap_stops_the_run_and_names_the_package() {
     let mut e = env();
     e.extra_config = BWRAP.to_owned();
@@ -348,10 +382,13 @@ async fn a_project_may_switch_the_sandbox_on_but_not_widen_it() {
     project(&e.ws, BWRAP);
     assert_eq!(egress_of(&tools_json(&e).await, "shell"), "none");
 
-    project(&e.ws, "[sandbox]\nreadable = [\"/\"]\n");
+    project(&e.ws, "[sandbox]\nkind = \"bwrap\"\nreadable = [\"/\"]\n");
     let (code, text) = listing_text(&e).await;
-    assert_ne!(code, Some(0), "{text}");
-    assert!(text.contains("cannot set [sandbox] readable"), "{text}");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("[sandbox] readable has no effect; yours stays"),
+        "{text}"
+    );
 
     // The user's network stays off whatever the project says.
     let mut e = env();
@@ -362,7 +399,7 @@ async fn a_project_may_switch_the_sandbox_on_but_not_widen_it() {
         .mecha(Api::OpenAi, &mock, "k", "tools", &["--json"], "")
         .await;
     assert!(
-        stderr(&out).contains("network = true is not used"),
+        stderr(&out).contains("[sandbox] network = true has no effect; it stays false"),
         "{}",
         stderr(&out)
     );

@@ -183,7 +183,7 @@ async fn flags_and_a_project_only_narrow() {
         "{system}"
     );
     assert!(
-        err.contains("[skills] dir = \"skills\" is dropped"),
+        err.contains("[skills] dir = \"skills\" has no effect; yours stays"),
         "{err}"
     );
     assert!(err.contains("[skills] names `nothere`"), "{err}");

@@ -130,10 +130,15 @@ pub enum HookError {
 }
 
 /// Every `[[hook]]` of a file that cannot be used, in the file's order, so
-/// one broken hook does not hide the next.
+/// one broken hook does not hide the next, and the hooks that can.
 #[derive(Debug, thiserror::Error)]
-#[error("{}", joined(.0))]
-pub struct HookErrors(pub Vec<HookError>);
+#[error("{}", joined(.errors))]
+pub struct HookErrors {
+    pub errors: Vec<HookError>,
+    /// The hooks that compiled: enough to show or try them, never to run
+    /// with, since a run would go without a guard its user configured.
+    pub usable: crate::HookSet,
+}
 
 fn joined(errors: &[HookError]) -> String {
     let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();

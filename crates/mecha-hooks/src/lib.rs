@@ -97,7 +97,8 @@ impl fmt::Display for HookLine {
 }
 
 impl HookSet {
-    /// Checks every `[[hook]]`; `config_dir` anchors relative commands.
+    /// Checks every `[[hook]]`; `config_dir` anchors relative commands. Any
+    /// hook that cannot be used fails the set.
     pub fn compile(configs: &[HookConfig], config_dir: &Path) -> Result<Self, HookErrors> {
         let mut hooks = Vec::with_capacity(configs.len());
         let mut errors = Vec::new();
@@ -110,7 +111,10 @@ impl HookSet {
         if errors.is_empty() {
             Ok(Self { hooks })
         } else {
-            Err(HookErrors(errors))
+            Err(HookErrors {
+                errors,
+                usable: Self { hooks },
+            })
         }
     }
 

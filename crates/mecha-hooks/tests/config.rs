@@ -68,7 +68,9 @@ fn every_broken_hook_is_named_not_only_the_first() {
     let good = hook(&s, None);
     let bad = hook(&s, Some("(("));
     let err = HookSet::compile(&[gone, good, bad], dir.path()).unwrap_err();
-    assert_eq!(err.0.len(), 2, "{err}");
+    assert_eq!(err.errors.len(), 2, "{err}");
+    // The good one is still there, to be shown.
+    assert_eq!(err.usable.describe().len(), 1);
     let text = err.to_string();
     assert!(
         text.contains("[[hook]] #1") && text.contains("gone.sh"),

@@ -22,10 +22,16 @@ pub enum StartError {
     )]
     BareCommandInSandbox { command: String, found: String },
     #[error(
-        "it runs in the sandbox, which does not show `{path}`; add its directory to [sandbox] \
-         readable (for example `readable = [\"{dir}\"]`), or drop `sandbox = true`"
+        "it runs in the sandbox, which does not show its {what} `{path}`; add `readable = \
+         [{readable}]` to [sandbox] in your config to bring it in, or drop `sandbox = true`"
     )]
-    HiddenInSandbox { path: String, dir: String },
+    HiddenInSandbox {
+        /// `command`, or `argument`.
+        what: &'static str,
+        path: String,
+        /// The `readable` value that shows it: `"~/.nvm"`.
+        readable: String,
+    },
     #[error("the sandbox could not confine it: {0}")]
     Sandbox(String),
     #[error("could not start `{command}`: {error}")]

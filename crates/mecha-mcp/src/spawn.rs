@@ -203,7 +203,9 @@ pub fn unconfined_programs(config: &McpServerConfig, opts: &SpawnOptions) -> Vec
 
 /// The program of a confined server: an absolute path (inside, PATH holds
 /// only the system directories, so a bare name would mean something else
-/// or nothing), which the sandbox shows.
+/// or nothing), which the sandbox shows, as it shows every absolute path
+/// among the arguments that exists here (`node /srv/mcp/server.js`):
+/// a hidden one would only make the server exit at start with a status.
 fn confined_command(
     config: &McpServerConfig,
     opts: &SpawnOptions,
@@ -219,12 +221,20 @@ fn confined_command(
         });
     }
     let program = resolve_command(&config.command, opts)?;
-    if !sandbox.shows(&program, &opts.workspace) {
-        let dir = program.parent().unwrap_or(&program);
-        return Err(StartError::HiddenInSandbox {
-            path: program.display().to_string(),
-            dir: dir.display().to_string(),
-        });
+    let arguments = config
+        .args
+        .iter()
+        .map(Path::new)
+        .filter(|arg| arg.is_absolute() && arg.exists())
+        .map(|arg| ("argument", arg));
+    for (what, path) in std::iter::once(("command", program.as_path())).chain(arguments) {
+        if let Some(readable) = sandbox.readable_to_show(path, &opts.workspace) {
+            return Err(StartError::HiddenInSandbox {
+                what,
+                path: path.display().to_string(),
+                readable,
+            });
+        }
     }
     Ok(program)
 }

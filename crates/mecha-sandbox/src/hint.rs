@@ -1,6 +1,7 @@
-//! "command not found" inside, for a program that exists outside: the
-//! `[sandbox] readable` line that would bring it in. Toolchains under HOME
-//! (cargo and rustup, nvm, pyenv) are the usual case.
+//! The `[sandbox] readable` line that would show a host path inside: for
+//! a program a confined command could not find ("command not found"), and
+//! for a sandboxed MCP server's program or a path among its arguments.
+//! Toolchains under HOME (cargo and rustup, nvm, pyenv) are the usual case.
 
 use std::ffi::OsStr;
 use std::path::{Component, Path};
@@ -23,32 +24,40 @@ pub(crate) fn missing_program_hint(
             .filter(|dir| dir.is_absolute())
             .map(|dir| dir.join(name))
             .find(|p| p.is_file())?;
-        // A link on a shown directory may point into one that is not.
-        let real = std::fs::canonicalize(&found).unwrap_or_else(|_| found.clone());
-        let mut lines: Vec<String> = Vec::new();
-        for p in [&found, &real] {
-            if !shown(p) {
-                for line in readable_lines(p, home) {
-                    if !lines.contains(&line) {
-                        lines.push(line);
-                    }
-                }
-            }
-        }
-        if lines.is_empty() {
-            return None;
-        }
-        let quoted = lines
-            .iter()
-            .map(|l| format!("\"{l}\""))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let readable = readable_to_show(&found, home, &shown)?;
         Some(format!(
             "`{name}` is at {} outside the sandbox, which does not show it; add `readable = \
-             [{quoted}]` to [sandbox] in your config to bring it in.",
+             [{readable}]` to [sandbox] in your config to bring it in.",
             found.display()
         ))
     })
+}
+
+/// The value of the `readable` line that would show `path` inside, as
+/// `"~/.cargo", "~/.rustup"`, when `shown` says the sandbox shows neither
+/// it nor what it links to; `None` when both are shown.
+pub(crate) fn readable_to_show(
+    path: &Path,
+    home: Option<&Path>,
+    shown: impl Fn(&Path) -> bool,
+) -> Option<String> {
+    // A link on a shown directory may point into one that is not.
+    let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut lines: Vec<String> = Vec::new();
+    for p in [path, &real] {
+        if !shown(p) {
+            for line in readable_lines(p, home) {
+                if !lines.contains(&line) {
+                    lines.push(line);
+                }
+            }
+        }
+    }
+    if lines.is_empty() {
+        return None;
+    }
+    let quoted: Vec<String> = lines.iter().map(|l| format!("\"{l}\"")).collect();
+    Some(quoted.join(", "))
 }
 
 /// The program bash (or dash) could not find, from one line of output:
@@ -63,13 +72,13 @@ fn not_found(line: &str) -> Option<&str> {
     plain.then_some(name)
 }
 
-/// The top-level directory under HOME holding `program` (and its
-/// companions), or the program's own directory elsewhere.
-fn readable_lines(program: &Path, home: Option<&Path>) -> Vec<String> {
+/// The top-level directory under HOME holding `path` (and its
+/// companions), or elsewhere the directory itself, or a file's directory.
+fn readable_lines(path: &Path, home: Option<&Path>) -> Vec<String> {
     let top = home.and_then(|home| {
-        let rel = program.strip_prefix(home).ok()?;
+        let rel = path.strip_prefix(home).ok()?;
         match rel.components().next()? {
-            Component::Normal(top) if rel.components().count() > 1 => top.to_str(),
+            Component::Normal(top) if rel.components().count() > 1 || path.is_dir() => top.to_str(),
             _ => None,
         }
     });
@@ -83,7 +92,8 @@ fn readable_lines(program: &Path, home: Option<&Path>) -> Vec<String> {
             }
             lines
         }
-        None => program
+        None if path.is_dir() => vec![path.display().to_string()],
+        None => path
             .parent()
             .map(|dir| vec![dir.display().to_string()])
             .unwrap_or_default(),
@@ -160,6 +170,25 @@ mod tests {
             |_| true,
         );
         assert_eq!(shown_everywhere, None);
+    }
+
+    #[test]
+    fn a_directory_is_shown_itself_and_a_file_by_its_directory() {
+        let (home, _) = home_with(".tools/bin/prog");
+        let hidden = |_: &Path| false;
+        let h = Some(home.path());
+        let tools = home.path().join(".tools");
+        assert_eq!(
+            readable_to_show(&tools, h, hidden).as_deref(),
+            Some(r#""~/.tools""#)
+        );
+        let elsewhere = tempfile::tempdir().unwrap();
+        let script = elsewhere.path().join("server.js");
+        std::fs::write(&script, "").unwrap();
+        let dir = format!("\"{}\"", elsewhere.path().display());
+        assert_eq!(readable_to_show(&script, h, hidden), Some(dir.clone()));
+        assert_eq!(readable_to_show(elsewhere.path(), h, hidden), Some(dir));
+        assert_eq!(readable_to_show(&script, h, |_| true), None);
     }
 
     #[test]

@@ -380,6 +380,15 @@ impl Sandbox {
         })
     }
 
+    /// For a host path a job in `workspace` is handed (an MCP server's
+    /// program, or a path among its arguments) that the sandbox does not
+    /// show: the value of the `[sandbox] readable` line that would, as
+    /// `"~/.nvm"` or `"/srv/mcp"`. `None` when it is shown.
+    pub fn readable_to_show(&self, path: &Path, workspace: &Path) -> Option<String> {
+        let home = self.inner.host.home.as_deref();
+        hint::readable_to_show(path, home, |p| self.shows(p, workspace))
+    }
+
     /// Wraps `job` in the confinement.
     pub fn confine(&self, job: Job<'_>) -> Result<Confined, SandboxError> {
         let inner = &self.inner;

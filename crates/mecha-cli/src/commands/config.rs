@@ -99,7 +99,7 @@ fn document(settings: &mut Settings, options: &RunOptions) -> Value {
         "settings": values,
         "mcp": mcp(settings),
         "rules": rules(settings),
-        "hooks": settings.hooks.describe().iter().map(|h| {
+        "hooks": settings.hooks.usable().describe().iter().map(|h| {
             Origin::UserFile(settings.global_file.clone()).entry(json!({
                 "event": h.event.to_string(),
                 "matcher": h.matcher,

@@ -207,14 +207,21 @@ async fn mcp(report: &mut Report, settings: &Settings, workspace: &Path, sandbox
                     tools.len()
                 ),
             ),
-            ServerState::Failed { .. } => report.line(
-                Verdict::Problem,
-                "mcp",
-                &format!(
-                    "{status} (configured in {source}; `mecha mcp check {}` says more)",
-                    status.name
-                ),
-            ),
+            ServerState::Failed { stderr_tail, .. } => {
+                let last = match stderr_tail.last() {
+                    Some(line) => format!("; the last line it wrote to stderr: `{line}`"),
+                    None => String::new(),
+                };
+                report.line(
+                    Verdict::Problem,
+                    "mcp",
+                    &format!(
+                        "{status} (configured in {source}{last}; `mecha mcp check {}` quotes \
+                         more of its stderr)",
+                        status.name
+                    ),
+                );
+            }
         }
     }
     hub.shutdown();
@@ -282,11 +289,14 @@ fn skills(report: &mut Report, settings: &Settings) {
     }
 }
 
-/// A hook whose program is missing never gets here: loading the config
-/// refuses it, naming the hook, and the config check reports that.
+/// Each hook that a run would refuse is a problem; the rest are checked.
 fn hooks(report: &mut Report, settings: &Settings) {
-    let hooks = settings.hooks.describe();
-    if hooks.is_empty() {
+    let problems = settings.hooks.problems();
+    for problem in &problems {
+        report.line(Verdict::Problem, "hooks", problem);
+    }
+    let hooks = settings.hooks.usable().describe();
+    if hooks.is_empty() && problems.is_empty() {
         report.line(Verdict::Ok, "hooks", "none configured");
     }
     for hook in hooks {

@@ -61,7 +61,10 @@ pub fn run(args: HooksArgs, settings: Settings, workspace: &Path) -> Result<u8, 
 }
 
 fn list(settings: &Settings) -> String {
-    let lines = settings.hooks.describe();
+    let lines = settings.hooks.usable().describe();
+    if lines.is_empty() && !settings.hooks.problems().is_empty() {
+        return "no hook can run: each is named in a warning, with its fix\n".to_owned();
+    }
     if lines.is_empty() {
         return format!(
             "no hooks configured (add [[hook]] tables to {})\n",
@@ -85,7 +88,7 @@ fn try_hooks(args: TestArgs, settings: &Settings, workspace: &Path) -> Result<u8
         cwd: workspace.to_path_buf(),
         permission_mode: settings.permission_mode.as_str().to_owned(),
     };
-    let set = &settings.hooks;
+    let set = settings.hooks.usable();
     let runtime = crate::runtime()?;
     let (verdicts, call) = match event {
         HookEvent::PreTool | HookEvent::PostTool => {

@@ -148,8 +148,44 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
             }
             0
         }
-        ServerState::Failed { .. } => 1,
+        ServerState::Failed { stderr_tail, .. } => {
+            out.push_str(&stderr_evidence(name, &stderr_tail));
+            1
+        }
     };
     output::out(&printable(&out));
     Ok(code)
+}
+
+/// How many of a failed server's last stderr lines `mecha mcp check`
+/// quotes: why a program stopped is nearly always in its last words, and
+/// the log has the rest.
+const STDERR_QUOTED: usize = 10;
+
+/// What a server that did not start last wrote to stderr (its log, quoted
+/// here because it is what says why), and how to see everything. The
+/// caller makes it printable.
+fn stderr_evidence(name: &str, tail: &[String]) -> String {
+    let log = format!(
+        "`MECHA_LOG=debug mecha mcp check {name}` logs all it writes, and mecha's side of the \
+         start-up"
+    );
+    if tail.is_empty() {
+        return format!("it wrote nothing to stderr; {log}\n");
+    }
+    let quoted = tail
+        .get(tail.len().saturating_sub(STDERR_QUOTED)..)
+        .unwrap_or(tail);
+    let mut out = format!(
+        "the last {} it wrote to stderr:\n",
+        match quoted.len() {
+            1 => "line".to_owned(),
+            n => format!("{n} lines"),
+        }
+    );
+    for line in quoted {
+        out.push_str(&format!("  | {line}\n"));
+    }
+    out.push_str(&format!("{log}\n"));
+    out
 }

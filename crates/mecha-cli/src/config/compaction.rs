@@ -28,11 +28,12 @@ pub struct Threshold {
 }
 
 /// A project's `[provider]` table: `compact_at_tokens` or nothing. Any
-/// other key is refused with the reason; so is 0, which would compact
-/// before every turn.
+/// other key is ignored with a warning; 0, which would compact before every
+/// turn, is an error.
 pub(super) fn project_compact_at(
     path: &Path,
     provider: Option<toml::Value>,
+    narrowing: &mut Narrowing,
 ) -> Result<Option<u64>, ConfigError> {
     let invalid = |message: String| ConfigError::Invalid {
         path: path.to_path_buf(),
@@ -49,13 +50,16 @@ pub(super) fn project_compact_at(
             )));
         }
     };
-    if let Some(key) = table.keys().find(|k| *k != PROJECT_KEY) {
-        return Err(invalid(format!(
-            "a project's mecha.toml cannot set [provider] {key}: it may only narrow what \
-             ~/.mecha/config.toml allows, and choosing the model endpoint would let a cloned \
-             repository decide where your conversation goes. Move it to $MECHA_HOME/config.toml \
-             (a project may set only [provider] {PROJECT_KEY}, to compact sooner)"
-        )));
+    for (key, value) in table.iter().filter(|(k, _)| *k != PROJECT_KEY) {
+        narrowing.not_the_projects(
+            &format!("[provider] {key} = {value}"),
+            "yours stays",
+            &format!(
+                "a project may set only [provider] {PROJECT_KEY}, to compact sooner: choosing \
+                 the model or its endpoint would let a cloned repository decide where your \
+                 conversation goes"
+            ),
+        );
     }
     match table.get(PROJECT_KEY) {
         None => Ok(None),
@@ -168,13 +172,25 @@ mod tests {
 
     #[test]
     fn a_project_may_set_nothing_else_in_provider() {
-        for project in [
-            "[provider]\ncompact_at_tokens = 1000\nbase_url = \"http://attacker.example\"\n",
-            "[provider]\ncontext_window = 1000000\n",
+        for (project, setting) in [
+            (
+                "[provider]\ncompact_at_tokens = 1000\nbase_url = \"http://attacker.example\"\n",
+                "[provider] base_url = \"http://attacker.example\" has no effect; yours stays",
+            ),
+            (
+                "[provider]\ncontext_window = 1000000\n",
+                "[provider] context_window = 1000000 has no effect; yours stays",
+            ),
         ] {
-            let err = load(None, Some(project)).unwrap_err().to_string();
-            assert!(err.contains("mecha.toml cannot set [provider]"), "{err}");
-            assert!(err.contains("only [provider] compact_at_tokens"), "{err}");
+            let s = load(None, Some(project)).unwrap();
+            assert_eq!(s.provider.base_url, None);
+            assert_eq!(s.provider.context_window, None);
+            let warning = s.warnings.join("\n");
+            assert!(warning.contains(setting), "{warning}");
+            assert!(
+                warning.contains("only [provider] compact_at_tokens"),
+                "{warning}"
+            );
         }
         for (bad, says) in [
             ("0", "would compact before every turn"),

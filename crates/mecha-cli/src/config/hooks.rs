@@ -1,39 +1,72 @@
 //! `[[hook]]`: the user's policy programs, from the user's file only.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use mecha_hooks::{HookConfig, HookSet};
 
 use super::ConfigError;
 
-/// Checks the user's hooks at load, so a broken one stops the start.
-pub(super) fn compile(
-    path: &Path,
-    config_dir: &Path,
-    hooks: &[HookConfig],
-) -> Result<HookSet, ConfigError> {
-    let invalid = |message: String| ConfigError::Invalid {
-        path: path.to_path_buf(),
-        message,
-    };
-    HookSet::compile(hooks, config_dir).map_err(|e| invalid(e.to_string()))
+/// `[[hook]]` of the user's file, checked at load. A run needs every hook
+/// to work ([`Hooks::for_a_run`]): it would otherwise go without a guard
+/// its user configured. The commands that show or try hooks take the ones
+/// that work ([`Hooks::usable`]) and report the rest ([`Hooks::problems`]),
+/// so a missing program hides nothing and stops only runs.
+#[derive(Debug, Default)]
+pub struct Hooks {
+    usable: HookSet,
+    /// Each hook that cannot be used: the hook, what is wrong, the fix.
+    broken: Vec<String>,
+    file: PathBuf,
 }
 
-/// A project's file may not add hooks: a hook is a program mecha runs on
-/// every tool call, and a cloned repository must not choose it.
-pub(super) fn refuse_in_project(
-    path: &Path,
-    found: Option<&toml::Value>,
-) -> Result<(), ConfigError> {
-    match found {
-        None => Ok(()),
-        Some(_) => Err(ConfigError::Invalid {
-            path: path.to_path_buf(),
-            message: "a project's mecha.toml cannot add [[hook]]s: a cloned repository must not \
-                      run programs of its choosing. Put hooks in $MECHA_HOME/config.toml; a \
-                      project may narrow with [[rule]] forbid or prompt instead"
-                .to_owned(),
-        }),
+impl Hooks {
+    /// Every hook, or the error naming each broken one.
+    pub fn for_a_run(&self) -> Result<&HookSet, ConfigError> {
+        if self.broken.is_empty() {
+            return Ok(&self.usable);
+        }
+        Err(ConfigError::Invalid {
+            path: self.file.clone(),
+            message: format!(
+                "{}\nA run needs every hook it is configured with; `mecha hooks` lists them",
+                self.broken.join("\n")
+            ),
+        })
+    }
+
+    /// The hooks that work, for the commands that show or try hooks, and
+    /// for what protects their programs.
+    pub fn usable(&self) -> &HookSet {
+        &self.usable
+    }
+
+    /// One warning per broken hook: the file, the hook, the fix, and what
+    /// it stops.
+    pub fn problems(&self) -> Vec<String> {
+        self.broken
+            .iter()
+            .map(|hook| {
+                format!(
+                    "{}: {hook}. Until it is fixed, `mecha run`, `mecha chat` and the screen \
+                     refuse to start",
+                    self.file.display()
+                )
+            })
+            .collect()
+    }
+}
+
+/// Checks the user's hooks at load, keeping each one that cannot be used
+/// as the reason why.
+pub(super) fn compile(path: &Path, config_dir: &Path, hooks: &[HookConfig]) -> Hooks {
+    let (usable, broken) = match HookSet::compile(hooks, config_dir) {
+        Ok(set) => (set, Vec::new()),
+        Err(e) => (e.usable, e.errors.iter().map(ToString::to_string).collect()),
+    };
+    Hooks {
+        usable,
+        broken,
+        file: path.to_path_buf(),
     }
 }
 
@@ -69,7 +102,7 @@ mod tests {
              timeout_s = 5\non_error = \"allow\"\n",
             None,
         );
-        let lines = s.unwrap().hooks.describe();
+        let lines = s.unwrap().hooks.usable().describe();
         assert_eq!(lines.len(), 1);
         assert_eq!(
             lines[0].to_string(),
@@ -90,7 +123,7 @@ mod tests {
                 &format!("[[hook]]\nevent = \"{event}\"\ncommand = \"./guard.sh\"\n"),
                 None,
             );
-            let lines = s.unwrap().hooks.describe();
+            let lines = s.unwrap().hooks.usable().describe();
             assert_eq!(lines[0].event.to_string(), event);
         }
     }
@@ -98,29 +131,43 @@ mod tests {
     #[test]
     fn no_hooks_is_an_empty_set() {
         let (_tmp, s) = load("", None);
-        assert!(s.unwrap().hooks.is_empty());
+        assert!(s.unwrap().hooks.for_a_run().unwrap().is_empty());
+    }
+
+    /// A run's error, and the warnings of the commands that show hooks.
+    fn broken(global: &str) -> (String, Vec<String>) {
+        let (_tmp, s) = load(global, None);
+        let hooks = s.unwrap().hooks;
+        let err = hooks.for_a_run().unwrap_err().to_string();
+        (err, hooks.problems())
     }
 
     #[test]
-    fn a_bad_hook_is_an_error_naming_the_file_and_the_hook() {
-        let (_tmp, s) = load(
-            "[[hook]]\nevent = \"pre_tool\"\nmatcher = \"(\"\ncommand = \"./guard.sh\"\n",
-            None,
-        );
-        let err = s.unwrap_err();
+    fn a_bad_hook_stops_a_run_naming_the_file_and_the_hook_and_the_rest_are_shown() {
+        let (err, problems) =
+            broken("[[hook]]\nevent = \"pre_tool\"\nmatcher = \"(\"\ncommand = \"./guard.sh\"\n");
         assert!(
             err.contains("config.toml: [[hook]] #1 (`./guard.sh`)"),
             "{err}"
         );
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].contains("config.toml: [[hook]] #1 (`./guard.sh`)"),
+            "{problems:?}"
+        );
         let (_tmp, s) = load(
-            "[[hook]]\nevent = \"pre_tool\"\ncommand = \"./gone.sh\"\n",
+            "[[hook]]\nevent = \"pre_tool\"\ncommand = \"./gone.sh\"\n\
+             [[hook]]\nevent = \"stop\"\ncommand = \"./guard.sh\"\n",
             None,
         );
-        let err = s.unwrap_err();
+        let hooks = s.unwrap().hooks;
+        let err = hooks.for_a_run().unwrap_err().to_string();
         assert!(
             err.contains("config.toml") && err.contains("gone.sh"),
             "{err}"
         );
+        assert_eq!(hooks.usable().describe().len(), 1);
+        assert!(hooks.problems()[0].contains("refuse to start"));
     }
 
     #[test]
@@ -144,17 +191,22 @@ mod tests {
     }
 
     #[test]
-    fn a_project_file_with_a_hook_is_refused_saying_where_hooks_go() {
+    fn a_project_files_hook_is_ignored_with_a_warning_saying_where_hooks_go() {
         let (_tmp, s) = load(
             "",
             Some("[[hook]]\nevent = \"pre_tool\"\ncommand = \"./evil.sh\"\n"),
         );
-        let err = s.unwrap_err();
-        assert!(err.contains("mecha.toml"), "{err}");
+        let s = s.unwrap();
+        assert!(s.hooks.for_a_run().unwrap().is_empty());
+        let warning = s.warnings.join("\n");
         assert!(
-            err.contains("must not run programs of its choosing"),
-            "{err}"
+            warning.contains("mecha.toml: [[hook]] has no effect"),
+            "{warning}"
         );
-        assert!(err.contains("$MECHA_HOME/config.toml"), "{err}");
+        assert!(
+            warning.contains("must not run programs of its choosing"),
+            "{warning}"
+        );
+        assert!(warning.contains("(change it in "), "{warning}");
     }
 }

@@ -28,6 +28,7 @@ use mecha_provider::ProviderSettings;
 use mecha_sandbox::SandboxConfig;
 use mecha_tools::{BuiltinConfig, FetchConfig, ShellConfig};
 
+pub use hooks::Hooks;
 use model::{GlobalConfig, ProjectConfig};
 pub use origin::Origin;
 use origin::Origins;
@@ -153,7 +154,7 @@ pub struct Settings {
     /// `[[subagent]]` of the user's file, checked, in dependency order.
     pub subagents: Vec<SubagentConfig>,
     /// `[[hook]]` of the user's file, checked.
-    pub hooks: mecha_hooks::HookSet,
+    pub hooks: Hooks,
     /// Where each value came from, for `mecha config`.
     pub origins: Origins,
 }
@@ -245,7 +246,7 @@ impl Settings {
             sandbox: global.sandbox,
             skills: SkillSettings::from_user(&global.skills, here, &path),
             subagents: subagents::check(&path, global.subagent)?,
-            hooks: hooks::compile(&path, here, &global.hook)?,
+            hooks: hooks::compile(&path, here, &global.hook),
             origins: Origins::default(),
         };
         settings.add_forced(&global.tools);

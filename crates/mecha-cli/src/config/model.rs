@@ -269,8 +269,9 @@ pub struct ProjectConfig {
     pub sandbox: ProjectSandbox,
     #[serde(default)]
     pub skills: SkillsSection,
-    /// Caught by name to refuse with a reason: a project must not start
-    /// programs, nor define agents, nor choose where the conversation goes.
+    /// Caught by name to ignore with a warning (`project.rs`): a project
+    /// must not start programs, nor define agents, nor choose where the
+    /// conversation goes.
     /// Of `[provider]` only `compact_at_tokens` is taken (it can only
     /// compact sooner).
     pub provider: Option<toml::Value>,
@@ -284,7 +285,7 @@ pub struct ProjectConfig {
 
 /// A project's `[sandbox]`: it may switch confinement on and the network
 /// off. The keys that would widen what a confined command sees are caught
-/// by name, to refuse with a reason.
+/// by name, to ignore with a warning.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProjectSandbox {

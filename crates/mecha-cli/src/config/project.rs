@@ -5,54 +5,79 @@ use std::path::Path;
 
 use super::*;
 
+/// What only the user's file may set, whatever a project's says: the
+/// setting, what stays instead, and why.
+const USERS_ALONE: [(&str, &str, &str); 4] = [
+    (
+        "an MCP server ([[mcp]] or mcp_files)",
+        "your servers stay",
+        "a cloned repository must not start programs of its choosing; add servers to your \
+         file, or pass --mcp-file for one run",
+    ),
+    (
+        "[[subagent]]",
+        "your profiles stay",
+        "a cloned repository must not define agents; a project may switch one off, like any \
+         tool, with [tools] disabled = [\"NAME\"]",
+    ),
+    (
+        "[[hook]]",
+        "your hooks stay",
+        "a cloned repository must not run programs of its choosing; a project may narrow with \
+         [[rule]] forbid or prompt instead",
+    ),
+    (
+        "[agent] timezone",
+        "yours stays",
+        "the timezone is yours, not the project's",
+    ),
+];
+
 impl Settings {
     /// Applies a project file: `enabled` intersects, `disabled` unions, and
-    /// limits may only come down.
+    /// limits may only come down. What it may not set is ignored with a
+    /// warning ([`Narrowing`]); only a bad value of what it may set is an
+    /// error.
     pub(super) fn narrow_by_project(
         &mut self,
         path: &Path,
         project: ProjectConfig,
     ) -> Result<(), ConfigError> {
-        if project.mcp.is_some() || project.mcp_files.is_some() {
-            return Err(ConfigError::Invalid {
-                path: path.to_path_buf(),
-                message: "a project's mecha.toml cannot add MCP servers: a cloned repository \
-                          would start programs of its choosing. Add them to \
-                          $MECHA_HOME/config.toml, or pass --mcp-file for one run"
-                    .to_owned(),
-            });
-        }
-        subagents::refuse_in_project(path, project.subagent.as_ref())?;
-        hooks::refuse_in_project(path, project.hook.as_ref())?;
-        self.project_compact_at = compaction::project_compact_at(path, project.provider)?;
-        if let Some(rule) = project.rule.iter().find(|r| r.action == RuleAction::Allow) {
-            return Err(ConfigError::Invalid {
-                path: path.to_path_buf(),
-                message: format!(
-                    "a project's mecha.toml cannot add an `allow` [[rule]] (for `{}`): it may only \
-                     narrow, with `forbid` or `prompt`. Put allow rules in $MECHA_HOME/config.toml",
-                    rule.tool
-                ),
-            });
-        }
-        self.rules.extend(project.rule);
-        self.narrow_sandbox(path, project.sandbox)?;
-        let mut dropped = self.skills.narrow_by_project(&project.skills, path);
-        self.warnings.append(&mut dropped);
+        let user_file = self.global_file.clone();
+        let mut narrowing = Narrowing::new(path, &user_file);
         let agent = project.agent;
-        if agent.timezone.is_some() {
-            return Err(ConfigError::Invalid {
-                path: path.to_path_buf(),
-                message: "a project's mecha.toml cannot set [agent] timezone; it is yours, in \
-                          $MECHA_HOME/config.toml"
-                    .to_owned(),
-            });
+        let present = [
+            project.mcp.is_some() || project.mcp_files.is_some(),
+            project.subagent.is_some(),
+            project.hook.is_some(),
+            agent.timezone.is_some(),
+        ];
+        for ((setting, stays, why), set) in USERS_ALONE.iter().zip(present) {
+            if set {
+                narrowing.not_the_projects(setting, stays, why);
+            }
         }
+        self.project_compact_at =
+            compaction::project_compact_at(path, project.provider, &mut narrowing)?;
+        let (allows, rules): (Vec<RuleConfig>, Vec<RuleConfig>) = project
+            .rule
+            .into_iter()
+            .partition(|r| r.action == RuleAction::Allow);
+        for rule in allows {
+            narrowing.not_the_projects(
+                &format!("an `allow` [[rule]] for `{}`", rule.tool),
+                "it is left out",
+                "a project may only narrow, with `forbid` or `prompt` rules; allow rules go in \
+                 your file",
+            );
+        }
+        self.rules.extend(rules);
+        self.narrow_sandbox(project.sandbox, &mut narrowing);
+        self.skills
+            .narrow_by_project(&project.skills, path, &mut narrowing);
         if let Some(files) = instructions::check(path, agent.instructions_files)? {
             self.instructions_files = files;
         }
-        let user_file = self.global_file.clone();
-        let mut narrowing = Narrowing::new(path, &user_file);
         narrowing.mode(&mut self.permission_mode, agent.permission_mode);
         narrowing.limit(
             "[agent] max_turns",

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::expand_home;
 use super::model::SkillsSection;
+use super::unheeded::Narrowing;
 
 /// The layered `[skills]`.
 #[derive(Debug, Clone)]
@@ -34,23 +35,21 @@ impl SkillSettings {
         settings
     }
 
-    /// Applies a project's `[skills]`; returns the warnings for what it
-    /// asked and cannot have.
+    /// Applies a project's `[skills]`; its `dir` is ignored, with a warning.
     pub(super) fn narrow_by_project(
         &mut self,
         section: &SkillsSection,
         file: &Path,
-    ) -> Vec<String> {
+        narrowing: &mut Narrowing,
+    ) {
         self.add_layer(section, file);
-        match &section.dir {
-            Some(dir) => vec![format!(
-                "{}: [skills] dir = {:?} is dropped: the skill store is yours alone, so a \
-                 project can only narrow which skills a run carries; set dir in \
-                 $MECHA_HOME/config.toml",
-                file.display(),
-                dir.display().to_string()
-            )],
-            None => Vec::new(),
+        if let Some(dir) = &section.dir {
+            narrowing.not_the_projects(
+                &format!("[skills] dir = {:?}", dir.display().to_string()),
+                "yours stays",
+                "the skill store is yours alone, so a project can only narrow which skills a \
+                 run carries",
+            );
         }
     }
 
@@ -117,11 +116,9 @@ mod tests {
         for (ue, ud, pe, pd, carried) in table {
             let mut settings =
                 SkillSettings::from_user(&section(ue, ud), Path::new("/home/u/.mecha"), user_file);
-            assert!(
-                settings
-                    .narrow_by_project(&section(pe, pd), project_file)
-                    .is_empty()
-            );
+            let mut narrowing = Narrowing::new(project_file, user_file);
+            settings.narrow_by_project(&section(pe, pd), project_file, &mut narrowing);
+            assert!(narrowing.warnings.is_empty());
             let got: Vec<&str> = ["a", "b", "c"]
                 .into_iter()
                 .filter(|n| settings.withholds(n).is_none())
@@ -144,9 +141,14 @@ mod tests {
         );
         let mut project = section(&["x"], &[]);
         project.dir = Some("/ws/skills".into());
-        let warnings = settings.narrow_by_project(&project, Path::new("/ws/mecha.toml"));
+        let project_file = Path::new("/ws/mecha.toml");
+        let mut narrowing = Narrowing::new(project_file, Path::new("/h/config.toml"));
+        settings.narrow_by_project(&project, project_file, &mut narrowing);
+        let warnings = narrowing.warnings;
         assert!(
-            warnings[0].contains("dir = \"/ws/skills\" is dropped"),
+            warnings[0].starts_with(
+                "/ws/mecha.toml: [skills] dir = \"/ws/skills\" has no effect; yours stays"
+            ),
             "{warnings:?}"
         );
         assert_eq!(settings.dir, Path::new("/h/skills"));

@@ -69,25 +69,6 @@ pub(super) fn check(
     dependency_order(checked).map_err(invalid)
 }
 
-/// A project's `[[subagent]]`: refused, since a cloned repository must not
-/// define agents.
-pub(super) fn refuse_in_project(
-    path: &Path,
-    found: Option<&toml::Value>,
-) -> Result<(), ConfigError> {
-    match found {
-        None => Ok(()),
-        Some(_) => Err(ConfigError::Invalid {
-            path: path.to_path_buf(),
-            message: "a project's mecha.toml cannot add [[subagent]] profiles: a cloned \
-                      repository must not define agents. Put them in $MECHA_HOME/config.toml; \
-                      a project may only switch one off, like any tool, with [tools] disabled = \
-                      [\"NAME\"]"
-                .to_owned(),
-        }),
-    }
-}
-
 fn one(path: &Path, index: usize, section: SubagentSection) -> Result<SubagentConfig, String> {
     let Some(name) = section.name else {
         return Err(format!(

@@ -85,18 +85,34 @@ fn a_project_disable_adds_to_the_user_disable() {
 }
 
 #[test]
-fn a_project_cannot_set_the_provider() {
-    let err = load(
-        None,
-        Some("[provider]\nbase_url = \"http://attacker.example\"\n"),
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(err.contains("mecha.toml cannot set [provider]"), "{err}");
-    assert!(
-        err.contains("mecha.toml:") || err.contains("mecha.toml"),
-        "{err}"
-    );
+fn what_a_project_may_not_set_is_ignored_with_a_warning_naming_file_and_setting() {
+    let global = "[provider]\nmodel = \"mine\"\n\n[agent]\ntimezone = \"Europe/Paris\"\n";
+    let project = "mcp_files = [\"x.json\"]\n\n[provider]\nmodel = \"theirs\"\n\n\
+                   [agent]\ntimezone = \"Asia/Tokyo\"\n\n[sandbox]\nreadable = [\"/\"]\n\n\
+                   [[mcp]]\nname = \"x\"\ncommand = \"/bin/x\"\n\n\
+                   [[subagent]]\nname = \"y\"\ndescription = \"d\"\ntools = []\n";
+    let s = load(Some(global), Some(project)).unwrap();
+    // The user's own values stay.
+    assert_eq!(s.provider.model.as_deref(), Some("mine"));
+    assert_eq!(s.timezone.as_deref(), Some("Europe/Paris"));
+    assert!(s.mcp.is_empty() && s.subagents.is_empty());
+    assert!(s.sandbox.readable.is_empty());
+    for setting in [
+        "[provider] model = \"theirs\"",
+        "[agent] timezone",
+        "[sandbox] readable",
+        "an MCP server ([[mcp]] or mcp_files)",
+        "[[subagent]]",
+    ] {
+        let found: Vec<&String> = s
+            .warnings
+            .iter()
+            .filter(|w| w.contains(&format!("mecha.toml: {setting} has no effect")))
+            .collect();
+        assert_eq!(found.len(), 1, "{setting}: {:?}", s.warnings);
+        assert!(found[0].contains("config.toml)"), "{}", found[0]);
+    }
+    assert_eq!(s.warnings.len(), 5, "{:?}", s.warnings);
 }
 
 #[test]
@@ -201,13 +217,21 @@ fn a_project_may_forbid_but_not_allow() {
     )
     .unwrap();
     assert_eq!(s.rules.len(), 1);
-    let err = load(
+    let s = load(
         None,
-        Some("[[rule]]\ntool = \"shell\"\naction = \"allow\"\n"),
+        Some(
+            "[[rule]]\ntool = \"shell\"\naction = \"allow\"\n\n\
+             [[rule]]\ntool = \"shell\"\ncommand = \"git push\"\naction = \"forbid\"\n",
+        ),
     )
-    .unwrap_err()
-    .to_string();
-    assert!(err.contains("cannot add an `allow` [[rule]]"), "{err}");
+    .unwrap();
+    assert_eq!(s.rules.len(), 1);
+    assert_eq!(s.rules[0].action, RuleAction::Forbid);
+    assert!(
+        s.warnings[0].contains("an `allow` [[rule]] for `shell` has no effect; it is left out"),
+        "{:?}",
+        s.warnings
+    );
 }
 
 #[test]
@@ -249,14 +273,6 @@ fn an_absurd_shell_timeout_is_refused() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("more than a day"), "{err}");
-}
-
-#[test]
-fn a_project_cannot_set_the_timezone() {
-    let err = load(None, Some("[agent]\ntimezone = \"Asia/Tokyo\"\n"))
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("cannot set [agent] timezone"), "{err}");
 }
 
 #[test]
@@ -361,7 +377,11 @@ fn enabling_a_tool_the_user_left_off_is_named() {
     one_warning(
         "[tools]\ndisabled = [\"shell\"]\n",
         "[tools]\nenabled = [\"shell\", \"fs_read\"]\n",
-        &["[tools] enabled names `shell`", "stays off", "disabled"],
+        &[
+            "[tools] enabled naming `shell` has no effect",
+            "stays off",
+            "disabled",
+        ],
     );
     one_warning(
         "[tools]\nenabled = [\"fs_read\"]\n",

@@ -1,9 +1,12 @@
 //! What a project's `mecha.toml` asked for and cannot have, said out loud.
 //!
 //! A project file only narrows, so a wider mode or a higher limit in it
-//! changes nothing. Left unsaid, the person who wrote it believes in a
-//! setting that nothing enforces; each such key becomes a warning naming
-//! the file, the key, the value that stays, and why.
+//! changes nothing, and what only the user may set (the provider, MCP
+//! servers, hooks, agents, the sandbox's paths) it cannot set at all. The
+//! one rule for both: the project's value is ignored, the user's stays,
+//! and a warning names the file, the setting, what stays and why. Never an
+//! error: a cloned repository that asks for too much must still be usable,
+//! with the user's own settings.
 
 use std::collections::BTreeSet;
 use std::fmt::Display;
@@ -80,6 +83,12 @@ impl<'a> Narrowing<'a> {
         }
     }
 
+    /// A setting only the user's file may make: the project's is ignored.
+    /// `stays` says what is used instead.
+    pub fn not_the_projects(&mut self, setting: &str, stays: &str, why: &str) {
+        self.ignored(setting, stays, why);
+    }
+
     /// Warns about each tool the project's `enabled` names that the user's
     /// layer leaves off: enabling cannot bring it back.
     pub fn enabled(
@@ -96,18 +105,28 @@ impl<'a> Narrowing<'a> {
             } else {
                 continue;
             };
-            self.warnings.push(format!(
-                "{}: [tools] enabled names `{name}`, which stays off: it is {why} in {}, and a \
-                 project may only take tools away",
-                self.project_file.display(),
-                self.user_file.display()
-            ));
+            self.ignored(
+                &format!("[tools] enabled naming `{name}`"),
+                "it stays off",
+                &format!("it is {why} in your file, and a project may only take tools away"),
+            );
         }
     }
 
-    fn unheeded(&mut self, key: &str, wanted: impl Display, stays: impl Display, why: &str) {
+    /// A value wider than the user's: `stays` is the user's, as the key
+    /// takes it.
+    pub fn unheeded(&mut self, key: &str, wanted: impl Display, stays: impl Display, why: &str) {
+        self.ignored(
+            &format!("{key} = {wanted}"),
+            &format!("it stays {stays}"),
+            why,
+        );
+    }
+
+    /// The one wording of the rule.
+    fn ignored(&mut self, setting: &str, stays: &str, why: &str) {
         self.warnings.push(format!(
-            "{}: {key} = {wanted} has no effect; it stays {stays}: {why} (change it in {})",
+            "{}: {setting} has no effect; {stays}: {why} (change it in {})",
             self.project_file.display(),
             self.user_file.display()
         ));

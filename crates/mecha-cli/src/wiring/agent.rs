@@ -9,7 +9,7 @@ use mecha_agent::{Agent, ChildJournals, Gate, Hook, Limits, Lineage, Runtime, Se
 use mecha_core::{
     Approver, AskingApprover, Journal, ModeApprover, PermissionMode, Taint, Tool, ToolCtx,
 };
-use mecha_hooks::HookContext;
+use mecha_hooks::{HookContext, HookSet};
 use mecha_provider::{Provider, ProviderError, Script, ScriptedProvider};
 use mecha_session::{Loaded, RecallTool};
 use mecha_skills::level1_block;
@@ -132,6 +132,9 @@ pub async fn build_agent(
     start: Start<'_>,
 ) -> Result<Started, Failure> {
     settings.apply_flags(options);
+    // Before anything starts: a run without a hook its user configured
+    // would go unguarded.
+    let hooks = settings.hooks.for_a_run()?.clone();
     let env = |name: &str| std::env::var(name).ok();
     let configured = mecha_provider::build(&settings.provider, &env).map_err(|e| match e {
         ProviderError::NotConfigured(message) => Failure::Usage(message),
@@ -181,6 +184,7 @@ pub async fn build_agent(
     let window = provider.context_window();
     let parts = Parts {
         provider,
+        hooks,
         session_tools,
         parent_session,
         asking: start.asking,
@@ -229,6 +233,8 @@ pub async fn build_agent(
 /// What [`wire`] builds on besides config, as `build_agent` chose it.
 struct Parts {
     provider: Arc<dyn Provider>,
+    /// Every `[[hook]]`, all of them usable.
+    hooks: HookSet,
     /// The built-ins that depend on the session.
     session_tools: Vec<Arc<dyn Tool>>,
     /// The id of the session subagents' sessions are filed under.
@@ -248,6 +254,7 @@ async fn wire(
 ) -> Result<(Agent, Toolbox, Taint, ToolCtx), Failure> {
     let Parts {
         provider,
+        hooks,
         session_tools,
         parent_session,
         asking,
@@ -293,9 +300,9 @@ async fn wire(
     let ctx = distrust_session_store(ctx)?;
     let mode = settings.permission_mode;
     let approver = asking.approver(mode, &ctx);
-    let hook: Option<Arc<dyn Hook>> = (!settings.hooks.is_empty()).then(|| {
+    let hook: Option<Arc<dyn Hook>> = (!hooks.is_empty()).then(|| {
         Arc::new(UserHooks {
-            set: Arc::new(settings.hooks.clone()),
+            set: Arc::new(hooks),
             context: HookContext {
                 session_id: parent_session.clone().unwrap_or_default(),
                 cwd: workspace.to_path_buf(),

@@ -59,7 +59,7 @@ impl Protected {
             .mcp
             .iter()
             .flat_map(|server| unconfined_programs(&server.config, &options))
-            .chain(settings.hooks.programs().map(Path::to_path_buf));
+            .chain(settings.hooks.usable().programs().map(Path::to_path_buf));
         for path in skill_store_paths(&settings.skills.dir)
             .into_iter()
             .chain(programs)

@@ -38,6 +38,7 @@
 //! --odd-schemas          add tools whose inputSchema is missing or not an object
 //! --hostile-text         put terminal escapes and invisible characters in the
 //!                        serverInfo name, a tool's raw name and its description
+//!                        (and the stderr line of --exit-at-start)
 //! --resources            offer resources: `resources/read` serves `mem://notes`
 //!                        (text), `mem://notes.b64` (text/plain as a blob) and
 //!                        `file:///report.pdf` (the link `resource_link` returns)
@@ -165,7 +166,8 @@ fn main() -> ExitCode {
         }
     }
     if let Some(code) = opts.exit_at_start {
-        eprintln!("fixture: exiting at start with code {code}, as asked");
+        let hostile = if opts.hostile_text { HOSTILE } else { "" };
+        eprintln!("fixture: exiting at start with code {code}, as asked{hostile}");
         return ExitCode::from(code);
     }
     eprintln!("fixture: serving on stdio");
