@@ -177,7 +177,7 @@ fn a_profile_may_not_take_a_tools_name_nor_list_a_tool_that_is_none() {
         "{message}"
     );
     assert!(
-        message.contains("check the spelling (the tools are: fs_edit"),
+        message.contains("check the spelling (did you mean `fs_read`? the tools are: fs_edit"),
         "{message}"
     );
 }
