@@ -1,4 +1,4 @@
-//! A list to pick one item from, over the transcript: what `/skills`
+//! A list to pick one item from, in a box above the prompt: what `/skills`
 //! shows. Up and Down move, Enter picks, Esc closes. An item can carry a
 //! note beside its name (why a skill is withheld), and what picking it
 //! shows (a skill's body).
@@ -7,9 +7,10 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph, Widget};
+use ratatui::widgets::{Paragraph, Widget};
 
 use crate::escape;
+use crate::frame;
 use crate::theme::Theme;
 
 /// One line of the list.
@@ -75,22 +76,17 @@ impl Picker {
         None
     }
 
-    /// Draws the list over the middle of `area`, the cursor's item always
-    /// in view.
+    /// The rows the box wants, its borders and its keys' line included.
+    pub fn height(&self) -> u16 {
+        let wanted = u16::try_from(self.items.len().max(1)).unwrap_or(u16::MAX);
+        wanted.saturating_add(3)
+    }
+
+    /// Draws the list as a box filling `area`, the cursor's item always in
+    /// view.
     pub fn render(&mut self, theme: Theme, area: Rect, buf: &mut Buffer) {
         let footer = "↑↓ move · Enter shows it · Esc closes";
-        let wanted = u16::try_from(self.items.len().max(1)).unwrap_or(u16::MAX);
-        let height = wanted.saturating_add(3).min(area.height);
-        let [_, modal, _] = Layout::vertical([
-            Constraint::Fill(1),
-            Constraint::Length(height),
-            Constraint::Fill(1),
-        ])
-        .areas(area);
-        let block = Block::bordered().title(format!(" {} ", self.title));
-        let inner = block.inner(modal);
-        Clear.render(modal, buf);
-        block.render(modal, buf);
+        let inner = frame::open(area, format!(" {} ", self.title), buf);
         let [list, foot] =
             Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(inner);
         let rows = usize::from(list.height).max(1);
