@@ -219,10 +219,7 @@ impl Agent {
     /// Remembers what the API said the context holds now that its reply is
     /// in the history.
     pub(crate) fn reported(&self, session: &mut Session, usage: Usage) {
-        let tokens = usage.input_tokens
-            + usage.cache_read_tokens
-            + usage.cache_write_tokens
-            + usage.output_tokens;
+        let tokens = usage.context_tokens();
         session.reported = (tokens > 0).then_some((tokens, session.messages.len()));
     }
 

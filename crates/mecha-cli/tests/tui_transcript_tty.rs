@@ -8,6 +8,7 @@ mod common;
 
 use common::tui::{READY, ROWS, Tui, cells};
 
+use mecha_provider::script::{ScriptTurn, ScriptUsage};
 use mecha_testkit::{MockModel, MockReply};
 
 /// The screen's rows as a terminal shows them now.
@@ -69,4 +70,88 @@ async fn the_approval_box_sits_above_the_prompt_and_the_call_stays_in_view() {
     tui.type_keys(b"y");
     tui.wait_answered("written it").await;
     tui.quit().await;
+}
+
+/// An answer whose request reports `input_tokens` read.
+fn answer_reading(text: &str, input_tokens: u64) -> MockReply {
+    MockReply::Turn(ScriptTurn {
+        usage: Some(ScriptUsage {
+            input_tokens,
+            output_tokens: 10,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+        }),
+        ..ScriptTurn::text(text)
+    })
+}
+
+/// Enters `line` once the turn before has ended (a line entered during a
+/// turn waits in the prompt), until `shown` is on screen.
+async fn enter_when_idle(tui: &mut Tui, line: &str, shown: &str) {
+    tui.type_keys(format!("{line}\r").as_bytes());
+    let start = std::time::Instant::now();
+    while !cells(&tui.terminal.screen()).contains(shown) {
+        assert!(
+            start.elapsed() < common::pty::PATIENCE,
+            "{shown:?} never shown"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        tui.type_keys(b"\r");
+    }
+}
+
+/// `/compact` is one line in the transcript, and the status line shows
+/// the size of the rebuilt conversation instead of the size before.
+#[tokio::test]
+async fn compact_says_it_once_and_the_status_line_shows_the_new_size() {
+    if !common::have_setsid() {
+        return;
+    }
+    let mut e = common::env();
+    e.extra_config = "context_window = 200000\n".to_owned();
+    let mock = MockModel::start(vec![
+        answer_reading("answer one", 1_000),
+        answer_reading("answer two", 2_000),
+        answer_reading("answer three", 60_000),
+    ])
+    .await;
+    mock.answer_summaries("[mecha: compaction]");
+    let mut tui = Tui::start(&e, &mock, "");
+    tui.wait_written(READY).await;
+    for (prompt, answer) in [
+        ("one", "answer one"),
+        ("two", "answer two"),
+        ("three", "answer three"),
+    ] {
+        enter_when_idle(&mut tui, prompt, answer).await;
+        tui.wait_answered(answer).await;
+    }
+    tui.wait_for("60.0k/200k tokens").await;
+    tui.type_keys(b"/compact\r");
+    tui.wait_for("compacted the conversation").await;
+    enter_when_idle(&mut tui, "/help", "commands (answered by mecha").await;
+    assert_eq!(mock.summaries(), 1);
+    let shown = rows(&tui);
+    let screen = shown.join("\n");
+    assert_eq!(screen.matches("compacted").count(), 1, "{screen}");
+    let after: u64 = screen
+        .split_once("→ ~")
+        .and_then(|(_, rest)| rest.split_once(' '))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("no size after the compaction: {screen}"));
+    assert!(after < 60_000, "{screen}");
+    let status = &shown[ROWS - 1];
+    assert!(
+        status.contains(&format!("{}/200k tokens", thousands(after))),
+        "the status line kept the old size: {status}"
+    );
+    tui.quit().await;
+}
+
+/// The status line's way with a size: 12.3k.
+fn thousands(n: u64) -> String {
+    match n {
+        0..1000 => n.to_string(),
+        _ => format!("{:.1}k", n as f64 / 1000.0),
+    }
 }

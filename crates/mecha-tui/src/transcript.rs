@@ -7,7 +7,7 @@
 //! line that changes in place.
 
 use mecha_agent::{Event, Excerpt, GateStage, GateVerdict, RunEnd};
-use mecha_core::{Confinement, Taint, Usage};
+use mecha_core::{Confinement, Taint};
 use serde_json::Value;
 
 /// The most progress lines a call keeps: a subagent reports each step, and
@@ -18,8 +18,9 @@ const PROGRESS_KEPT: usize = 8;
 #[derive(Debug, Default)]
 pub struct Transcript {
     entries: Vec<Entry>,
-    /// The last request's usage: what the conversation fills of the window.
-    last_usage: Usage,
+    /// What the conversation fills of the window, in tokens: as the last
+    /// request reported it, or as a compaction since estimated it.
+    context: u64,
     /// What the conversation holds, as of the last run's end.
     taint: Taint,
     /// Bumped on every change, so the screen redraws only when it moved.
@@ -112,10 +113,10 @@ impl Transcript {
         self.taint
     }
 
-    /// Tokens the conversation fills of the window, as of the last request.
+    /// Tokens the conversation fills of the window, as of the last
+    /// request or the compaction after it.
     pub fn context_tokens(&self) -> u64 {
-        let u = &self.last_usage;
-        u.input_tokens + u.cache_read_tokens + u.cache_write_tokens + u.output_tokens
+        self.context
     }
 
     /// Changes with every change to what is shown.
@@ -152,7 +153,7 @@ impl Transcript {
     /// first request.
     pub fn begin_conversation(&mut self, taint: Taint) {
         self.taint = taint;
-        self.last_usage = Usage::default();
+        self.context = 0;
         self.revision += 1;
     }
 
@@ -251,13 +252,18 @@ impl Transcript {
                 tokens_before,
                 tokens_after,
                 ..
-            } => self.notice(
-                NoticeKind::Compaction,
-                format!(
-                    "compacted the conversation: ~{tokens_before} → ~{tokens_after} tokens \
-                     (the first message and the recent turns kept verbatim)"
-                ),
-            ),
+            } => {
+                // The window now holds the rebuilt history, whose size is
+                // the compaction's estimate until the next request reports.
+                self.context = *tokens_after;
+                self.notice(
+                    NoticeKind::Compaction,
+                    format!(
+                        "compacted the conversation: ~{tokens_before} → ~{tokens_after} tokens \
+                         (the first message and the recent turns kept verbatim)"
+                    ),
+                );
+            }
             Event::CompactionFailed {
                 attempt, of, error, ..
             } => self.notice(
@@ -275,7 +281,7 @@ impl Transcript {
                 NoticeKind::Warning,
                 "the model ended a turn without a word; it was asked to continue".to_owned(),
             ),
-            Event::Usage { usage, .. } => self.last_usage = *usage,
+            Event::Usage { usage, .. } => self.context = usage.context_tokens(),
             Event::Final { end, taint, .. } => {
                 self.end_stream();
                 self.taint = self.taint.union(*taint);

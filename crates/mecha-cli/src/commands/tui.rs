@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use clap::Args;
-use mecha_agent::{Agent, Session, SessionSource};
+use mecha_agent::{Agent, AskedCompaction, Session, SessionSource};
 use mecha_sandbox::Sandbox;
 use mecha_session::Loaded;
 use mecha_tui::run::{Conversation, Exit, Inputs, drive};
@@ -334,8 +334,10 @@ struct Talk<'a> {
 }
 
 impl Talk<'_> {
-    async fn command(&mut self, command: Slash) -> Reply {
-        match command {
+    /// What mecha answers to `command`; `None` when the transcript says it
+    /// already.
+    async fn command(&mut self, command: Slash) -> Option<Reply> {
+        Some(match command {
             Slash::Answer(text) => Reply::Show(text),
             Slash::Quit => Reply::Quit,
             Slash::Skills => {
@@ -346,12 +348,13 @@ impl Talk<'_> {
                     Reply::Pick(Picker::new("skills this run carries", items))
                 }
             }
-            Slash::Compact => {
-                let asked = self.agent.compact_now(&mut self.session, &self.sink).await;
-                Reply::Show(slash::compacted(&asked))
-            }
+            Slash::Compact => match self.agent.compact_now(&mut self.session, &self.sink).await {
+                // The compaction's own event is on screen as its line.
+                AskedCompaction::Done { .. } => return None,
+                asked => Reply::Show(slash::compacted(&asked)),
+            },
             Slash::Switch(switch) => Reply::Switch(switch),
-        }
+        })
     }
 }
 
@@ -359,7 +362,7 @@ impl Conversation for Talk<'_> {
     async fn send(&mut self, input: &str) -> Result<Option<Reply>, String> {
         let command = slash::command(input, Front::Tui, self.agent, &self.session, self.toolbox);
         if let Some(command) = command {
-            return Ok(Some(self.command(command).await));
+            return Ok(self.command(command).await);
         }
         self.before = Some(self.session.messages.len());
         let sent = self.agent.send(&mut self.session, input, &self.sink).await;
