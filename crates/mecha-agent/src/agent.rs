@@ -16,7 +16,7 @@ use crate::ending::{self, CONTINUE_PROMPT, Reading};
 use crate::events::{Event, EventSink};
 use crate::gate::Gate;
 use crate::hook::Hook;
-use crate::hooking::Prompt;
+use crate::hooking::{Prompt, SENT_BACK};
 use crate::surface::Surface;
 
 /// Limits of a run.
@@ -329,7 +329,7 @@ impl Agent {
                     if let Some(reason) = self.sent_back(&text, &mut sent_back, turn, events).await
                     {
                         self.end_turn(session, usage, false);
-                        let back = format!("[mecha: a stop hook sends you back to work]\n{reason}");
+                        let back = format!("{SENT_BACK}\n{reason}");
                         self.push(session, Message::user_text(&back), Vec::new());
                         self.sync();
                         continue;
