@@ -155,3 +155,94 @@ fn thousands(n: u64) -> String {
         _ => format!("{:.1}k", n as f64 / 1000.0),
     }
 }
+
+/// `mecha --continue` shows the conversation it goes on with, as the live
+/// screen drew it (the prompt, the call's line, the answer), and the
+/// status line shows the context as its last request reported it.
+#[tokio::test]
+async fn a_resumed_session_shows_its_conversation_and_its_context() {
+    if !common::have_setsid() {
+        return;
+    }
+    let e = common::env();
+    std::fs::write(e.ws.join("notes.txt"), "a private note\n").unwrap();
+    let mock = MockModel::start(vec![
+        common::tool_turn(&[("fs_read", serde_json::json!({"path": "notes.txt"}))]),
+        answer_reading("the note is private", 3_000),
+        MockReply::text("still here"),
+    ])
+    .await;
+    let out = e
+        .run(common::Api::Anthropic, &mock, "k", &["read the notes"])
+        .await;
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let mut tui = Tui::start(&e, &mock, "--continue");
+    tui.wait_written(READY).await;
+    tui.wait_for("resumed session").await;
+    let shown = rows(&tui);
+    let screen = shown.join("\n");
+    let prompt = row_of(&shown, "› read the notes");
+    let call = row_of(&shown, "✓ fs_read notes.txt");
+    let answer = row_of(&shown, "the note is private");
+    assert!(prompt < call && call < answer, "{screen}");
+    assert!(
+        shown[ROWS - 1].contains("3.0k"),
+        "the context is not the last request's: {}",
+        shown[ROWS - 1]
+    );
+    tui.type_keys(b"and now\r");
+    tui.wait_answered("still here").await;
+    tui.quit().await;
+}
+
+/// `/sessions` lists this workspace's sessions only, and `/resume` without
+/// an id opens a list of them; the one picked comes back with its past.
+#[tokio::test]
+async fn resume_without_an_id_picks_one_of_this_workspaces_sessions() {
+    if !common::have_setsid() {
+        return;
+    }
+    let e = common::env();
+    let mut elsewhere = common::env();
+    elsewhere.home = e.home.clone();
+    for (env, prompt, answer) in [
+        (&e, "first task", "done one"),
+        (&elsewhere, "elsewhere task", "done there"),
+        (&e, "second task", "done two"),
+    ] {
+        let mock = MockModel::start(vec![MockReply::text(answer)]).await;
+        let out = env.run(common::Api::Anthropic, &mock, "k", &[prompt]).await;
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        // Sessions are ordered by the millisecond they began.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let mock = MockModel::start(vec![]).await;
+    let mut tui = Tui::start(&e, &mock, "");
+    tui.wait_written(READY).await;
+    tui.type_keys(b"/sessions\r");
+    tui.wait_for("/resume ID goes on with one").await;
+    let screen = rows(&tui).join("\n");
+    assert!(screen.contains("first task") && screen.contains("second task"));
+    assert!(!screen.contains("elsewhere task"), "{screen}");
+    tui.type_keys(b"/resume\r");
+    tui.wait_for("sessions of this workspace").await;
+    let shown = rows(&tui);
+    // The list's rows, under its title.
+    let listed = &shown[row_of(&shown, "sessions of this workspace")..];
+    let newest = row_of(listed, "second task");
+    assert!(newest < row_of(listed, "first task"), "newest first");
+    assert!(
+        listed[newest].contains('›'),
+        "the newest is under the cursor"
+    );
+    tui.type_keys(b"\r");
+    tui.wait_for("resumed session").await;
+    tui.wait_for("done two").await;
+    let shown = rows(&tui);
+    assert!(
+        row_of(&shown, "› second task") < row_of(&shown, "resumed session"),
+        "{}",
+        shown.join("\n")
+    );
+    tui.quit().await;
+}

@@ -4,9 +4,10 @@
 //! The agent reports a call in several events (asked for, the gate's
 //! verdict, progress, the result); here they fold into one [`ToolEntry`]
 //! whose status is the call's latest, so the screen draws each call as one
-//! line that changes in place.
+//! line that changes in place. A resumed session's past comes in as the
+//! same events, told again from its journal.
 
-use mecha_agent::{Event, Excerpt, GateStage, GateVerdict, RunEnd};
+use mecha_agent::{Event, Excerpt, GateStage, GateVerdict, Retold, RunEnd};
 use mecha_core::{Confinement, Taint};
 use serde_json::Value;
 
@@ -155,6 +156,19 @@ impl Transcript {
         self.taint = taint;
         self.context = 0;
         self.revision += 1;
+    }
+
+    /// A stored conversation told again ([`mecha_agent::retell`]), drawn
+    /// as it was while it ran; a call it left without a result (mecha was
+    /// killed) is marked stopped.
+    pub fn retold(&mut self, told: Vec<Retold>) {
+        for step in told {
+            match step {
+                Retold::Prompt(text) => self.prompt(&text),
+                Retold::Event(event) => self.apply(&event),
+            }
+        }
+        self.interrupted();
     }
 
     /// Folds one event in.
