@@ -2,12 +2,12 @@
 //! never sent to the model: `/help`, `/quit` (`/exit`), those that ask what
 //! this run carries (`/tools`, `/skills`, `/skills NAME`), `/sessions`
 //! (this workspace's, or `all`), `/compact`, and the TUI's own `/clear`,
-//! `/resume [ID]` and `/model NAME`, which change the conversation itself. What the run carries comes from
-//! the running agent (its tools, its skill tool and the session's
-//! surface), not from config again: `--skill` and a narrowing change a run
-//! without changing a file. What config withheld comes from the toolbox,
-//! since a withheld skill is absent from the agent and must still be
-//! shown.
+//! `/resume [ID]` and `/model NAME`, which change the conversation itself.
+//! What the run carries comes from the running agent (its tools, its skill
+//! tool and the session's surface), not from config again: `--skill` and a
+//! narrowing change a run without changing a file. What config withheld
+//! comes from the toolbox, since a withheld skill is absent from the agent
+//! and must still be shown.
 //!
 //! Which lines are commands: a line whose first word is `/` and lowercase
 //! letters, when that word is a command's name, or when it is the whole
@@ -366,11 +366,9 @@ pub fn sessions_to_pick(workspace: &Path, current: Option<&str>) -> Result<Vec<P
         })
         .collect();
     if items.is_empty() {
-        return Err(
-            "no other session of this workspace to resume; /sessions all lists every \
-                    workspace's"
-                .to_owned(),
-        );
+        let none = "no other session of this workspace to resume; /sessions all lists every \
+                    workspace's";
+        return Err(none.to_owned());
     }
     Ok(items)
 }
