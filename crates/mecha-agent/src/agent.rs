@@ -16,7 +16,7 @@ use crate::ending::{self, CONTINUE_PROMPT, Reading};
 use crate::events::{Event, EventSink};
 use crate::gate::Gate;
 use crate::hook::Hook;
-use crate::hooking::Prompt;
+use crate::hooking::{Prompt, SENT_BACK};
 use crate::surface::Surface;
 
 /// Limits of a run.
@@ -224,10 +224,7 @@ impl Agent {
     /// Remembers what the API said the context holds now that its reply is
     /// in the history.
     pub(crate) fn reported(&self, session: &mut Session, usage: Usage) {
-        let tokens = usage.input_tokens
-            + usage.cache_read_tokens
-            + usage.cache_write_tokens
-            + usage.output_tokens;
+        let tokens = usage.context_tokens();
         session.reported = (tokens > 0).then_some((tokens, session.messages.len()));
     }
 
@@ -337,7 +334,7 @@ impl Agent {
                     if let Some(reason) = self.sent_back(&text, &mut sent_back, turn, events).await
                     {
                         self.end_turn(session, usage, false);
-                        let back = format!("[mecha: a stop hook sends you back to work]\n{reason}");
+                        let back = format!("{SENT_BACK}\n{reason}");
                         self.push(session, Message::user_text(&back), Vec::new());
                         self.sync();
                         continue;

@@ -8,6 +8,10 @@ use crate::agent::{Agent, Session};
 use crate::events::{Event, EventSink, HookSaid};
 use crate::hook::{PromptVerdict, SessionSource};
 
+/// What opens the message that sends the model back to work when a stop
+/// hook refused its answer; the hook's reason follows.
+pub(crate) const SENT_BACK: &str = "[mecha: a stop hook sends you back to work]";
+
 /// How many times in a row a stop hook may send the model back to work
 /// during one prompt; then the answer stands and the run says so.
 pub const MAX_SEND_BACKS: u32 = 3;

@@ -1,7 +1,8 @@
 //! The agent loop: turns, the dispatch gate (validation, interlock, hook,
 //! rules, approver), taint tracking, the tool surface a skill narrows,
 //! compaction with carried state, the journal of every change, subagents
-//! (a child agent as a tool), and events for the front end.
+//! (a child agent as a tool), and events for the front end, including a
+//! stored conversation's told again ([`retell`]).
 //!
 //! It holds the provider and every tool as trait objects and names no
 //! concrete one; wiring them is the CLI's job. It does not render anything
@@ -17,6 +18,7 @@ mod hook;
 mod hooking;
 mod journaling;
 mod progress;
+mod retold;
 mod subagent;
 mod surface;
 mod toolset;
@@ -30,6 +32,7 @@ pub use events::{EarlyStop, Event, EventSink, Excerpt, GateStage, GateVerdict, H
 pub use gate::Gate;
 pub use hook::{Hook, HookVerdict, PromptVerdict, SessionSource};
 pub use hooking::MAX_SEND_BACKS;
+pub use retold::{Retold, retell, typed_prompt};
 pub use subagent::{
     AnswerShape, ChildJournals, DEFAULT_SUBAGENT_TURNS, Lineage, Profile, Runtime, SubagentTool,
 };

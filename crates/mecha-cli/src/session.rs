@@ -8,10 +8,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use mecha_agent::{CONTINUE_PROMPT, ChildJournals, SUMMARY_HEADER, Session, Surface};
-use mecha_core::{
-    Block, CarriedState, Journal, Message, Record, Registry, Role, close_dangling_calls,
-};
+use mecha_agent::{ChildJournals, Session, Surface, typed_prompt};
+use mecha_core::{Journal, Record, Registry, Role, close_dangling_calls};
 use mecha_provider::{Script, ScriptTurn};
 use mecha_session::{Loaded, NewSession, Writer};
 
@@ -68,9 +66,12 @@ pub fn load(resume: &Resume, workspace: &Path) -> Result<Option<Loaded>, Failure
 
 /// What a resumed session brings back, for the user.
 pub fn resumed_line(loaded: &Loaded) -> String {
+    let turns = loaded.state.turns;
+    let plural = if turns == 1 { "" } else { "s" };
     printable(&format!(
-        "resumed session {} ({} turns so far); its history, taint and loaded skills are back",
-        loaded.header.id, loaded.state.turns
+        "resumed session {} ({turns} turn{plural} so far); its history, taint and loaded skills \
+         are back",
+        loaded.header.id
     ))
     .into_owned()
 }
@@ -194,8 +195,8 @@ impl Replay {
             match message.role {
                 Role::Assistant => turns.push(ScriptTurn::from_message(message)),
                 Role::User => {
-                    if let Some(prompt) = prompt_of(message) {
-                        prompts.push(prompt);
+                    if let Some(prompt) = typed_prompt(message) {
+                        prompts.push(prompt.to_owned());
                     }
                 }
             }
@@ -205,20 +206,6 @@ impl Replay {
             script: Script { turns },
         }
     }
-}
-
-/// The prompt a person typed, if `message` is one: text only, and none of
-/// the harness's own messages (a nudge, a summary, carried state).
-fn prompt_of(message: &Message) -> Option<String> {
-    let all_text = message
-        .content
-        .iter()
-        .all(|b| matches!(b, Block::Text { .. }));
-    let text = message.text();
-    let harness = text == CONTINUE_PROMPT
-        || text.starts_with(SUMMARY_HEADER)
-        || CarriedState::is_carried(message);
-    (all_text && !harness && !text.is_empty()).then_some(text)
 }
 
 /// Where a run's subagents keep their conversations: a session each, in

@@ -154,6 +154,19 @@ async fn continue_picks_the_newest_session_of_this_workspace() {
     assert!(out.status.success(), "{}", stderr(&out));
     let sent = history(&mock.requests()[0].body);
     assert_eq!(sent, ["user:newer in a", "assistant:ok", "user:again"]);
+    // It says which session it went on with, in one line on stderr.
+    let continued = session_files(&a)
+        .into_iter()
+        .find(|f| std::fs::read_to_string(f).unwrap().contains("newer in a"))
+        .unwrap();
+    let id = continued.file_stem().unwrap().to_str().unwrap();
+    let err = stderr(&out);
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("session")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(
+        said[0].starts_with(&format!("mecha: resumed session {id} (1 turn so far)")),
+        "{err}"
+    );
 }
 
 #[tokio::test]

@@ -187,6 +187,12 @@ impl Usage {
         self.cache_read_tokens += other.cache_read_tokens;
         self.cache_write_tokens += other.cache_write_tokens;
     }
+
+    /// What one request's usage says the context holds once its reply is
+    /// in it: everything read, cached or not, and the reply.
+    pub fn context_tokens(&self) -> u64 {
+        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens + self.output_tokens
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The sessions directory: creating a session, finding one by id or prefix,
-//! the newest of a workspace.
+//! a workspace's sessions and the newest of them.
 
 use std::fs;
 use std::io;
@@ -88,9 +88,7 @@ impl Store {
             let Ok(header) = listing::read_header(&self.file(&id)) else {
                 continue;
             };
-            // A subagent's conversation is part of its parent's session,
-            // not one to go on with.
-            if header.parent.is_some() || canonical(&header.workspace) != wanted {
+            if !belongs(&header.workspace, header.parent.as_deref(), &wanted) {
                 continue;
             }
             let key = (header.started, id);
@@ -111,6 +109,15 @@ impl Store {
             .map(|id| listing::listing(&self.file(&id), id))
             .collect();
         all.sort_by(|a, b| (&b.started, &b.id).cmp(&(&a.started, &a.id)));
+        Ok(all)
+    }
+
+    /// The sessions of `workspace` (as [`latest_in`](Self::latest_in)
+    /// counts them), newest first.
+    pub fn list_in(&self, workspace: &Path) -> Result<Vec<Listing>, SessionError> {
+        let wanted = canonical(workspace);
+        let mut all = self.list()?;
+        all.retain(|l| l.problem.is_none() && belongs(&l.workspace, l.parent.as_deref(), &wanted));
         Ok(all)
     }
 
@@ -198,6 +205,13 @@ pub(crate) fn load_file(path: &Path, mode: Mode) -> Result<Loaded, SessionError>
         whole_len: parsed.whole_len,
         file_len: bytes.len() as u64,
     })
+}
+
+/// Whether a session that ran in `workspace`, delegated to by `parent`
+/// if a subagent's, is one of the (canonical) workspace `wanted`'s to go
+/// on with: a subagent's conversation is part of its parent's session.
+fn belongs(workspace: &Path, parent: Option<&str>, wanted: &Path) -> bool {
+    parent.is_none() && canonical(workspace) == wanted
 }
 
 fn canonical(path: &Path) -> PathBuf {

@@ -70,7 +70,7 @@ fn sessions_are_found_by_id_or_unique_prefix() {
 }
 
 #[test]
-fn latest_in_picks_the_newest_session_of_this_workspace() {
+fn a_workspace_lists_its_own_sessions_and_latest_in_picks_the_newest() {
     let t = tmp();
     let other = t.dir.path().join("other");
     fs::create_dir_all(&other).unwrap();
@@ -101,6 +101,16 @@ fn latest_in_picks_the_newest_session_of_this_workspace() {
     std::os::unix::fs::symlink(&t.ws, &link).unwrap();
     assert_eq!(latest(&link).as_deref(), Some("20260101-000000-000000"));
     assert_eq!(latest(t.dir.path()), None);
+    // The listing of a workspace holds the same sessions, newest first.
+    let listed = |ws: &Path| -> Vec<String> {
+        let all = t.store.list_in(ws).unwrap();
+        all.into_iter().map(|l| l.id).collect()
+    };
+    assert_eq!(
+        listed(&link),
+        ["20260101-000000-000000", "20260101-000000-000001"]
+    );
+    assert!(listed(t.dir.path()).is_empty());
     // Real sessions, written a moment apart.
     let first = t.create_in(&other);
     std::thread::sleep(std::time::Duration::from_millis(5));

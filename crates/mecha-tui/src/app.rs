@@ -15,7 +15,7 @@ use crate::asking::{AskUserModal, Typed};
 use crate::bridge::{Question, ToScreen};
 use crate::editor::{Edit, Editor};
 use crate::modal::{Answer, Approval};
-use crate::picker::{Picked, Picker};
+use crate::picker::{OnPick, Picked, Picker};
 use crate::screen::{self, Modal, View};
 use crate::status::RunInfo;
 use crate::theme::Theme;
@@ -214,9 +214,13 @@ impl App {
                 picker.key(key)
             };
             match picked {
-                Some(Picked::Chosen(text)) => {
+                Some(Picked::Chosen(OnPick::Show(text))) => {
                     self.picking = None;
                     self.transcript.notice(NoticeKind::Info, text);
+                }
+                Some(Picked::Chosen(OnPick::Enter(line))) => {
+                    self.picking = None;
+                    return self.enter(line);
                 }
                 Some(Picked::Closed) => {
                     self.picking = None;
@@ -246,14 +250,19 @@ impl App {
             _ => {}
         }
         match self.editor.key(key) {
-            Edit::Submit(prompt) if !self.busy => self.send(prompt),
-            Edit::Submit(prompt) => {
-                // One turn at a time: the prompt waits in the editor.
-                self.editor.paste(&prompt);
-                Action::None
-            }
+            Edit::Submit(prompt) => self.enter(prompt),
             Edit::Changed | Edit::Ignored => Action::None,
         }
+    }
+
+    /// A line entered at the prompt (typed, or picked from a list).
+    fn enter(&mut self, line: String) -> Action {
+        if self.busy {
+            // One turn at a time: the line waits in the editor.
+            self.editor.paste(&line);
+            return Action::None;
+        }
+        self.send(line)
     }
 
     /// Shows `picker` until something is picked from it or it is closed.

@@ -6,6 +6,7 @@ use serde_json::json;
 
 use super::*;
 use crate::ask_user::UserQuestion;
+use crate::picker::PickItem;
 use mecha_core::Offer;
 
 fn app() -> App {
@@ -252,4 +253,26 @@ fn a_question_whose_call_was_dropped_is_not_shown() {
     a.on_terminal(key(KeyCode::Esc));
     typed(&mut a, "prompt");
     assert_eq!(a.editor.text(), "prompt", "a dead question took the keys");
+}
+
+#[test]
+fn picking_an_item_that_enters_a_line_sends_it_as_if_typed() {
+    let mut a = app();
+    let item = |name: &str| PickItem {
+        name: name.into(),
+        note: None,
+        description: String::new(),
+        picked: OnPick::Enter(format!("/resume {name}")),
+    };
+    a.pick(Picker::new(
+        "sessions",
+        "resumes it",
+        vec![item("a"), item("b")],
+    ));
+    a.on_terminal(key(KeyCode::Down));
+    assert_eq!(
+        a.on_terminal(key(KeyCode::Enter)),
+        Action::Send("/resume b".into())
+    );
+    assert!(a.busy());
 }

@@ -107,23 +107,33 @@ impl AskUserModal {
             .collect()
     }
 
-    /// Draws the modal over the middle of `area`; returns where the
-    /// terminal's cursor goes (in the answer).
-    pub fn render(&mut self, theme: Theme, area: Rect, buf: &mut Buffer) -> Position {
-        self.rows = usize::from(frame::rows(self.lines(), area));
-        let wanted = u16::try_from(self.rows).unwrap_or(u16::MAX);
-        let help = Line::styled(
+    fn help(theme: Theme) -> Line<'static> {
+        Line::styled(
             "Enter answers · Alt-Enter/Ctrl-J: new line · Esc declines",
             theme.dim(),
-        );
-        let help_rows = frame::rows(vec![help.clone()], area);
-        let input_rows = self.input.height();
-        let below = input_rows + help_rows + 2;
+        )
+    }
+
+    /// The rows the box wants at `width` columns, its borders included:
+    /// the whole question, the answer and the keys.
+    pub fn height(&mut self, theme: Theme, width: u16) -> u16 {
+        self.rows = usize::from(frame::rows(self.lines(), width));
+        let below = self.input.height() + frame::rows(vec![Self::help(theme)], width) + 2;
+        u16::try_from(self.rows)
+            .unwrap_or(u16::MAX)
+            .saturating_add(below)
+    }
+
+    /// Draws the modal as a box filling `area`; returns where the
+    /// terminal's cursor goes (in the answer).
+    pub fn render(&mut self, theme: Theme, area: Rect, buf: &mut Buffer) -> Position {
         // A question that does not fit gives a row to saying how much of
         // it is below.
-        let note_rows = u16::from(wanted.saturating_add(below) > area.height);
-        let height = wanted.saturating_add(below + note_rows);
-        let inner = frame::open(area, height, self.title.clone(), buf);
+        let note_rows = u16::from(self.height(theme, area.width) > area.height);
+        let help = Self::help(theme);
+        let help_rows = frame::rows(vec![help.clone()], area.width);
+        let input_rows = self.input.height();
+        let inner = frame::open(area, self.title.clone(), buf);
         let [question, note, input, foot] = Layout::vertical([
             Constraint::Fill(1),
             Constraint::Length(note_rows),

@@ -1,36 +1,30 @@
-//! What the two modals share: a bordered box over the middle of the
-//! screen, and a body scrolled a line or a page at a time that knows how
-//! much of it is still below. The approval modal ([`crate::modal`]) and the
-//! `ask_user` question ([`crate::asking`]) each decide what goes in the box
-//! and which keys scroll it.
+//! What the two modals share: a bordered box (placed by [`crate::screen`],
+//! at the bottom above the prompt), and a body scrolled a line or a page at
+//! a time that knows how much of it is still below. The approval modal
+//! ([`crate::modal`]) and the `ask_user` question ([`crate::asking`]) each
+//! decide what goes in the box and which keys scroll it.
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Clear, Paragraph, Widget, Wrap};
 
-/// Rows `lines` take wrapped to the inside of a box as wide as `area`.
-pub fn rows(lines: Vec<Line<'_>>, area: Rect) -> u16 {
-    let inner_width = area.width.saturating_sub(2).max(1);
+/// Rows `lines` take wrapped to the inside of a box `width` columns wide.
+pub fn rows(lines: Vec<Line<'_>>, width: u16) -> u16 {
+    let inner_width = width.saturating_sub(2).max(1);
     let count = Paragraph::new(lines)
         .wrap(Wrap { trim: false })
         .line_count(inner_width);
     u16::try_from(count).unwrap_or(u16::MAX)
 }
 
-/// Clears a bordered box of `height` rows (the borders included, at most
-/// `area`'s) centred in `area`, titled `title`; returns its inside.
-pub fn open(area: Rect, height: u16, title: String, buf: &mut Buffer) -> Rect {
-    let [_, modal, _] = Layout::vertical([
-        Constraint::Fill(1),
-        Constraint::Length(height.min(area.height)),
-        Constraint::Fill(1),
-    ])
-    .areas(area);
+/// Clears `area` and draws a bordered box over all of it, titled `title`;
+/// returns its inside.
+pub fn open(area: Rect, title: String, buf: &mut Buffer) -> Rect {
     let block = Block::bordered().title(title);
-    let inner = block.inner(modal);
-    Clear.render(modal, buf);
-    block.render(modal, buf);
+    let inner = block.inner(area);
+    Clear.render(area, buf);
+    block.render(area, buf);
     inner
 }
 

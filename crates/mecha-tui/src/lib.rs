@@ -7,7 +7,7 @@
 //! [`status`] the status line with the interlock's state, [`editor`] the
 //! prompt, [`modal`] the approval question, [`asking`] the model's own
 //! question (the [`ask_user`] tool's), both in [`frame`]'s box, [`picker`]
-//! a list to pick from (`/skills`). Everything from the model or a tool
+//! a list to pick from (`/skills`, `/resume`). Everything from the model or a tool
 //! passes [`escape`] before it reaches a cell. [`screen`] places the
 //! parts; [`app`] is the state and what each key or event does to it;
 //! [`bridge`] carries the agent's events and approval questions to the
@@ -42,7 +42,7 @@ pub use asking::{AskUserModal, Typed};
 pub use bridge::{ChannelSink, ModalApprover, ModalAsker, Question, ToScreen};
 pub use editor::{Edit, Editor};
 pub use modal::{Answer, Approval};
-pub use picker::{PickItem, Picked, Picker};
+pub use picker::{OnPick, PickItem, Picked, Picker};
 pub use run::{Reply, Switch};
 pub use screen::{Modal, View, draw};
 pub use status::RunInfo;

@@ -101,20 +101,23 @@ impl Approval {
         None
     }
 
-    /// Draws the modal over the middle of `area`.
+    /// The rows the box wants at `width` columns, its borders included:
+    /// the whole body and the choices under it.
+    pub fn height(&mut self, theme: Theme, width: u16) -> u16 {
+        let rows = self.body.wrap(usize::from(width.saturating_sub(2)));
+        let footer = frame::rows(self.footer(theme, false), width);
+        u16::try_from(rows)
+            .unwrap_or(u16::MAX)
+            .saturating_add(footer + 2)
+    }
+
+    /// Draws the modal as a box filling `area`.
     pub fn render(&mut self, theme: Theme, area: Rect, buf: &mut Buffer) {
-        // The box is as wide as `area`; its body, inside the borders.
-        let rows = self.body.wrap(usize::from(area.width.saturating_sub(2)));
-        let wanted = u16::try_from(rows).unwrap_or(u16::MAX);
         // Whether the body fits decides whether the "more below" line is
         // shown, which takes room from the body in turn.
-        let plain = frame::rows(self.footer(theme, false), area);
-        let fits = wanted.saturating_add(plain + 2) <= area.height;
-        let footer_rows = if fits {
-            plain
-        } else {
-            frame::rows(self.footer(theme, true), area)
-        };
+        let fits = self.height(theme, area.width) <= area.height;
+        let rows = self.body.len();
+        let footer_rows = frame::rows(self.footer(theme, !fits), area.width);
         let title = match &self.who {
             Some(who) => format!(
                 " mecha's subagent `{}` wants to run `{}` ",
@@ -123,7 +126,7 @@ impl Approval {
             ),
             None => format!(" mecha wants to run `{}` ", escape::line(&self.tool)),
         };
-        let inner = frame::open(area, wanted.saturating_add(footer_rows + 2), title, buf);
+        let inner = frame::open(area, title, buf);
         let [body, foot] = Layout::vertical([
             Constraint::Fill(1),
             Constraint::Length(footer_rows.min(inner.height)),

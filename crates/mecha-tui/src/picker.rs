@@ -1,15 +1,17 @@
-//! A list to pick one item from, over the transcript: what `/skills`
-//! shows. Up and Down move, Enter picks, Esc closes. An item can carry a
-//! note beside its name (why a skill is withheld), and what picking it
-//! shows (a skill's body).
+//! A list to pick one item from, in a box above the prompt: what `/skills`
+//! and `/resume` show. Up and Down move, Enter picks, Esc closes. An item
+//! can carry a note beside its name (why a skill is withheld), and what
+//! picking it does: show something (a skill's body), or enter a line as if
+//! it had been typed (`/resume ID`).
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph, Widget};
+use ratatui::widgets::{Paragraph, Widget};
 
 use crate::escape;
+use crate::frame;
 use crate::theme::Theme;
 
 /// One line of the list.
@@ -19,14 +21,24 @@ pub struct PickItem {
     /// Said beside the name, e.g. `withheld: …`.
     pub note: Option<String>,
     pub description: String,
-    /// What picking it shows in the transcript.
-    pub shown: String,
+    pub picked: OnPick,
+}
+
+/// What picking an item does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OnPick {
+    /// Shows this in the transcript.
+    Show(String),
+    /// Enters this line at the prompt, as if typed.
+    Enter(String),
 }
 
 /// The list and the item under the cursor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Picker {
     title: String,
+    /// What Enter does, in words for the box's last line.
+    enter: String,
     items: Vec<PickItem>,
     selected: usize,
     /// The first item shown.
@@ -36,16 +48,18 @@ pub struct Picker {
 /// What a key did to the list.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Picked {
-    /// Enter on this item: show what it carries.
-    Chosen(String),
+    /// Enter on an item: what picking it does.
+    Chosen(OnPick),
     Closed,
 }
 
 impl Picker {
-    /// `title` is mecha's own; items' text passes the escaper when drawn.
-    pub fn new(title: &str, items: Vec<PickItem>) -> Self {
+    /// `title` and `enter` (what picking does: "shows it") are mecha's
+    /// own; items' text passes the escaper when drawn.
+    pub fn new(title: &str, enter: &str, items: Vec<PickItem>) -> Self {
         Self {
             title: title.to_owned(),
+            enter: enter.to_owned(),
             items,
             selected: 0,
             scroll: 0,
@@ -62,7 +76,7 @@ impl Picker {
             KeyCode::Esc | KeyCode::Char('q') => return Some(Picked::Closed),
             KeyCode::Enter => {
                 return Some(match self.items.get(self.selected) {
-                    Some(item) => Picked::Chosen(item.shown.clone()),
+                    Some(item) => Picked::Chosen(item.picked.clone()),
                     None => Picked::Closed,
                 });
             }
@@ -75,22 +89,17 @@ impl Picker {
         None
     }
 
-    /// Draws the list over the middle of `area`, the cursor's item always
-    /// in view.
-    pub fn render(&mut self, theme: Theme, area: Rect, buf: &mut Buffer) {
-        let footer = "↑↓ move · Enter shows it · Esc closes";
+    /// The rows the box wants, its borders and its keys' line included.
+    pub fn height(&self) -> u16 {
         let wanted = u16::try_from(self.items.len().max(1)).unwrap_or(u16::MAX);
-        let height = wanted.saturating_add(3).min(area.height);
-        let [_, modal, _] = Layout::vertical([
-            Constraint::Fill(1),
-            Constraint::Length(height),
-            Constraint::Fill(1),
-        ])
-        .areas(area);
-        let block = Block::bordered().title(format!(" {} ", self.title));
-        let inner = block.inner(modal);
-        Clear.render(modal, buf);
-        block.render(modal, buf);
+        wanted.saturating_add(3)
+    }
+
+    /// Draws the list as a box filling `area`, the cursor's item always in
+    /// view.
+    pub fn render(&mut self, theme: Theme, area: Rect, buf: &mut Buffer) {
+        let footer = format!("↑↓ move · Enter {} · Esc closes", self.enter);
+        let inner = frame::open(area, format!(" {} ", self.title), buf);
         let [list, foot] =
             Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(inner);
         let rows = usize::from(list.height).max(1);
@@ -155,26 +164,26 @@ mod tests {
             name: name.to_owned(),
             note: None,
             description: String::new(),
-            shown: format!("body of {name}"),
+            picked: OnPick::Show(format!("body of {name}")),
         }
     }
 
     #[test]
     fn arrows_move_within_the_list_and_enter_picks_the_one_under_the_cursor() {
-        let mut picker = Picker::new("skills", vec![item("a"), item("b")]);
+        let mut picker = Picker::new("skills", "shows it", vec![item("a"), item("b")]);
         assert_eq!(picker.key(key(KeyCode::Up)), None);
         assert_eq!(picker.key(key(KeyCode::Down)), None);
         assert_eq!(picker.key(key(KeyCode::Down)), None);
         assert_eq!(
             picker.key(key(KeyCode::Enter)),
-            Some(Picked::Chosen("body of b".to_owned()))
+            Some(Picked::Chosen(OnPick::Show("body of b".to_owned())))
         );
         assert_eq!(picker.key(key(KeyCode::Esc)), Some(Picked::Closed));
     }
 
     #[test]
     fn enter_on_an_empty_list_closes_it() {
-        let mut picker = Picker::new("skills", Vec::new());
+        let mut picker = Picker::new("skills", "shows it", Vec::new());
         assert_eq!(picker.key(key(KeyCode::Enter)), Some(Picked::Closed));
     }
 }

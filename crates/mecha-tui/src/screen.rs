@@ -1,7 +1,9 @@
 //! Where each part goes: the transcript above, the prompt editor below it,
 //! the status line at the bottom, and a question (an approval, or the
-//! model's `ask_user`) over all of them. Nothing is drawn here; each part
-//! draws itself.
+//! model's `ask_user`) or a list to pick from in a box between the
+//! transcript and the prompt, as in the other harnesses: the transcript
+//! shrinks to make room, so the prompt and the call being asked about stay
+//! in view above the box. Nothing is drawn here; each part draws itself.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout};
@@ -45,11 +47,22 @@ pub struct View<'a> {
 }
 
 /// Draws one frame.
-pub fn draw(frame: &mut Frame<'_>, view: View<'_>) {
+pub fn draw(frame: &mut Frame<'_>, mut view: View<'_>) {
     let area = frame.area();
-    let [transcript, editor, status_line] = Layout::vertical([
+    let editor_rows = view.editor.height();
+    // The rows above the prompt, which the transcript and a box share.
+    let above = area.height.saturating_sub(editor_rows + 1);
+    let wanted = match (&mut view.modal, &view.picker) {
+        (Some(Modal::Approval(approval)), _) => approval.height(view.theme, area.width),
+        (Some(Modal::AskUser(asking)), _) => asking.height(view.theme, area.width),
+        (None, Some(picker)) => picker.height(),
+        (None, None) => 0,
+    };
+    let boxed = wanted.min(above - transcript_kept(above));
+    let [transcript, boxed, editor, status_line] = Layout::vertical([
         Constraint::Fill(1),
-        Constraint::Length(view.editor.height()),
+        Constraint::Length(boxed),
+        Constraint::Length(editor_rows),
         Constraint::Length(1),
     ])
     .areas(area);
@@ -73,16 +86,22 @@ pub fn draw(frame: &mut Frame<'_>, view: View<'_>) {
             buf,
         ),
     }
-    let over = transcript.union(editor);
     match (view.modal, view.picker) {
         (Some(Modal::Approval(approval)), _) => {
-            approval.render(view.theme, over, frame.buffer_mut());
+            approval.render(view.theme, boxed, frame.buffer_mut());
         }
         (Some(Modal::AskUser(asking)), _) => {
-            let cursor = asking.render(view.theme, over, frame.buffer_mut());
+            let cursor = asking.render(view.theme, boxed, frame.buffer_mut());
             frame.set_cursor_position(cursor);
         }
-        (None, Some(picker)) => picker.render(view.theme, over, frame.buffer_mut()),
+        (None, Some(picker)) => picker.render(view.theme, boxed, frame.buffer_mut()),
         (None, None) => frame.set_cursor_position(cursor),
     }
+}
+
+/// The rows of `above` the transcript keeps however tall a box is: on a
+/// tall screen the last few (the prompt and the call's line), on a short
+/// one none, since a box left no row for its body would show nothing.
+fn transcript_kept(above: u16) -> u16 {
+    (above / 8).min(3)
 }

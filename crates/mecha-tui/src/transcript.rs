@@ -4,10 +4,11 @@
 //! The agent reports a call in several events (asked for, the gate's
 //! verdict, progress, the result); here they fold into one [`ToolEntry`]
 //! whose status is the call's latest, so the screen draws each call as one
-//! line that changes in place.
+//! line that changes in place. A resumed session's past comes in as the
+//! same events, told again from its journal.
 
-use mecha_agent::{Event, Excerpt, GateStage, GateVerdict, RunEnd};
-use mecha_core::{Confinement, Taint, Usage};
+use mecha_agent::{Event, Excerpt, GateStage, GateVerdict, Retold, RunEnd};
+use mecha_core::{Confinement, Taint};
 use serde_json::Value;
 
 /// The most progress lines a call keeps: a subagent reports each step, and
@@ -18,8 +19,9 @@ const PROGRESS_KEPT: usize = 8;
 #[derive(Debug, Default)]
 pub struct Transcript {
     entries: Vec<Entry>,
-    /// The last request's usage: what the conversation fills of the window.
-    last_usage: Usage,
+    /// What the conversation fills of the window, in tokens: as the last
+    /// request reported it, or as a compaction since estimated it.
+    context: u64,
     /// What the conversation holds, as of the last run's end.
     taint: Taint,
     /// Bumped on every change, so the screen redraws only when it moved.
@@ -112,10 +114,10 @@ impl Transcript {
         self.taint
     }
 
-    /// Tokens the conversation fills of the window, as of the last request.
+    /// Tokens the conversation fills of the window, as of the last
+    /// request or the compaction after it.
     pub fn context_tokens(&self) -> u64 {
-        let u = &self.last_usage;
-        u.input_tokens + u.cache_read_tokens + u.cache_write_tokens + u.output_tokens
+        self.context
     }
 
     /// Changes with every change to what is shown.
@@ -152,8 +154,21 @@ impl Transcript {
     /// first request.
     pub fn begin_conversation(&mut self, taint: Taint) {
         self.taint = taint;
-        self.last_usage = Usage::default();
+        self.context = 0;
         self.revision += 1;
+    }
+
+    /// A stored conversation told again ([`mecha_agent::retell`]), drawn
+    /// as it was while it ran; a call it left without a result (mecha was
+    /// killed) is marked stopped.
+    pub fn retold(&mut self, told: Vec<Retold>) {
+        for step in told {
+            match step {
+                Retold::Prompt(text) => self.prompt(&text),
+                Retold::Event(event) => self.apply(&event),
+            }
+        }
+        self.interrupted();
     }
 
     /// Folds one event in.
@@ -251,13 +266,18 @@ impl Transcript {
                 tokens_before,
                 tokens_after,
                 ..
-            } => self.notice(
-                NoticeKind::Compaction,
-                format!(
-                    "compacted the conversation: ~{tokens_before} → ~{tokens_after} tokens \
-                     (the first message and the recent turns kept verbatim)"
-                ),
-            ),
+            } => {
+                // The window now holds the rebuilt history, whose size is
+                // the compaction's estimate until the next request reports.
+                self.context = *tokens_after;
+                self.notice(
+                    NoticeKind::Compaction,
+                    format!(
+                        "compacted the conversation: ~{tokens_before} → ~{tokens_after} tokens \
+                         (the first message and the recent turns kept verbatim)"
+                    ),
+                );
+            }
             Event::CompactionFailed {
                 attempt, of, error, ..
             } => self.notice(
@@ -275,7 +295,7 @@ impl Transcript {
                 NoticeKind::Warning,
                 "the model ended a turn without a word; it was asked to continue".to_owned(),
             ),
-            Event::Usage { usage, .. } => self.last_usage = *usage,
+            Event::Usage { usage, .. } => self.context = usage.context_tokens(),
             Event::Final { end, taint, .. } => {
                 self.end_stream();
                 self.taint = self.taint.union(*taint);

@@ -306,6 +306,30 @@ fn taint_accumulates_over_runs_and_usage_is_the_latest_request() {
 }
 
 #[test]
+fn a_compaction_leaves_the_context_at_its_estimate_until_the_next_request() {
+    let usage = |input_tokens| Event::Usage {
+        turn: 1,
+        usage: Usage {
+            input_tokens,
+            ..Usage::default()
+        },
+    };
+    let mut t = fed(&[
+        usage(60_000),
+        Event::Compacted {
+            turn: 2,
+            tokens_before: 60_000,
+            tokens_after: 4_200,
+            messages_before: 30,
+            messages_after: 6,
+        },
+    ]);
+    assert_eq!(t.context_tokens(), 4_200);
+    t.apply(&usage(5_000));
+    assert_eq!(t.context_tokens(), 5_000);
+}
+
+#[test]
 fn every_change_moves_the_revision() {
     let mut t = Transcript::new();
     let before = t.revision();

@@ -6,7 +6,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mecha_agent::{Event, Excerpt, GateStage, GateVerdict, RunEnd};
 use mecha_core::{Offer, StopReason, Taint, Usage};
 use mecha_tui::{
-    Approval, AskUserModal, Editor, Modal, NoticeKind, PickItem, Picker, RunInfo, Theme,
+    Approval, AskUserModal, Editor, Modal, NoticeKind, OnPick, PickItem, Picker, RunInfo, Theme,
     Transcript, View, draw,
 };
 use ratatui::Terminal;
@@ -401,10 +401,11 @@ fn the_skills_picker_marks_a_withheld_skill() {
         name: name.into(),
         note: note.map(str::to_owned),
         description: description.into(),
-        shown: String::new(),
+        picked: OnPick::Show(String::new()),
     };
     let mut picker = Picker::new(
         "skills this run carries",
+        "shows it",
         vec![
             item("pdf-forms", None, "Fill in PDF forms"),
             item(

@@ -58,7 +58,14 @@ pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, F
         SessionSource::Startup
     };
     runtime.block_on(agent.start_session(&mut session, source, events.as_ref()));
-    let ended = converse(&runtime, &agent, &toolbox, session, events.as_ref());
+    let ended = converse(
+        &runtime,
+        &agent,
+        &toolbox,
+        session,
+        events.as_ref(),
+        workspace,
+    );
     toolbox.shutdown();
     runtime.shutdown_background();
     ended
@@ -89,13 +96,14 @@ fn converse(
     toolbox: &Toolbox,
     session: Session,
     events: &dyn EventSink,
+    workspace: &Path,
 ) -> Result<u8, Failure> {
     let history = crate::config::mecha_home()
         .ok()
         .map(|home| home.join(HISTORY_FILE));
     crate::stdin::edit_at_terminal(history);
     output::err_line(HELP);
-    let ended = prompts(runtime, agent, toolbox, session, events);
+    let ended = prompts(runtime, agent, toolbox, session, events, workspace);
     crate::stdin::restore_terminal();
     ended
 }
@@ -106,6 +114,7 @@ fn prompts(
     toolbox: &Toolbox,
     mut session: Session,
     events: &dyn EventSink,
+    workspace: &Path,
 ) -> Result<u8, Failure> {
     // Ctrl-C on an empty line in the editor: once warns, twice leaves.
     let mut ctrl_c = false;
@@ -138,7 +147,8 @@ fn prompts(
         if prompt.is_empty() {
             continue;
         }
-        if let Some(command) = slash::command(prompt, Front::Chat, agent, &session, toolbox) {
+        let command = slash::command(prompt, Front::Chat, agent, &session, toolbox, workspace);
+        if let Some(command) = command {
             let answer = match command {
                 Slash::Quit => return Ok(0),
                 Slash::Answer(answer) => answer,
@@ -147,7 +157,7 @@ fn prompts(
                     slash::compacted(&runtime.block_on(agent.compact_now(&mut session, events)))
                 }
                 // Chat is answered that these are the TUI's.
-                Slash::Switch(_) => continue,
+                Slash::Switch(_) | Slash::PickSession => continue,
             };
             output::out(&crate::terminal::printable(&answer));
             continue;

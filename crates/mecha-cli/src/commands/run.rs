@@ -101,6 +101,10 @@ pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Fa
         asking: Asking::Terminal,
         servers: None,
     };
+    // Which session this run goes on with, before anything it prints.
+    if let Some(resumed) = start.resumed {
+        crate::output::err_line(&format!("mecha: {}", session::resumed_line(resumed)));
+    }
     let source = if start.resumed.is_some() {
         SessionSource::Resume
     } else {

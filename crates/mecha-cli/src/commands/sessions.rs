@@ -129,7 +129,7 @@ fn line(l: &Listing, width: usize) -> String {
 }
 
 /// `2026-12-01T16:36:47.123Z` as `2026-12-01 16:36`.
-fn started(rfc3339: &str) -> String {
+pub fn started(rfc3339: &str) -> String {
     match (rfc3339.get(..10), rfc3339.get(11..16)) {
         (Some(date), Some(time)) => format!("{date} {time}"),
         _ => rfc3339.to_owned(),

@@ -1,13 +1,13 @@
 //! The slash commands of `mecha chat` and the TUI, answered by mecha and
 //! never sent to the model: `/help`, `/quit` (`/exit`), those that ask what
-//! this run carries (`/tools`, `/skills`, `/skills NAME`), `/cost`, `/sessions`,
-//! `/compact`, and the TUI's own `/clear`, `/resume ID` and `/model NAME`,
-//! which change the conversation itself. What the run carries comes from
-//! the running agent (its tools, its skill tool and the session's
-//! surface), not from config again: `--skill` and a narrowing change a run
-//! without changing a file. What config withheld comes from the toolbox,
-//! since a withheld skill is absent from the agent and must still be
-//! shown.
+//! this run carries (`/tools`, `/skills`, `/skills NAME`), `/cost`, `/sessions`
+//! (this workspace's, or `all`), `/compact`, and the TUI's own `/clear`,
+//! `/resume [ID]` and `/model NAME`, which change the conversation itself.
+//! What the run carries comes from the running agent (its tools, its skill
+//! tool and the session's surface), not from config again: `--skill` and a
+//! narrowing change a run without changing a file. What config withheld
+//! comes from the toolbox, since a withheld skill is absent from the agent
+//! and must still be shown.
 //!
 //! Which lines are commands: a line whose first word is `/` and lowercase
 //! letters, when that word is a command's name, or when it is the whole
@@ -15,10 +15,15 @@
 //! model, so a prompt that starts with a path (`/etc/hosts is broken`,
 //! `/tmp is full`) is a prompt.
 
+use std::path::Path;
+
 use mecha_agent::{Agent, AskedCompaction, Session};
 use mecha_core::{Capabilities, Egress, Tool};
-use mecha_tui::{PickItem, Switch};
+use mecha_session::{Listing, Store};
+use mecha_tui::{OnPick, PickItem, Switch};
 
+use crate::Failure;
+use crate::commands::sessions::{failure, started, store};
 use crate::commands::tools::ARMED_MARK;
 use crate::wiring::Toolbox;
 
@@ -43,6 +48,9 @@ pub enum Slash {
     Compact,
     /// Leave this conversation for another (the TUI only).
     Switch(Switch),
+    /// `/resume` without an id: the TUI lets one pick from
+    /// [`sessions_to_pick`].
+    PickSession,
 }
 
 /// The commands, as `/help` lists them, and whether chat has them.
@@ -68,8 +76,16 @@ const COMMANDS: &[(&str, &str, bool)] = &[
         "this session's tokens by kind, and what they would cost",
         true,
     ),
-    ("/sessions", "the stored sessions, newest first", true),
-    ("/resume ID", "go on with a stored session", false),
+    (
+        "/sessions [all]",
+        "this workspace's stored sessions, newest first (all: every workspace's)",
+        true,
+    ),
+    (
+        "/resume [ID]",
+        "go on with a stored session (without an id, pick one of this workspace's)",
+        false,
+    ),
     (
         "/clear",
         "start a new session; this one stays stored",
@@ -92,13 +108,15 @@ const NAMES: &[&str] = &[
 /// The most sessions `/sessions` lists.
 const SESSIONS_SHOWN: usize = 20;
 
-/// The command `line` is, if it is one (see the module's rule).
+/// The command `line` is, if it is one (see the module's rule), in a run
+/// in `workspace`.
 pub fn command(
     line: &str,
     front: Front,
     agent: &Agent,
     session: &Session,
     toolbox: &Toolbox,
+    workspace: &Path,
 ) -> Option<Slash> {
     let (word, args) = parse(line)?;
     let answer = match (word, args.as_slice()) {
@@ -110,13 +128,18 @@ pub fn command(
         ("skills", _) => "/skills takes one skill's name at most: /skills NAME\n".to_owned(),
         ("compact", []) => return Some(Slash::Compact),
         ("cost", []) => crate::cost::summary(agent.model(), &session.usage),
-        ("sessions", []) => sessions(),
+        ("sessions", []) => sessions(Some(workspace)),
+        ("sessions", ["all"]) => sessions(None),
+        ("sessions", _) => "/sessions takes `all` at most: /sessions all\n".to_owned(),
         ("resume" | "clear" | "model", _) if front == Front::Chat => format!(
             "/{word} changes the conversation, which the terminal UI does: run `mecha`. In \
              chat, end it and start `mecha chat --resume ID` (or `--model NAME`).\n"
         ),
+        ("resume", []) => return Some(Slash::PickSession),
         ("resume", [id]) => return Some(Slash::Switch(Switch::Resume((*id).to_owned()))),
-        ("resume", _) => "/resume takes a session's id: /resume ID (/sessions lists them)\n".into(),
+        ("resume", _) => {
+            "/resume takes one session's id: /resume ID (/sessions lists them)\n".into()
+        }
         ("clear", []) => return Some(Slash::Switch(Switch::Fresh)),
         ("model", [name]) => return Some(Slash::Switch(Switch::Model((*name).to_owned()))),
         ("model", _) => "/model takes the model's name: /model NAME\n".to_owned(),
@@ -200,7 +223,7 @@ pub fn skill_items(toolbox: &Toolbox) -> Vec<PickItem> {
                 .and_then(|tool| tool.get(name))
                 .map(|skill| skill.description.trim().to_owned())
                 .unwrap_or_default(),
-            shown: skill_body(toolbox, name),
+            picked: OnPick::Show(skill_body(toolbox, name)),
         })
         .collect();
     for (skill, why) in &toolbox.skills.withheld {
@@ -208,7 +231,7 @@ pub fn skill_items(toolbox: &Toolbox) -> Vec<PickItem> {
             name: skill.name.clone(),
             note: Some(format!("withheld: {why}")),
             description: skill.description.trim().to_owned(),
-            shown: skill_body(toolbox, &skill.name),
+            picked: OnPick::Show(skill_body(toolbox, &skill.name)),
         });
     }
     for failure in &toolbox.skills.failures {
@@ -216,10 +239,10 @@ pub fn skill_items(toolbox: &Toolbox) -> Vec<PickItem> {
             name: failure.dir_name.clone(),
             note: Some(format!("failed: {}", failure.reason)),
             description: String::new(),
-            shown: format!(
+            picked: OnPick::Show(format!(
                 "the skill in `{}` did not load: {}\n",
                 failure.dir_name, failure.reason
-            ),
+            )),
         });
     }
     items
@@ -289,21 +312,29 @@ fn can_do(tool: &dyn Tool) -> String {
     words.join(", ")
 }
 
-fn sessions() -> String {
-    let listed = crate::commands::sessions::store().and_then(|store| {
-        store
-            .list()
-            .map_err(crate::commands::sessions::failure)
-            .map(|all| (store, all))
-    });
-    match listed {
+/// The sessions of `workspace`, or of every workspace.
+fn listed(workspace: Option<&Path>) -> Result<(Store, Vec<Listing>), Failure> {
+    let store = store()?;
+    let all = match workspace {
+        Some(workspace) => store.list_in(workspace),
+        None => store.list(),
+    };
+    Ok((store, all.map_err(failure)?))
+}
+
+/// `/sessions`: this workspace's sessions (`None`: every workspace's).
+fn sessions(workspace: Option<&Path>) -> String {
+    match listed(workspace) {
         Err(e) => format!("cannot list the sessions: {e}\n"),
-        Ok((store, all)) if all.is_empty() => {
-            format!(
+        Ok((store, all)) if all.is_empty() => match workspace {
+            Some(_) => "no sessions of this workspace yet; /sessions all lists every \
+                        workspace's\n"
+                .to_owned(),
+            None => format!(
                 "no sessions yet (they are kept in {})\n",
                 store.dir().display()
-            )
-        }
+            ),
+        },
         Ok((_, all)) => {
             let shown = &all[..all.len().min(SESSIONS_SHOWN)];
             let mut out = crate::commands::sessions::lines(shown, 100);
@@ -317,6 +348,36 @@ fn sessions() -> String {
             out
         }
     }
+}
+
+/// `/resume` without an id: this workspace's sessions but `current`, each
+/// picked by entering `/resume ID`; `Err`, the line to show instead.
+pub fn sessions_to_pick(workspace: &Path, current: Option<&str>) -> Result<Vec<PickItem>, String> {
+    let (_, all) = listed(Some(workspace)).map_err(|e| format!("cannot list the sessions: {e}"))?;
+    let items: Vec<PickItem> = all
+        .into_iter()
+        .filter(|l| Some(l.id.as_str()) != current)
+        .map(|l| {
+            let turns = if l.turns == 1 { "turn" } else { "turns" };
+            PickItem {
+                description: format!(
+                    "{}  {} {turns}  {}",
+                    started(&l.started),
+                    l.turns,
+                    l.first_prompt
+                ),
+                name: l.id.clone(),
+                note: None,
+                picked: OnPick::Enter(format!("/resume {}", l.id)),
+            }
+        })
+        .collect();
+    if items.is_empty() {
+        let none = "no other session of this workspace to resume; /sessions all lists every \
+                    workspace's";
+        return Err(none.to_owned());
+    }
+    Ok(items)
 }
 
 /// What `/compact` did, in words.

@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use clap::Args;
-use mecha_agent::{Agent, Session, SessionSource};
+use mecha_agent::{Agent, AskedCompaction, Session, SessionSource};
 use mecha_sandbox::Sandbox;
 use mecha_session::Loaded;
 use mecha_tui::run::{Conversation, Exit, Inputs, drive};
@@ -229,6 +229,10 @@ impl Sessions<'_> {
             strict_sends,
         };
         let switched = self.app.is_some();
+        // `/model` goes on with the conversation on screen: its past is
+        // there already, and so are its taint and context.
+        let going_on = session_id.is_some()
+            && self.app.as_ref().map(|app| &app.info.session) == session_id.as_ref();
         let mut app = match self.app.take() {
             Some(mut app) => {
                 app.switched(info);
@@ -240,7 +244,13 @@ impl Sessions<'_> {
                 App::new(info, Theme::from_env(), preview)
             }
         };
-        app.transcript.begin_conversation(session.taint);
+        if !going_on {
+            app.transcript.begin_conversation(session.taint);
+            if let Some(loaded) = loaded {
+                let records = loaded.entries.iter().map(|entry| &entry.record);
+                app.transcript.retold(mecha_agent::retell(records));
+            }
+        }
         match (loaded, &session_id) {
             (Some(loaded), _) => {
                 let mut line = session::resumed_line(loaded);
@@ -259,6 +269,8 @@ impl Sessions<'_> {
         let mut talk = Talk {
             agent: &agent,
             toolbox: &toolbox,
+            workspace: self.workspace,
+            session_id: session_id.as_deref(),
             session,
             sink,
             before: None,
@@ -334,6 +346,9 @@ impl Sessions<'_> {
 struct Talk<'a> {
     agent: &'a Agent,
     toolbox: &'a Toolbox,
+    workspace: &'a Path,
+    /// This conversation's stored session, if it is stored.
+    session_id: Option<&'a str>,
     session: Session,
     sink: ChannelSink,
     /// The session's length before the running prompt, to rewind a failed
@@ -342,8 +357,10 @@ struct Talk<'a> {
 }
 
 impl Talk<'_> {
-    async fn command(&mut self, command: Slash) -> Reply {
-        match command {
+    /// What mecha answers to `command`; `None` when the transcript says it
+    /// already.
+    async fn command(&mut self, command: Slash) -> Option<Reply> {
+        Some(match command {
             Slash::Answer(text) => Reply::Show(text),
             Slash::Quit => Reply::Quit,
             Slash::Skills => {
@@ -351,23 +368,39 @@ impl Talk<'_> {
                 if items.is_empty() {
                     Reply::Show(slash::no_skills(self.toolbox))
                 } else {
-                    Reply::Pick(Picker::new("skills this run carries", items))
+                    Reply::Pick(Picker::new("skills this run carries", "shows it", items))
                 }
             }
-            Slash::Compact => {
-                let asked = self.agent.compact_now(&mut self.session, &self.sink).await;
-                Reply::Show(slash::compacted(&asked))
-            }
+            Slash::Compact => match self.agent.compact_now(&mut self.session, &self.sink).await {
+                // The compaction's own event is on screen as its line.
+                AskedCompaction::Done { .. } => return None,
+                asked => Reply::Show(slash::compacted(&asked)),
+            },
             Slash::Switch(switch) => Reply::Switch(switch),
-        }
+            Slash::PickSession => match slash::sessions_to_pick(self.workspace, self.session_id) {
+                Ok(items) => Reply::Pick(Picker::new(
+                    "sessions of this workspace",
+                    "resumes it",
+                    items,
+                )),
+                Err(line) => Reply::Show(line),
+            },
+        })
     }
 }
 
 impl Conversation for Talk<'_> {
     async fn send(&mut self, input: &str) -> Result<Option<Reply>, String> {
-        let command = slash::command(input, Front::Tui, self.agent, &self.session, self.toolbox);
+        let command = slash::command(
+            input,
+            Front::Tui,
+            self.agent,
+            &self.session,
+            self.toolbox,
+            self.workspace,
+        );
         if let Some(command) = command {
-            return Ok(Some(self.command(command).await));
+            return Ok(self.command(command).await);
         }
         self.before = Some(self.session.messages.len());
         let sent = self.agent.send(&mut self.session, input, &self.sink).await;
