@@ -32,15 +32,7 @@ fn stops_cleanly_on(sig: rustix::process::Signal) {
     let command = "echo $$ > bash.pid; sleep 300 & echo $! > bg.pid; wait";
     let call = serde_json::json!({"name": "shell", "input": {"command": command}});
     common::scripted_home(&home, &[call], "never reached", "");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"))
-        .env("MECHA_HOME", &home)
-        .current_dir(&ws)
-        .args(["run", "--yes", "go"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = start_run(&home, &ws);
     // Interrupt once the shell call is running, however long a loaded
     // machine takes to get there.
     assert!(
@@ -74,6 +66,19 @@ fn stops_cleanly_on(sig: rustix::process::Signal) {
             "{file}: a tool process outlived the interrupt"
         );
     }
+}
+
+/// `mecha run --yes go` with `home`'s script, in `ws`, output piped.
+fn start_run(home: &std::path::Path, ws: &std::path::Path) -> std::process::Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"))
+        .env("MECHA_HOME", home)
+        .current_dir(ws)
+        .args(["run", "--yes", "go"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 /// Polls `cond` until it holds or `limit` passes.
@@ -127,15 +132,7 @@ fn an_interrupted_confined_command_is_still_swept() {
         "never reached",
         "[sandbox]\nkind = \"bwrap\"\n",
     );
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"))
-        .env("MECHA_HOME", &home)
-        .current_dir(&ws)
-        .args(["run", "--yes", "go"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = start_run(&home, &ws);
     assert!(
         eventually(Duration::from_secs(60), || ws.join("planted").exists()),
         "the shell call never planted"
