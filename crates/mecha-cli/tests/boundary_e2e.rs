@@ -408,9 +408,10 @@ async fn file_tools_refuse_what_the_repository_config_names() {
         assert!(ok.success(), "git {args:?}");
     };
     git(&["init", "-q"]);
-    git(&["config", "core.hooksPath", ".githooks"]);
+    // The hooks directory is named in the included file, not the config.
     git(&["config", "include.path", "../shared.gitconfig"]);
-    std::fs::write(e.ws.join("shared.gitconfig"), "[user]\n\tname = me\n").unwrap();
+    let shared = "[user]\n\tname = me\n[core]\n\thooksPath = .githooks\n";
+    std::fs::write(e.ws.join("shared.gitconfig"), shared).unwrap();
     let results = run_calls(
         &e,
         &[
@@ -435,7 +436,7 @@ async fn file_tools_refuse_what_the_repository_config_names() {
     assert!(!e.ws.join(".githooks/pre-commit").exists());
     assert_eq!(
         std::fs::read_to_string(e.ws.join("shared.gitconfig")).unwrap(),
-        "[user]\n\tname = me\n"
+        shared
     );
 }
 

@@ -246,33 +246,52 @@ pub(crate) fn gitdir_targets(gitdir: &Path, worktree: &Path, home: Option<&Path>
 /// The hooks directory `core.hooksPath` names (relative to the worktree,
 /// as git runs hooks there) and every file `include.path` or
 /// `includeIf.*.path` names (relative to the config file), in the config
-/// files of `gitdir`. A missing one gets a placeholder: a command could
-/// otherwise create what the config already points at.
+/// files of `gitdir` and in the files they include. A missing one gets a
+/// placeholder: a command could otherwise create what the config already
+/// points at.
 pub(crate) fn config_targets(gitdir: &Path, worktree: &Path, home: Option<&Path>) -> Vec<Target> {
     let mut targets = Vec::new();
-    for name in ["config", "config.worktree"] {
-        let file = gitdir.join(name);
+    // Each config file to read, with how deep in includes it is: what an
+    // included file sets counts as if the config set it (git follows ten
+    // levels), and its own includes are relative to it.
+    let mut pending: Vec<(PathBuf, usize)> = ["config", "config.worktree"]
+        .iter()
+        .map(|name| (gitdir.join(name), 0))
+        .collect();
+    let mut read = std::collections::HashSet::new();
+    while let Some((file, depth)) = pending.pop() {
+        if !read.insert(file.clone()) {
+            continue;
+        }
         let Some(entries) = read_config(&file) else {
             continue;
         };
+        let here = file.parent().unwrap_or(gitdir);
         for entry in entries {
             let Some(value) = entry.value.as_deref().filter(|v| !v.is_empty()) else {
                 continue;
             };
             let (base, kind) = match (entry.section.as_str(), entry.key.as_str()) {
                 ("core", "hookspath") if entry.subsection.is_none() => (worktree, Kind::Dir),
-                ("include" | "includeif", "path") => (gitdir, Kind::File(b"")),
+                ("include" | "includeif", "path") => (here, Kind::File(b"")),
                 _ => continue,
             };
             let path = match (value.strip_prefix("~/"), home) {
                 (Some(rest), Some(home)) => home.join(rest),
                 _ => base.join(value),
             };
-            targets.push(Target::placeheld(super::normalize(&path), kind));
+            let path = super::normalize(&path);
+            if matches!(kind, Kind::File(_)) && depth < MAX_INCLUDE_DEPTH {
+                pending.push((path.clone(), depth + 1));
+            }
+            targets.push(Target::placeheld(path, kind));
         }
     }
     targets
 }
+
+/// How deep git follows `include.path` before it gives up.
+const MAX_INCLUDE_DEPTH: usize = 10;
 
 /// A config file's entries, bounded (a config is small; a huge one is no
 /// config git would be given to read here).
