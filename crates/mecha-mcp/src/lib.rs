@@ -36,6 +36,7 @@ mod result;
 mod send_words;
 mod server;
 mod spawn;
+mod stderr_log;
 mod tool;
 
 pub use config::{

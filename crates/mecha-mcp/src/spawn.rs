@@ -1,26 +1,27 @@
 //! Starting a server process: resolving its command against mecha's own
 //! PATH, building its environment from the allowlist, running it in the
-//! workspace in its own process group, and draining its stderr.
+//! workspace in its own process group, and draining its stderr
+//! (stderr_log.rs).
 //!
 //! The environment is the rule that matters most: a server is third-party
 //! code, so it starts from `env_clear()` and gets only what is named.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use mecha_core::{ProcessGroup, spawn_group};
 use mecha_sandbox::{Job, Lease, SYSTEM_PATH, Sandbox};
-use tokio::io::AsyncReadExt;
-use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
 use crate::config::McpServerConfig;
 use crate::error::StartError;
+use crate::stderr_log::StderrLog;
 
 pub use mecha_core::BASE_ENV;
 
@@ -28,7 +29,7 @@ pub use mecha_core::BASE_ENV;
 pub(crate) const STDERR_TAIL_LINES: usize = 20;
 /// Longest stderr line kept; a server that writes megabytes without a
 /// newline must not grow memory.
-const STDERR_MAX_LINE: usize = 2048;
+pub(crate) const STDERR_MAX_LINE: usize = 2048;
 
 /// What every server of a run shares: where it starts and what it may
 /// inherit.
@@ -386,65 +387,6 @@ impl Drop for ServerProcess {
             },
         );
     }
-}
-
-/// A server's stderr, read continuously (a full pipe would block a chatty
-/// server) into `tracing` at debug level, with the last lines kept.
-struct StderrLog {
-    tail: Arc<Mutex<VecDeque<String>>>,
-    done: watch::Receiver<bool>,
-}
-
-impl StderrLog {
-    fn drain(mut stderr: ChildStderr, server: String) -> Self {
-        let tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_LINES)));
-        let (done_tx, done) = watch::channel(false);
-        let keep = Arc::clone(&tail);
-        tokio::spawn(async move {
-            let mut buf = vec![0u8; 8192];
-            let mut line = Vec::new();
-            loop {
-                let n = match stderr.read(&mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => n,
-                };
-                for &byte in buf.get(..n).unwrap_or_default() {
-                    if byte == b'\n' {
-                        emit(&server, &keep, &mut line);
-                    } else if line.len() < STDERR_MAX_LINE {
-                        line.push(byte);
-                    }
-                }
-            }
-            if !line.is_empty() {
-                emit(&server, &keep, &mut line);
-            }
-            let _ = done_tx.send(true);
-        });
-        Self { tail, done }
-    }
-
-    async fn settle(&self, limit: Duration) {
-        let mut done = self.done.clone();
-        let _ = tokio::time::timeout(limit, done.wait_for(|d| *d)).await;
-    }
-
-    fn tail(&self) -> Vec<String> {
-        lock(&self.tail).iter().cloned().collect()
-    }
-}
-
-fn emit(server: &str, tail: &Mutex<VecDeque<String>>, line: &mut Vec<u8>) {
-    let text = String::from_utf8_lossy(line)
-        .trim_end_matches('\r')
-        .to_owned();
-    line.clear();
-    tracing::debug!(target: "mecha_mcp::stderr", server = %server, "{text}");
-    let mut tail = lock(tail);
-    if tail.len() == STDERR_TAIL_LINES {
-        tail.pop_front();
-    }
-    tail.push_back(text);
 }
 
 /// Locks, shrugging off poisoning: every critical section here leaves the
