@@ -67,6 +67,14 @@ pub enum SandboxError {
          path) and start mecha again"
     )]
     RelativeOnPath { entry: String },
+    #[error(
+        "the git config `{}` cannot be read the way git reads it ({reason}), so the sandbox \
+         cannot tell which hooks or included files it points git at, and runs no command that \
+         could change them; look at it with `git config --file {} --list`, and fix or shorten it",
+        path.display(),
+        path.display()
+    )]
+    UnreadableGitConfig { path: PathBuf, reason: String },
     #[error("the sandbox could not confine `{program}`: {reason}")]
     Confine { program: String, reason: String },
     #[error(

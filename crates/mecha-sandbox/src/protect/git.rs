@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::Access;
 
 use super::{Kind, Target};
-use crate::gitconfig;
+use crate::{SandboxError, gitconfig};
 
 /// Inside a git directory: what runs programs, or says where to find what
 /// does. `commondir`, absent in a plain repository, would make git take
@@ -234,13 +234,41 @@ fn gitfile_target(file: &Path) -> Option<PathBuf> {
 
 /// The protection targets of a git directory: its [`GIT_DIR_PROTECTED`]
 /// entries, and what its config points at.
-pub(crate) fn gitdir_targets(gitdir: &Path, worktree: &Path, home: Option<&Path>) -> Vec<Target> {
+pub(crate) fn gitdir_targets(
+    gitdir: &Path,
+    worktree: &Path,
+    home: Option<&Path>,
+) -> Result<Vec<Target>, SandboxError> {
     let mut targets: Vec<Target> = GIT_DIR_PROTECTED
         .iter()
         .map(|(name, kind)| Target::placeheld(gitdir.join(name), *kind))
         .collect();
-    targets.extend(config_targets(gitdir, worktree, home));
-    targets
+    targets.extend(config_targets_or_refuse(gitdir, worktree, home)?);
+    Ok(targets)
+}
+
+/// [`config_targets`], for a job: a config mecha cannot read refuses it.
+pub(crate) fn config_targets_or_refuse(
+    gitdir: &Path,
+    worktree: &Path,
+    home: Option<&Path>,
+) -> Result<Vec<Target>, SandboxError> {
+    match config_targets(gitdir, worktree, home) {
+        (targets, unreadable) if unreadable.is_empty() => Ok(targets),
+        (_, mut unreadable) => {
+            let Unreadable { file, reason } = unreadable.swap_remove(0);
+            Err(SandboxError::UnreadableGitConfig { path: file, reason })
+        }
+    }
+}
+
+/// A config file of a repository that mecha cannot read the way git does:
+/// what it points git at is unknown, so nothing that could change it may
+/// run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Unreadable {
+    pub file: PathBuf,
+    pub reason: String,
 }
 
 /// The hooks directory `core.hooksPath` names (relative to the worktree,
@@ -248,9 +276,14 @@ pub(crate) fn gitdir_targets(gitdir: &Path, worktree: &Path, home: Option<&Path>
 /// `includeIf.*.path` names (relative to the config file), in the config
 /// files of `gitdir` and in the files they include. A missing one gets a
 /// placeholder: a command could otherwise create what the config already
-/// points at.
-pub(crate) fn config_targets(gitdir: &Path, worktree: &Path, home: Option<&Path>) -> Vec<Target> {
+/// points at. Beside them, each config file that exists and cannot be read.
+pub(crate) fn config_targets(
+    gitdir: &Path,
+    worktree: &Path,
+    home: Option<&Path>,
+) -> (Vec<Target>, Vec<Unreadable>) {
     let mut targets = Vec::new();
+    let mut unreadable = Vec::new();
     // Each config file to read, with how deep in includes it is: what an
     // included file sets counts as if the config set it (git follows ten
     // levels), and its own includes are relative to it.
@@ -263,8 +296,13 @@ pub(crate) fn config_targets(gitdir: &Path, worktree: &Path, home: Option<&Path>
         if !read.insert(file.clone()) {
             continue;
         }
-        let Some(entries) = read_config(&file) else {
-            continue;
+        let entries = match read_config(&file) {
+            Ok(Some(entries)) => entries,
+            Ok(None) => continue,
+            Err(reason) => {
+                unreadable.push(Unreadable { file, reason });
+                continue;
+            }
         };
         let here = file.parent().unwrap_or(gitdir);
         for entry in entries {
@@ -276,9 +314,9 @@ pub(crate) fn config_targets(gitdir: &Path, worktree: &Path, home: Option<&Path>
                 ("include" | "includeif", "path") => (here, Kind::File(b"")),
                 _ => continue,
             };
-            let path = match (value.strip_prefix("~/"), home) {
-                (Some(rest), Some(home)) => home.join(rest),
-                _ => base.join(value),
+            let path = match (value.strip_prefix(b"~/"), home) {
+                (Some(rest), Some(home)) => home.join(OsStr::from_bytes(rest)),
+                _ => base.join(OsStr::from_bytes(value)),
             };
             let path = super::normalize(&path);
             if matches!(kind, Kind::File(_)) && depth < MAX_INCLUDE_DEPTH {
@@ -287,18 +325,50 @@ pub(crate) fn config_targets(gitdir: &Path, worktree: &Path, home: Option<&Path>
             targets.push(Target::placeheld(path, kind));
         }
     }
-    targets
+    (targets, unreadable)
 }
 
 /// How deep git follows `include.path` before it gives up.
 const MAX_INCLUDE_DEPTH: usize = 10;
 
-/// A config file's entries, bounded (a config is small; a huge one is no
-/// config git would be given to read here).
-pub(crate) fn read_config(file: &Path) -> Option<Vec<gitconfig::Entry>> {
-    let mut text = String::new();
-    fs::File::open(file)
-        .and_then(|f| f.take(1 << 20).read_to_string(&mut text))
-        .ok()?;
-    gitconfig::parse(&text)
+/// The most of a config file mecha reads; git reads any size, so a bigger
+/// one is one mecha cannot vouch for.
+pub(crate) const CONFIG_LIMIT: u64 = 1 << 20;
+
+/// A config file's entries; `None` where there is none (nothing there, or
+/// nothing git would read: a directory, a FIFO, which would block the open
+/// forever); why not, where one is there and mecha cannot read it as git
+/// would.
+pub(crate) fn read_config(file: &Path) -> Result<Option<Vec<gitconfig::Entry>>, String> {
+    let opened = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(file);
+    let opened = match opened {
+        Ok(opened) => opened,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error()) => {
+            return Ok(None);
+        }
+        Err(e) => {
+            return Err(format!(
+                "it cannot be read: {}",
+                mecha_core::system_words(&e)
+            ));
+        }
+    };
+    if !opened.metadata().is_ok_and(|m| m.is_file()) {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    opened
+        .take(CONFIG_LIMIT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("it cannot be read: {}", mecha_core::system_words(&e)))?;
+    if bytes.len() as u64 > CONFIG_LIMIT {
+        return Err("it is larger than 1 MiB".into());
+    }
+    gitconfig::parse(&bytes)
+        .map(Some)
+        .ok_or_else(|| "its syntax is not one mecha is sure it reads as git does".into())
 }

@@ -41,7 +41,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::sweep::{Baseline, KeptLink};
 use crate::{Lease, SandboxError};
-pub(crate) use git::{Found, common_dir, find, is_git_directory, pointed};
+pub(crate) use git::{CONFIG_LIMIT, Found, common_dir, find, is_git_directory, pointed};
 pub(crate) use home::{STARTUP_FILES, relative_entry as relative_path_entry};
 
 /// One protection mount, applied after the writable mounts, in order.
@@ -173,6 +173,9 @@ pub(crate) struct Scope<'a> {
 
 /// The hosts of [`git::config_targets`] for the git directory of
 /// `workspace`'s own `.git` (a directory, or what a `.git` file names).
+/// A config it cannot read adds nothing here: the file tools cannot write
+/// the config itself, and the sandbox refuses every command while it
+/// stays unreadable.
 pub(crate) fn root_config_targets(workspace: &Path, home: Option<&Path>) -> Vec<PathBuf> {
     let dot_git = workspace.join(".git");
     let gitdir = match git::pointed(&dot_git) {
@@ -181,6 +184,7 @@ pub(crate) fn root_config_targets(workspace: &Path, home: Option<&Path>) -> Vec<
         _ => return Vec::new(),
     };
     git::config_targets(&gitdir, workspace, home)
+        .0
         .into_iter()
         .map(|target| target.host)
         .collect()

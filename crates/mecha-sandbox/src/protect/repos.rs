@@ -32,7 +32,7 @@ pub(super) fn repository_targets(
                     Some(name) if name == ".git" => dir.parent().unwrap_or(dir),
                     _ => dir,
                 };
-                targets.extend(git::gitdir_targets(dir, worktree, scope.home));
+                targets.extend(git::gitdir_targets(dir, worktree, scope.home)?);
                 let common = git::read_commondir(dir).and_then(|text| {
                     let canonical = fs::canonicalize(dir.join(&text)).ok()?;
                     Some((normalize(&dir.join(&text)), canonical))
@@ -99,7 +99,7 @@ fn named_targets(
             .clone()
             .any(|root| canonical.starts_with(root))
         {
-            targets.extend(git::gitdir_targets(canonical, worktree, scope.home));
+            targets.extend(git::gitdir_targets(canonical, worktree, scope.home)?);
             continue;
         }
         let shown = match lexical.strip_prefix(scope.host) {
@@ -110,7 +110,9 @@ fn named_targets(
             shown: Some(shown),
             ..Target::existing(canonical.clone())
         });
-        targets.extend(git::config_targets(canonical, worktree, scope.home));
+        targets.extend(git::config_targets_or_refuse(
+            canonical, worktree, scope.home,
+        )?);
     }
     Ok(())
 }

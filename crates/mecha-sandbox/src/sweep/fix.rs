@@ -10,9 +10,7 @@ use rustix::fs::{Mode, OFlags};
 
 use super::{QUARANTINE, aside};
 use crate::gitconfig;
-
-/// The most of a config the sweep reads; a bigger one is emptied.
-const CONFIG_LIMIT: u64 = 1 << 20;
+use crate::protect::CONFIG_LIMIT;
 
 /// Keeps only the inert entries of `dir/name`; the original goes aside.
 pub(super) fn sanitize_config(dir: &OwnedFd, shown: &str, name: &str, undone: &mut Vec<String>) {
@@ -36,12 +34,22 @@ pub(super) fn sanitize_config(dir: &OwnedFd, shown: &str, name: &str, undone: &m
         }
         Err(_) => return,
     };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        if rustix::fs::renameat(dir, name, dir, aside(name)).is_ok() {
+            undone.push(format!(
+                "{shown}/{name} was not a regular file in a repository the command made; moved \
+                 aside to {}, since git on the host would open it as config",
+                aside(name)
+            ));
+        }
+        return;
+    }
     // Git reads all of it; one past the limit is a file mecha cannot vouch
     // for, however harmless its first megabyte.
-    let mut text = String::new();
-    let read = file.take(CONFIG_LIMIT + 1).read_to_string(&mut text);
+    let mut bytes = Vec::new();
+    let read = file.take(CONFIG_LIMIT + 1).read_to_end(&mut bytes);
     let whole = read.is_ok_and(|n| n as u64 <= CONFIG_LIMIT);
-    let (keep, removed) = match whole.then(|| gitconfig::parse(&text)).flatten() {
+    let (keep, removed) = match whole.then(|| gitconfig::parse(&bytes)).flatten() {
         Some(entries) => {
             let (keep, bad): (Vec<_>, Vec<_>) = entries.into_iter().partition(|e| e.is_inert());
             if bad.is_empty() {
@@ -71,7 +79,7 @@ pub(super) fn sanitize_config(dir: &OwnedFd, shown: &str, name: &str, undone: &m
     )
     .map_err(std::io::Error::from)
     .map(std::fs::File::from)
-    .and_then(|mut f| f.write_all(gitconfig::render(&keep).as_bytes()));
+    .and_then(|mut f| f.write_all(&gitconfig::render(&keep)));
     if let Err(e) = written {
         tracing::warn!("could not write the cleaned {shown}/{name}: {e}");
     }

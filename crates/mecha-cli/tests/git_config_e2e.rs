@@ -1,0 +1,92 @@
+//! A repository config git reads but a strict parser would not (a byte
+//! order mark, CRLF line ends with a continuation, a name that is not
+//! UTF-8) still has its `core.hooksPath` kept read-only in the sandbox; a
+//! config mecha cannot read the way git does refuses the command instead of
+//! protecting nothing. Through the real binary and the real bwrap.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::process::Command;
+
+use common::{Api, Env, env, results_in, stderr, tool_turn};
+use mecha_testkit::{MockModel, MockReply};
+use serde_json::json;
+
+const PLANT: &str = "touch .githooks/pre-commit 2>/dev/null && echo PLANTED || echo REFUSED";
+
+/// A repository whose config is `config` byte for byte, a `.githooks`
+/// directory beside it, and one confined `PLANT` call: its result.
+async fn plant_with_config(config: &[u8]) -> (Env, String, bool) {
+    let mut e = env();
+    e.extra_config = "[sandbox]\nkind = \"bwrap\"\n".into();
+    let init = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&e.ws)
+        .status()
+        .unwrap();
+    assert!(init.success());
+    std::fs::write(e.ws.join(".git/config"), config).unwrap();
+    std::fs::create_dir(e.ws.join(".githooks")).unwrap();
+    let mock = MockModel::start(vec![
+        tool_turn(&[("shell", json!({"command": PLANT}))]),
+        MockReply::text("done"),
+    ])
+    .await;
+    let out = e.run(Api::OpenAi, &mock, "sk-test", &["--yes", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (text, is_error) = results_in(&mock, 1).remove(0);
+    (e, text, is_error)
+}
+
+#[tokio::test]
+async fn hooks_path_in_a_config_git_reads_is_kept_read_only() {
+    if !common::have("bwrap", "the sandbox tests", "bubblewrap") {
+        return;
+    }
+    let configs: [(&str, &[u8]); 3] = [
+        (
+            "a byte order mark",
+            b"\xEF\xBB\xBF[core]\n\trepositoryformatversion = 0\n\thooksPath = .githooks\n",
+        ),
+        (
+            "CRLF with a continuation line",
+            b"[core]\r\n\trepositoryformatversion = 0\r\n[user]\r\n\tname = a\\\r\n b\r\n\
+              [core]\r\n\thooksPath = .githooks\r\n",
+        ),
+        (
+            "a Latin-1 user name",
+            b"[core]\n\trepositoryformatversion = 0\n[user]\n\tname = Ren\xe9\n\
+              [core]\n\thooksPath = .githooks\n",
+        ),
+    ];
+    for (what, config) in configs {
+        let (e, text, _) = plant_with_config(config).await;
+        assert!(text.contains("REFUSED"), "{what}: {text}");
+        assert!(!e.ws.join(".githooks/pre-commit").exists(), "{what}");
+    }
+}
+
+#[tokio::test]
+async fn a_config_mecha_cannot_read_refuses_the_command() {
+    if !common::have("bwrap", "the sandbox tests", "bubblewrap") {
+        return;
+    }
+    // Git reads all of it; mecha reads one MiB, so it cannot vouch for the
+    // hooksPath line past that.
+    let mut config = b"[core]\n\trepositoryformatversion = 0\n".to_vec();
+    while config.len() <= 1 << 20 {
+        config.extend_from_slice(b"# padding padding padding padding padding padding\n");
+    }
+    config.extend_from_slice(b"\thooksPath = .githooks\n");
+    let (e, text, is_error) = plant_with_config(&config).await;
+    assert!(is_error, "{text}");
+    assert!(!text.contains("PLANTED"), "{text}");
+    assert!(
+        text.contains("cannot be read the way git reads it"),
+        "{text}"
+    );
+    assert!(text.contains("larger than 1 MiB"), "{text}");
+    assert!(text.contains("git config --file"), "{text}");
+    assert!(!e.ws.join(".githooks/pre-commit").exists());
+}
