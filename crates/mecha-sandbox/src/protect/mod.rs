@@ -207,9 +207,9 @@ pub(crate) fn plan(
     }));
     let found = find(scope.host);
     let mut baseline = Baseline::of(scope.host, &found, scope.records);
-    let mut registry = placeholder::registry();
+    let records = placeholder::Records::in_dir(scope.records);
     let mut targets = vec![Target::existing(scope.host.join("mecha.toml"))];
-    targets.extend(repos::repository_targets(scope, &found, &registry)?);
+    targets.extend(repos::repository_targets(scope, &found, &records)?);
     if let Some(home) = scope.home {
         targets.extend(home::targets(home));
     }
@@ -245,14 +245,13 @@ pub(crate) fn plan(
             return Err(SandboxError::WritableOnPath { path: target.host });
         }
         refuse_symlinks_below(root.host, &target.host)?;
-        let Some(host) = masked_at(&mut registry, root.host, &target, lease)? else {
+        let Some(host) = masked_at(&records, root.host, &target, lease)? else {
             continue;
         };
         root.pin_above(&host, &mut pins);
         let dest = target.shown.unwrap_or_else(|| root.inside(&host));
         push_new(&mut read_only, Mount::ReadOnly { source: host, dest });
     }
-    drop(registry);
     // A pin under a read-only mount is covered by it, and would only be
     // noise; the rest go shallow first.
     pins.retain(|pin| {
@@ -306,13 +305,38 @@ fn push_new(mounts: &mut Vec<Mount>, mount: Mount) {
     }
 }
 
-/// Where `target` is masked: itself if it exists, else its first missing
-/// component (a placeholder created for it), else nothing to mount.
+/// Where `target` is masked, held for the job (see placeholder.rs): itself
+/// if it exists, else its first missing component (a placeholder created
+/// for it), else nothing to mount.
 fn masked_at(
-    registry: &mut placeholder::Registry,
+    records: &placeholder::Records,
     root: &Path,
     target: &Target,
     lease: &mut Lease,
+) -> Result<Option<PathBuf>, SandboxError> {
+    // A placeholder another job removed while this one took hold of it is
+    // made again on the next look.
+    for _ in 0..3 {
+        let Some(at) = mask_point(records, root, target)? else {
+            return Ok(None);
+        };
+        match placeholder::hold(&at, records)? {
+            placeholder::Held::Yes(hold) => lease.hold(hold),
+            placeholder::Held::Nothing => {}
+            placeholder::Held::Moved => continue,
+        }
+        return Ok(Some(at));
+    }
+    Err(protect_failed(
+        &target.host,
+        &io::Error::other("it kept changing while mecha protected it"),
+    ))
+}
+
+fn mask_point(
+    records: &placeholder::Records,
+    root: &Path,
+    target: &Target,
 ) -> Result<Option<PathBuf>, SandboxError> {
     let Some(kind) = target.placeholder else {
         return Ok(target
@@ -326,15 +350,12 @@ fn masked_at(
     for part in rest.components() {
         at.push(part);
         match fs::symlink_metadata(&at) {
-            Ok(_) => {
-                if placeholder::hold_if_ours(registry, &at, lease) {
-                    // Someone else's placeholder already masks it all.
-                    return Ok(Some(at));
-                }
-            }
+            // Someone's placeholder already masks it all.
+            Ok(_) if records.is_placeholder(&at) => return Ok(Some(at)),
+            Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 let kind = if at == target.host { kind } else { Kind::Dir };
-                let created = placeholder::create(registry, &at, kind, lease)?;
+                let created = placeholder::create(&at, kind, records)?;
                 return Ok(created.then_some(at));
             }
             Err(e) => return Err(protect_failed(&at, &e)),

@@ -18,14 +18,14 @@ use crate::SandboxError;
 pub(super) fn repository_targets(
     scope: &Scope<'_>,
     found: &[Found],
-    registry: &placeholder::Registry,
+    records: &placeholder::Records,
 ) -> Result<Vec<Target>, SandboxError> {
     let root_git = scope.host.join(".git");
     let mut targets = Vec::new();
     let mut root_seen = false;
     for repo in found {
         match repo {
-            Found::Dir(dir) if *dir == root_git && registry.contains_key(dir) => {}
+            Found::Dir(dir) if *dir == root_git && records.is_placeholder(dir) => {}
             Found::Dir(dir) => {
                 root_seen |= *dir == root_git;
                 let worktree = match dir.file_name() {

@@ -28,7 +28,7 @@
 
 mod fix;
 mod links;
-mod made;
+pub(crate) mod made;
 
 use std::collections::HashSet;
 use std::os::fd::OwnedFd;
