@@ -65,10 +65,21 @@ pub(crate) enum Found {
 /// store's fan-out (`objects/ab`, `objects/pack`), which in a real one
 /// holds nothing but objects, is skipped.
 pub(crate) fn find(root: &Path) -> Vec<Found> {
+    find_opening(root, &mut |_| false)
+}
+
+/// [`find`], handing each directory it cannot list (or search) to
+/// `open_up`, and listing it again when that says it made it listable.
+pub(crate) fn find_opening(root: &Path, open_up: &mut dyn FnMut(&Path) -> bool) -> Vec<Found> {
     let mut found = Vec::new();
     let mut pending = vec![(root.to_path_buf(), false)];
     while let Some((dir, object_store)) = pending.pop() {
-        let Ok(entries) = fs::read_dir(&dir) else {
+        let listed = match fs::read_dir(&dir) {
+            Ok(entries) if searchable(&dir) => Ok(entries),
+            _ if open_up(&dir) => fs::read_dir(&dir),
+            listed => listed,
+        };
+        let Ok(entries) = listed else {
             continue;
         };
         let mut subdirs = Vec::new();
@@ -105,6 +116,13 @@ pub(crate) fn find(root: &Path) -> Vec<Found> {
         }));
     }
     found
+}
+
+/// Whether what is in `dir` can be looked at, not only named: a directory
+/// its owner can read but not search lists its names and hides what each
+/// is.
+fn searchable(dir: &Path) -> bool {
+    rustix::fs::access(dir, Access::EXEC_OK).is_ok()
 }
 
 /// `pack`, or a loose objects directory (two hex digits).

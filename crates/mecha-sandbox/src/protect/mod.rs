@@ -41,7 +41,9 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::sweep::{Baseline, KeptLink};
 use crate::{Lease, SandboxError};
-pub(crate) use git::{CONFIG_LIMIT, Found, common_dir, find, is_git_directory, pointed};
+pub(crate) use git::{
+    CONFIG_LIMIT, Found, common_dir, find, find_opening, is_git_directory, pointed,
+};
 pub(crate) use home::{STARTUP_FILES, relative_entry as relative_path_entry};
 
 /// One protection mount, applied after the writable mounts, in order.

@@ -2,28 +2,40 @@
 //! would run something go, hooks are renamed; the originals are kept
 //! aside for the user to read.
 
-use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::os::fd::OwnedFd;
 
 use rustix::fs::{Mode, OFlags};
 
+use super::access::Opened;
 use super::{QUARANTINE, aside};
 use crate::gitconfig;
 use crate::protect::CONFIG_LIMIT;
 
 /// Keeps only the inert entries of `dir/name`; the original goes aside.
-pub(super) fn sanitize_config(dir: &OwnedFd, shown: &str, name: &str, undone: &mut Vec<String>) {
-    let file = rustix::fs::openat(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
-        Mode::empty(),
-    );
+pub(super) fn sanitize_config(
+    dir: &OwnedFd,
+    shown: &str,
+    name: &str,
+    opened: &mut Opened,
+    undone: &mut Vec<String>,
+) {
+    let open = || {
+        rustix::fs::openat(
+            dir,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+            Mode::empty(),
+        )
+    };
+    let file = match open() {
+        Err(rustix::io::Errno::ACCESS) if opened.open_up_at(dir, name, Mode::RUSR) => open(),
+        file => file,
+    };
     let file = match file {
         Ok(file) => std::fs::File::from(file),
         Err(rustix::io::Errno::LOOP) => {
-            if rustix::fs::renameat(dir, name, dir, aside(name)).is_ok() {
+            if opened.rename_in(dir, name, &aside(name)).is_ok() {
                 undone.push(format!(
                     "{shown}/{name} was a symlink in a repository the command made; moved aside \
                      to {}, since git on the host would read it as config",
@@ -32,10 +44,14 @@ pub(super) fn sanitize_config(dir: &OwnedFd, shown: &str, name: &str, undone: &m
             }
             return;
         }
-        Err(_) => return,
+        Err(rustix::io::Errno::NOENT) => return,
+        Err(e) => {
+            undone.push(could_not(&format!("{shown}/{name}"), "read it", e));
+            return;
+        }
     };
     if !file.metadata().is_ok_and(|m| m.is_file()) {
-        if rustix::fs::renameat(dir, name, dir, aside(name)).is_ok() {
+        if opened.rename_in(dir, name, &aside(name)).is_ok() {
             undone.push(format!(
                 "{shown}/{name} was not a regular file in a repository the command made; moved \
                  aside to {}, since git on the host would open it as config",
@@ -63,7 +79,7 @@ pub(super) fn sanitize_config(dir: &OwnedFd, shown: &str, name: &str, undone: &m
             "emptied it (it is not config mecha can read)".into(),
         ),
     };
-    if let Err(e) = rustix::fs::renameat(dir, name, dir, aside(name)) {
+    if let Err(e) = opened.rename_in(dir, name, &aside(name)) {
         undone.push(could_not(
             &format!("{shown}/{name}"),
             "take out what git would run",
@@ -92,17 +108,32 @@ pub(super) fn sanitize_config(dir: &OwnedFd, shown: &str, name: &str, undone: &m
 
 /// Renames every hook of a new repository (a `.sample` runs never), or the
 /// hooks directory itself when it is a symlink.
-pub(super) fn quarantine_hooks(dir: &OwnedFd, shown: &str, undone: &mut Vec<String>) {
-    let hooks = rustix::fs::openat(
-        dir,
-        "hooks",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    );
+pub(super) fn quarantine_hooks(
+    dir: &OwnedFd,
+    shown: &str,
+    opened: &mut Opened,
+    undone: &mut Vec<String>,
+) {
+    let open = || {
+        rustix::fs::openat(
+            dir,
+            "hooks",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+    };
+    let hooks = match open() {
+        Err(rustix::io::Errno::ACCESS)
+            if opened.open_up_at(dir, "hooks", Mode::RUSR | Mode::XUSR) =>
+        {
+            open()
+        }
+        hooks => hooks,
+    };
     let hooks = match hooks {
         Ok(hooks) => hooks,
         Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => {
-            if rustix::fs::renameat(dir, "hooks", dir, aside("hooks")).is_ok() {
+            if opened.rename_in(dir, "hooks", &aside("hooks")).is_ok() {
                 undone.push(format!(
                     "{shown}/hooks was not a directory in a repository the command made; moved \
                      aside to {}, so git on the host runs nothing from it",
@@ -111,10 +142,18 @@ pub(super) fn quarantine_hooks(dir: &OwnedFd, shown: &str, undone: &mut Vec<Stri
             }
             return;
         }
-        Err(_) => return,
+        Err(rustix::io::Errno::NOENT) => return,
+        Err(e) => {
+            undone.push(could_not(&format!("{shown}/hooks"), "look at its hooks", e));
+            return;
+        }
     };
-    let Ok(mut listing) = rustix::fs::Dir::read_from(&hooks) else {
-        return;
+    let mut listing = match rustix::fs::Dir::read_from(&hooks) {
+        Ok(listing) => listing,
+        Err(e) => {
+            undone.push(could_not(&format!("{shown}/hooks"), "list its hooks", e));
+            return;
+        }
     };
     let mut names = Vec::new();
     while let Some(Ok(entry)) = listing.read() {
@@ -125,7 +164,7 @@ pub(super) fn quarantine_hooks(dir: &OwnedFd, shown: &str, undone: &mut Vec<Stri
         }
     }
     for name in names {
-        match rustix::fs::renameat(&hooks, OsStr::new(&name), &hooks, aside(&name)) {
+        match opened.rename_in(&hooks, &name, &aside(&name)) {
             Ok(()) => undone.push(format!(
                 "{shown}/hooks/{name}: renamed to {}, a hook in a repository the command made \
                  (git on the host would run it)",
@@ -143,7 +182,7 @@ pub(super) fn quarantine_hooks(dir: &OwnedFd, shown: &str, undone: &mut Vec<Stri
 /// What the sweep says when the job kept it from undoing something (as an
 /// ordinary user, a `chmod` on what the job made is enough): loudly, since
 /// what stays is for git on the host to run.
-fn could_not(what: &str, undo: &str, e: rustix::io::Errno) -> String {
+pub(super) fn could_not(what: &str, undo: &str, e: rustix::io::Errno) -> String {
     format!(
         "{what}: could NOT {undo} ({}), in a repository the command made; git on the host \
          would run what it names: do not run git there until you have looked at it (or \

@@ -26,6 +26,7 @@
 //! following symlinks, so a job that swaps a directory for a link cannot
 //! turn a rename or a rewrite against a file elsewhere.
 
+mod access;
 mod fix;
 mod links;
 pub(crate) mod made;
@@ -37,7 +38,8 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
-use crate::protect::{Found, common_dir, find, is_git_directory, pointed};
+use crate::protect::{Found, common_dir, find_opening, is_git_directory, pointed};
+use access::Opened;
 pub(crate) use links::KeptLink;
 use made::{Id, Made, id_of};
 
@@ -112,12 +114,14 @@ impl Baseline {
             return undone;
         };
         let made = self.made.load();
+        // Put back as they were once the sweep is done (see access.rs).
+        let mut opened = Opened::default();
         let mut queue = Vec::new();
-        for repo in find(&self.workspace) {
+        for repo in find_opening(&self.workspace, &mut |dir| opened.open_up_dir(dir)) {
             match repo {
                 Found::Dir(dir) => queue.push(dir),
                 Found::File(pointer) | Found::Link(pointer) => {
-                    self.through(&root, &pointer, &made, &mut queue, &mut undone);
+                    self.through(&root, &pointer, &made, &mut queue, &mut opened, &mut undone);
                 }
             }
         }
@@ -129,15 +133,19 @@ impl Baseline {
             if self.is_users(&dir, &made) || !seen.insert(dir.clone()) {
                 continue;
             }
-            let Some(fd) = open_dir(&root, rel) else {
-                continue;
+            let shown = shown(rel);
+            let fd = match open_dir(&root, rel) {
+                Ok(fd) => fd,
+                Err(e) => {
+                    undone.push(fix::could_not(&shown, "look inside it", e));
+                    continue;
+                }
             };
             self.made.record(&dir);
-            let shown = shown(rel);
             for name in ["config", "config.worktree"] {
-                fix::sanitize_config(&fd, &shown, name, &mut undone);
+                fix::sanitize_config(&fd, &shown, name, &mut opened, &mut undone);
             }
-            fix::quarantine_hooks(&fd, &shown, &mut undone);
+            fix::quarantine_hooks(&fd, &shown, &mut opened, &mut undone);
             // The common directory it names: a fake one inside the
             // workspace is new too; one elsewhere, or none that exists, the
             // sweep cannot vouch for.
@@ -145,7 +153,10 @@ impl Baseline {
                 match common_dir(&dir) {
                     Some(common) if common.starts_with(&self.workspace) => queue.push(common),
                     _ => {
-                        if move_aside(&fd, "commondir") {
+                        if opened
+                            .rename_in(&fd, "commondir", &aside("commondir"))
+                            .is_ok()
+                        {
                             undone.push(format!(
                                 "{shown}/commondir named a directory outside the workspace, or \
                                  none, in a repository the command made; moved aside to {}, \
@@ -156,7 +167,7 @@ impl Baseline {
                     }
                 }
             }
-            queue.extend(held_gitdirs(&dir));
+            queue.extend(held_gitdirs(&dir, &mut opened));
         }
         undone
     }
@@ -171,6 +182,7 @@ impl Baseline {
         pointer: &Path,
         made: &HashSet<Id>,
         queue: &mut Vec<PathBuf>,
+        opened: &mut Opened,
         undone: &mut Vec<String>,
     ) {
         let (inside, outside): (Vec<_>, Vec<_>) = pointed_dirs(pointer)
@@ -191,12 +203,12 @@ impl Baseline {
         let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
             return;
         };
-        let Some(dir) = open_dir(root, parent) else {
-            return;
-        };
         let name = name.to_string_lossy();
+        let moved =
+            open_dir(root, parent).and_then(|dir| opened.rename_in(&dir, &name, &aside(&name)));
         self.made.record(pointer);
-        if !move_aside(&dir, &name) {
+        if let Err(e) = moved {
+            undone.push(fix::could_not(&shown(rel), "move it aside", e));
             return;
         }
         let why = match outside.first() {
@@ -247,13 +259,15 @@ fn pointed_dirs(pointer: &Path) -> Vec<PathBuf> {
 /// name that can hold slashes, of a submodule that can have submodules of
 /// its own). Everything below `modules` is looked at but the object
 /// stores: new repositories are small.
-fn held_gitdirs(dir: &Path) -> Vec<PathBuf> {
-    let mut held = subdirs(&dir.join("worktrees"));
-    let mut pending = subdirs(&dir.join("modules"));
+fn held_gitdirs(dir: &Path, opened: &mut Opened) -> Vec<PathBuf> {
+    let mut held = subdirs(&dir.join("worktrees"), opened);
+    let mut pending = subdirs(&dir.join("modules"), opened);
     while let Some(sub) = pending.pop() {
+        // Listed first: that is what opens it up, if the job closed it.
+        let below = subdirs(&sub, opened);
         let gitdir = is_git_directory(&sub);
         pending.extend(
-            subdirs(&sub)
+            below
                 .into_iter()
                 .filter(|d| !(gitdir && d.file_name().is_some_and(|n| n == "objects"))),
         );
@@ -265,8 +279,14 @@ fn held_gitdirs(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The directories in `dir`, symlinks not followed.
-fn subdirs(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
+fn subdirs(dir: &Path, opened: &mut Opened) -> Vec<PathBuf> {
+    let listed = match std::fs::read_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && opened.open_up_dir(dir) => {
+            std::fs::read_dir(dir)
+        }
+        listed => listed,
+    };
+    listed
         .into_iter()
         .flatten()
         .flatten()
@@ -285,7 +305,7 @@ fn shown(rel: &Path) -> String {
 
 /// The directory `rel` below `root`, opened without leaving it and without
 /// following a symlink on the way.
-fn open_dir(root: &OwnedFd, rel: &Path) -> Option<OwnedFd> {
+fn open_dir(root: &OwnedFd, rel: &Path) -> Result<OwnedFd, rustix::io::Errno> {
     let rel = if rel.as_os_str().is_empty() {
         Path::new(".")
     } else {
@@ -298,14 +318,8 @@ fn open_dir(root: &OwnedFd, rel: &Path) -> Option<OwnedFd> {
         Mode::empty(),
         ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS,
     )
-    .ok()
 }
 
 fn aside(name: &str) -> String {
     format!("{name}{QUARANTINE}")
-}
-
-/// Renames `dir/name` to its quarantine name.
-fn move_aside(dir: &OwnedFd, name: &str) -> bool {
-    rustix::fs::renameat(dir, name, dir, aside(name)).is_ok()
 }

@@ -1,0 +1,139 @@
+//! mecha as an ordinary user (the laptop case; as root, permissions stop
+//! nothing): a confined command takes the user's permissions away from a
+//! repository it made (`chmod 555` on its `.git`, `chmod 111` on the
+//! directory holding it) so that the undo can neither rename in it nor
+//! find it, and git on the host, which only needs to search there, would
+//! run what it planted. Run as uid 1234 when the tests run as root.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use common::{Api, Env, env, results_in, stderr, tool_turn};
+use mecha_testkit::{MockModel, MockReply};
+use serde_json::json;
+
+const USER: &str = "1234";
+
+fn as_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// `command` as the ordinary user: itself when the tests are not root, or
+/// through `setpriv` with the same program, arguments, environment and
+/// directory.
+fn as_user(command: Command) -> Command {
+    if !as_root() {
+        return command;
+    }
+    let mut wrapped = Command::new("setpriv");
+    wrapped
+        .args(["--reuid", USER, "--regid", USER, "--clear-groups", "--"])
+        .arg(command.get_program())
+        .args(command.get_args())
+        .env_clear();
+    for (key, value) in command.get_envs() {
+        if let Some(value) = value {
+            wrapped.env(key, value);
+        }
+    }
+    if let Some(dir) = command.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    wrapped
+}
+
+fn git_status(e: &Env, repo: &Path) -> Output {
+    let mut git = Command::new("git");
+    git.arg("status")
+        .current_dir(repo)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap())
+        .env("HOME", &e.home)
+        .env("GIT_CONFIG_NOSYSTEM", "1");
+    as_user(git).output().unwrap()
+}
+
+#[tokio::test]
+async fn a_repository_closed_to_its_owner_is_still_undone() {
+    if !common::have("bwrap", "the sandbox tests", "bubblewrap")
+        || (as_root() && !common::have("setpriv", "the ordinary-user tests", "util-linux"))
+    {
+        return;
+    }
+    let mut e = env();
+    e.extra_config = "[sandbox]\nkind = \"bwrap\"\n".into();
+    let marker = e.ws.parent().unwrap().join("RAN");
+    let payload = e.ws.parent().unwrap().join("payload.sh");
+    std::fs::write(&payload, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
+    if as_root() {
+        let owned = Command::new("chown")
+            .args(["-R", &format!("{USER}:{USER}")])
+            .arg(e.ws.parent().unwrap())
+            .status()
+            .unwrap();
+        assert!(owned.success());
+    }
+    Command::new("chmod")
+        .args(["755"])
+        .arg(&payload)
+        .arg(e.ws.parent().unwrap())
+        .status()
+        .unwrap();
+    let payload = payload.display();
+    let plant = |repo: &str| {
+        format!(
+            "git init -q {repo} && git -C {repo} config core.fsmonitor {payload} && \
+             printf '#!/bin/sh\\n{payload}\\n' > {repo}/.git/hooks/pre-commit && \
+             chmod 755 {repo}/.git/hooks/pre-commit"
+        )
+    };
+    let command = format!(
+        "{} && chmod 555 closed/.git/hooks closed/.git && {} && chmod 111 hidden && echo PLANTED",
+        plant("closed"),
+        plant("hidden")
+    );
+    let mock = MockModel::start(vec![
+        tool_turn(&[("shell", json!({"command": command}))]),
+        MockReply::text("done"),
+    ])
+    .await;
+    let mut run = e.command(Api::OpenAi, &mock, "sk-test", "run", &["--yes", "go"]);
+    run.stdin(Stdio::null());
+    let mut run = as_user(run);
+    let out = tokio::task::spawn_blocking(move || run.output().unwrap())
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (text, _) = &results_in(&mock, 1)[0];
+    assert!(text.contains("PLANTED"), "{text}");
+    for repo in ["closed", "hidden"] {
+        assert!(
+            text.contains(&format!("{repo}/.git/config: removed core.fsmonitor")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("{repo}/.git/hooks/pre-commit: renamed")),
+            "{text}"
+        );
+        let status = git_status(&e, &e.ws.join(repo));
+        assert!(status.status.success(), "{repo}: {}", stderr(&status));
+        assert!(
+            !marker.exists(),
+            "git status in {repo} ran the planted program"
+        );
+    }
+    // The modes are as the command left them: the sweep only borrowed them.
+    let mode = |p: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::symlink_metadata(e.ws.join(p))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode("hidden"), 0o111);
+    assert_eq!(mode("closed/.git"), 0o555);
+}
