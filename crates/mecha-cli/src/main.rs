@@ -85,9 +85,8 @@ enum Configured {
     /// The configured MCP servers: list them, or check one.
     #[command(subcommand)]
     Mcp(commands::mcp::McpCommand),
-    /// The stored sessions: list them, or show one's transcript.
-    #[command(subcommand)]
-    Sessions(commands::sessions::SessionsCommand),
+    /// The stored sessions: list them (the default), or show one's transcript.
+    Sessions(commands::sessions::SessionsArgs),
     /// The effective configuration, and where each value came from.
     Config(commands::config::ConfigArgs),
 }

@@ -177,3 +177,48 @@ async fn show_reads_past_a_line_something_else_broke_and_says_so() {
     assert!(err.contains("line 3: skipped"), "{err}");
     assert!(!out.stderr.contains(&0x1b), "{err}");
 }
+
+/// `mecha sessions` with no command is the list, `--json` included.
+#[tokio::test]
+async fn sessions_alone_lists() {
+    let e = env();
+    session(&e, "first", 1);
+    session(&e, "second", 2);
+    for (alone, listed) in [(&[][..], &["list"][..]), (&["--json"], &["list", "--json"])] {
+        let out = sessions(&e, alone).await;
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(stdout(&out), stdout(&sessions(&e, listed).await));
+        assert_eq!(stdout(&out).lines().count(), 2, "{}", stdout(&out));
+    }
+}
+
+/// A real run's transcript: each turn's marker comes before the answer
+/// and the calls it made, and their results after it.
+#[tokio::test]
+async fn show_puts_each_turn_before_its_calls() {
+    let e = env();
+    std::fs::write(e.ws.join("a.txt"), "hi\n").unwrap();
+    let mock = MockModel::start(vec![
+        common::tool_turn(&[("fs_read", serde_json::json!({"path": "a.txt"}))]),
+        mecha_testkit::MockReply::text("It says hi."),
+    ])
+    .await;
+    let out = e
+        .run(Api::OpenAi, &mock, "k", &["--yes", "read a.txt"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let listed = stdout(&sessions(&e, &["list", "--json"]).await);
+    let row: Value = serde_json::from_str(listed.lines().next().unwrap()).unwrap();
+    let text = stdout(&sessions(&e, &["show", row["id"].as_str().unwrap()]).await);
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("no {needle:?} in {text}"))
+    };
+    assert!(at("--- turn 1 ") < at("assistant calls fs_read"), "{text}");
+    assert!(
+        at("assistant calls fs_read") < at("result of fs_read"),
+        "{text}"
+    );
+    assert!(at("result of fs_read") < at("--- turn 2 "), "{text}");
+    assert!(at("--- turn 2 ") < at("assistant: It says hi."), "{text}");
+}

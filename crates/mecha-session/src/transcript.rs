@@ -22,9 +22,15 @@ pub fn transcript(loaded: &Loaded) -> String {
         h.workspace.display()
     );
     let mut names = CallNames::default();
-    for entry in &loaded.entries {
+    let markers = turn_markers(loaded);
+    for (index, entry) in loaded.entries.iter().enumerate() {
         match &entry.record {
             Record::Message { message, external } => {
+                if let Some(Record::Turn { turn, usage }) =
+                    markers.get(&index).map(|&t| &loaded.entries[t].record)
+                {
+                    turn_line(&mut out, *turn, usage);
+                }
                 names.learn(message);
                 render_message(&mut out, message, &names, external, "");
             }
@@ -73,16 +79,42 @@ pub fn transcript(loaded: &Loaded) -> String {
             Record::ToolState { tool, state } => {
                 let _ = writeln!(out, "--- {tool} saved its state: {state} ---");
             }
-            Record::Turn { turn, usage } => {
-                let _ = writeln!(
-                    out,
-                    "--- turn {turn} (input {}, output {} tokens) ---",
-                    usage.input_tokens, usage.output_tokens
-                );
-            }
+            Record::Turn { .. } if markers.values().any(|&t| t == index) => {}
+            Record::Turn { turn, usage } => turn_line(&mut out, *turn, usage),
         }
     }
     out
+}
+
+/// Where each turn's marker goes: a turn is journaled once its answer is
+/// in, and shown before the first assistant message it answered with,
+/// so its calls and their results follow it. By entry index: the
+/// assistant message's, and the turn record's.
+fn turn_markers(loaded: &Loaded) -> HashMap<usize, usize> {
+    let mut markers = HashMap::new();
+    let mut first_answer = None;
+    for (index, entry) in loaded.entries.iter().enumerate() {
+        match &entry.record {
+            Record::Message { message, .. } if message.role == Role::Assistant => {
+                first_answer.get_or_insert(index);
+            }
+            Record::Turn { .. } => {
+                if let Some(answer) = first_answer.take() {
+                    markers.insert(answer, index);
+                }
+            }
+            _ => {}
+        }
+    }
+    markers
+}
+
+fn turn_line(out: &mut String, turn: u32, usage: &mecha_core::Usage) {
+    let _ = writeln!(
+        out,
+        "--- turn {turn} (input {}, output {} tokens) ---",
+        usage.input_tokens, usage.output_tokens
+    );
 }
 
 /// The tool each call id named, learnt from the calls as they come, so a

@@ -77,23 +77,23 @@ fn every_record_is_shown_in_order() {
          workspace: {ws}\n\
          \n\
          user: Fix the build\n    it fails on main\n\
+         --- turn 1 (input 10, output 2 tokens) ---\n\
          thinking: look first\n\
          assistant calls shell: {{\"command\":\"make\"}}\n\
          result of shell (call t1, error): make: *** [all] Error 2\n\
          assistant calls http_fetch: {{\"url\":\"https://example.com\"}}\n\
          result of http_fetch (call t2, external: came from outside the machine): a page\n\
-         --- turn 1 (input 10, output 2 tokens) ---\n\
          --- taint: private data, untrusted input ---\n\
          --- tools narrowed by deploy to: shell, skill ---\n\
          --- todo saved its state: [\"a\"] ---\n\
+         --- turn 2 (input 10, output 2 tokens) ---\n\
          assistant: a refused answer\n\
          --- rewound to the first 6 messages ---\n\
          --- compacted (12000 -> 900 tokens); the history is now: ---\n\
          \x20 user: Fix the build\n\
          \x20 user: Summary: make fails\n\
          --- end of the compacted history ---\n\
-         assistant: Fixed.\n\
-         --- turn 2 (input 10, output 2 tokens) ---\n",
+         assistant: Fixed.\n",
         id = loaded.header.id,
         v = loaded.header.mecha,
         started = loaded.header.started,

@@ -136,7 +136,8 @@ impl Listing {
             let matches = self.glob.as_ref().is_none_or(|g| g.is_match(&path));
             if kind.is_dir() {
                 if matches {
-                    self.lines.push(format!("dir\t-\t{}/", path.display()));
+                    self.lines
+                        .push(entry_line("dir", "-", &format!("{}/", path.display())));
                 }
                 let skipped = NOT_DESCENDED.iter().any(|n| name == *n);
                 if depth > 1 && !skipped {
@@ -152,16 +153,14 @@ impl Listing {
                         .read_link(&name)
                         .map(|t| t.display().to_string())
                         .unwrap_or_else(|_| "?".to_owned());
-                    self.lines
-                        .push(format!("link\t-\t{} -> {target}", path.display()));
+                    let shown = format!("{} -> {target}", path.display());
+                    self.lines.push(entry_line("link", "-", &shown));
                 } else {
                     let size = entry.metadata().map(|m| m.len().to_string());
                     let kind = if kind.is_file() { "file" } else { "other" };
-                    self.lines.push(format!(
-                        "{kind}\t{}\t{}",
-                        size.unwrap_or_else(|_| "?".to_owned()),
-                        path.display()
-                    ));
+                    let size = size.unwrap_or_else(|_| "?".to_owned());
+                    self.lines
+                        .push(entry_line(kind, &size, &path.display().to_string()));
                 }
             }
         }
@@ -192,6 +191,13 @@ impl Listing {
         }
         out
     }
+}
+
+/// One listing line: kind, size in bytes (`-` where none applies) and
+/// path, in columns of spaces (a tab shows differently in every terminal
+/// and transcript).
+fn entry_line(kind: &str, size: &str, path: &str) -> String {
+    format!("{kind:<5}{size:>10}  {path}")
 }
 
 /// Up to `cap` items of a directory stream, and whether more were left

@@ -253,11 +253,11 @@ async fn fs_list_shows_kinds_sizes_depth_and_glob() {
     let out = call(&FsList, json!({}), &ctx).await;
     assert_eq!(
         out.content,
-        "dir\t-\t.git/\nfile\t3\tREADME.md\nlink\t-\treadme -> README.md\ndir\t-\tsrc/\n"
+        "dir           -  .git/\nfile          3  README.md\nlink          -  readme -> README.md\ndir           -  src/\n"
     );
     let out = call(&FsList, json!({"depth": 3}), &ctx).await;
     assert!(
-        out.content.contains("file\t13\tsrc/main.rs"),
+        out.content.contains("file         13  src/main.rs"),
         "{}",
         out.content
     );
@@ -271,7 +271,7 @@ async fn fs_list_shows_kinds_sizes_depth_and_glob() {
     let out = call(&FsList, json!({"glob": "**/*.rs"}), &ctx).await;
     assert_eq!(
         out.content,
-        "file\t0\tsrc/deep/lib.rs\nfile\t13\tsrc/main.rs\n"
+        "file          0  src/deep/lib.rs\nfile         13  src/main.rs\n"
     );
 
     let out = call(&FsList, json!({"glob": "[oops"}), &ctx).await;

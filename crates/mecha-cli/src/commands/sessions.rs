@@ -11,6 +11,16 @@ use mecha_session::{Listing, SessionError, Store, transcript};
 use crate::Failure;
 use crate::terminal::printable;
 
+#[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct SessionsArgs {
+    #[command(subcommand)]
+    command: Option<SessionsCommand>,
+    /// With no command: what `list` takes.
+    #[command(flatten)]
+    list: ListArgs,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum SessionsCommand {
     /// Every stored session, newest first: id, start, turns, workspace and
@@ -47,11 +57,12 @@ pub fn failure(e: SessionError) -> Failure {
     }
 }
 
-pub fn run(command: SessionsCommand) -> Result<u8, Failure> {
+pub fn run(args: SessionsArgs) -> Result<u8, Failure> {
     let store = store()?;
-    match command {
-        SessionsCommand::List(args) => list(&store, args.json),
-        SessionsCommand::Show(args) => show(&store, &args.id),
+    match args.command {
+        None => list(&store, args.list.json),
+        Some(SessionsCommand::List(args)) => list(&store, args.json),
+        Some(SessionsCommand::Show(args)) => show(&store, &args.id),
     }
 }
 
