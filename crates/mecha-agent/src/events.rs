@@ -293,6 +293,13 @@ impl Excerpt {
 /// The most characters of a result an activity line shows.
 const SUMMARY_CHARS: usize = 100;
 
+/// Whether a result's summary is all of it (a one-line result such as
+/// `created b.txt (24 bytes)`): then an activity line shows no size
+/// beside it, which would only repeat the result's own.
+pub fn summary_is_whole(bytes: usize, summary: &str) -> bool {
+    summary.len() >= bytes
+}
+
 /// The first line of a result, short, for activity logs. A JSON result's
 /// first line is a lone `{`, so JSON is collapsed onto one line instead:
 /// its lines trimmed and joined (a JSON string holds no raw line break, so

@@ -28,7 +28,10 @@ mod window;
 pub use agent::{Agent, AgentError, Limits, Outcome, Session};
 pub use compaction::{COMPACTION_ATTEMPTS, CompactionPolicy, SUMMARY_HEADER, SUMMARY_REQUEST};
 pub use ending::{CONTINUE_PROMPT, CUT_CALL};
-pub use events::{EarlyStop, Event, EventSink, Excerpt, GateStage, GateVerdict, HookSaid, RunEnd};
+pub use events::{
+    EarlyStop, Event, EventSink, Excerpt, GateStage, GateVerdict, HookSaid, RunEnd,
+    summary_is_whole,
+};
 pub use gate::Gate;
 pub use hook::{Hook, HookVerdict, PromptVerdict, SessionSource};
 pub use hooking::MAX_SEND_BACKS;

@@ -197,10 +197,12 @@ impl Text {
             } => {
                 if !state.refused.remove(&id) {
                     let mark = if is_error { "✗" } else { "←" };
-                    self.activity(&format!(
-                        "{mark} {name}: {} ({bytes} bytes)",
-                        clip(&summary, 120)
-                    ));
+                    let size = if mecha_agent::summary_is_whole(bytes, &summary) {
+                        String::new()
+                    } else {
+                        format!(" ({bytes} bytes)")
+                    };
+                    self.activity(&format!("{mark} {name}: {}{size}", clip(&summary, 120)));
                 }
             }
             Event::ToolProgress { name, message, .. } => {

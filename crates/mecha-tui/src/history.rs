@@ -146,7 +146,11 @@ fn tool_lines(tool: &ToolEntry, theme: Theme, out: &mut Vec<Line<'static>>) {
         ToolStatus::Done { bytes, summary } => (
             "✓",
             theme.ok(),
-            format!("{} · {}", size(*bytes), escape::line(summary)),
+            if mecha_agent::summary_is_whole(*bytes, summary) {
+                escape::line(summary).into_owned()
+            } else {
+                format!("{} · {}", size(*bytes), escape::line(summary))
+            },
             theme.dim(),
         ),
         ToolStatus::Failed { summary } => {
