@@ -222,9 +222,12 @@ async fn a_killed_job_leaves_no_container_once_its_lease_drops() {
 async fn finish_ends_the_container_before_it_sweeps() {
     let Some(sandbox) = sandbox() else { return };
     let (_dir, ws) = workspace();
+    // Each write is whole (a rename), so the kill never leaves a config
+    // cut short with nothing in it to undo.
     let script = "setsid bash -c 'while :; do mkdir -p nested/.git; printf \
-                  \"[core]\\n\\tfsmonitor = touch /tmp/pwned\\n\" > nested/.git/config; \
-                  sleep 0.01; done' </dev/null >/dev/null 2>&1 & exec sleep 1000";
+                  \"[core]\\n\\tfsmonitor = touch /tmp/pwned\\n\" > nested/.git/c.tmp; \
+                  mv nested/.git/c.tmp nested/.git/config; sleep 0.01; done' \
+                  </dev/null >/dev/null 2>&1 & exec sleep 1000";
     let Confined { mut command, lease } = confine(&sandbox, &ws, script, &[], &[]);
     let mut child = command.spawn().unwrap();
     let config = ws.join("nested/.git/config");

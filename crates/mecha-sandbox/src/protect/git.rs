@@ -58,22 +58,42 @@ pub(crate) enum Found {
 
 /// Every repository under `root`, the root itself included: every `.git`
 /// (directory, file or symlink), and every directory git would take for a
-/// git directory when run inside it. Symlinks are not followed. A `.git`
-/// directory is not entered: nobody runs git inside one, and its objects
-/// can be many. A directory git takes for a bare repository is, since a
-/// command can make one above a repository of its own; only its object
-/// store's fan-out (`objects/ab`, `objects/pack`), which in a real one
-/// holds nothing but objects, is skipped.
+/// git directory when run inside it, inside a `.git` too (a command can
+/// make one there, and lead git to it through a symlink: git finds a
+/// repository from the real path it runs in). Symlinks are not followed.
+/// In a git directory, what the sandbox keeps read-only
+/// ([`READ_ONLY_INSIDE`]) is not entered, nor its object store's fan-out
+/// (`objects/ab`, `objects/pack`), which in a real one holds nothing but
+/// objects and can be large.
 pub(crate) fn find(root: &Path) -> Vec<Found> {
-    find_opening(root, &mut |_| false)
+    find_opening(root, false, &mut |_| false)
 }
 
-/// [`find`], handing each directory it cannot list (or search) to
-/// `open_up`, and listing it again when that says it made it listable.
-pub(crate) fn find_opening(root: &Path, open_up: &mut dyn FnMut(&Path) -> bool) -> Vec<Found> {
+/// The entries of a git directory a job cannot change, so not walked.
+const READ_ONLY_INSIDE: [&str; 3] = ["hooks", "modules", "worktrees"];
+
+/// Where a directory of the walk is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Plain,
+    /// A `.git` directory, already counted.
+    DotGit,
+    /// A git directory's `objects`.
+    ObjectStore,
+}
+
+/// [`find`], into object stores' fan-out as well when `fan_out` (after a
+/// job, which could have hidden a git directory there), handing each
+/// directory it cannot list (or search) to `open_up`, and listing it again
+/// when that says it made it listable.
+pub(crate) fn find_opening(
+    root: &Path,
+    fan_out: bool,
+    open_up: &mut dyn FnMut(&Path) -> bool,
+) -> Vec<Found> {
     let mut found = Vec::new();
-    let mut pending = vec![(root.to_path_buf(), false)];
-    while let Some((dir, object_store)) = pending.pop() {
+    let mut pending = vec![(root.to_path_buf(), Place::Plain)];
+    while let Some((dir, place)) = pending.pop() {
         let listed = match fs::read_dir(&dir) {
             Ok(entries) if searchable(&dir) => Ok(entries),
             _ if open_up(&dir) => fs::read_dir(&dir),
@@ -92,28 +112,34 @@ pub(crate) fn find_opening(root: &Path, open_up: &mut dyn FnMut(&Path) -> bool) 
             if name == ".git" {
                 let path = entry.path();
                 if kind.is_dir() {
-                    found.push(Found::Dir(path));
+                    found.push(Found::Dir(path.clone()));
+                    pending.push((path, Place::DotGit));
                 } else if kind.is_symlink() {
                     found.push(Found::Link(path));
                 } else if kind.is_file() {
                     found.push(Found::File(path));
                 }
             } else if kind.is_dir() {
-                if !(object_store && is_fan_out(&name)) {
+                if fan_out || !(place == Place::ObjectStore && is_fan_out(&name)) {
                     subdirs.push(entry.path());
                 }
             } else if name == "HEAD" {
                 head = true;
             }
         }
-        let gitdir = head && is_git_directory(&dir);
-        if gitdir {
+        let gitdir = place == Place::DotGit || (head && is_git_directory(&dir));
+        if gitdir && place != Place::DotGit {
             found.push(Found::Dir(dir));
         }
-        pending.extend(subdirs.into_iter().map(|sub| {
-            let objects = gitdir && sub.file_name().is_some_and(|n| n == "objects");
-            (sub, objects)
-        }));
+        for sub in subdirs {
+            let name = sub.file_name().unwrap_or_default();
+            let place = match name.to_str() {
+                Some("objects") if gitdir => Place::ObjectStore,
+                Some(name) if gitdir && READ_ONLY_INSIDE.contains(&name) => continue,
+                _ => Place::Plain,
+            };
+            pending.push((sub, place));
+        }
     }
     found
 }
@@ -141,20 +167,39 @@ pub(crate) fn is_git_directory(dir: &Path) -> bool {
     if fs::symlink_metadata(dir.join("HEAD")).map_or(true, |m| m.is_dir()) {
         return false;
     }
-    let common = match read_commondir(dir) {
+    let named = read_commondir(dir);
+    let common = match &named {
         Some(named) => dir.join(named),
+        // A `commondir` mecha cannot read (not a regular file, a name too
+        // long to resolve) is one git may read and follow: the directory
+        // counts, so that what is in it is looked at.
+        None if fs::symlink_metadata(dir.join("commondir")).is_ok() => return true,
         None => dir.to_path_buf(),
     };
-    ["objects", "refs"]
-        .iter()
-        .all(|name| rustix::fs::access(common.join(name), Access::EXEC_OK).is_ok())
+    let searchable = |name: &str| match rustix::fs::access(common.join(name), Access::EXEC_OK) {
+        Ok(()) => true,
+        Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => false,
+        // Nothing mecha can resolve, where git may: it counts.
+        Err(_) => named.is_some(),
+    };
+    ["objects", "refs"].iter().all(|name| searchable(name))
 }
 
-/// What `dir/commondir` says, as git reads it: the whole file, less the
-/// line ends at its end.
+/// What `dir/commondir` says, as git reads it: the file as a C string (to
+/// its first NUL), less the line ends at its end.
 pub(crate) fn read_commondir(dir: &Path) -> Option<PathBuf> {
-    let text = read_small(&dir.join("commondir"))?;
+    let text = read_c_string(&dir.join("commondir"))?;
     Some(PathBuf::from(OsString::from_vec(trim_line_ends(text))))
+}
+
+/// A small regular file's bytes up to the first NUL: git reads its pointer
+/// files as C strings, so what follows a NUL is not there.
+fn read_c_string(file: &Path) -> Option<Vec<u8>> {
+    let mut text = read_small(file)?;
+    if let Some(nul) = text.iter().position(|b| *b == 0) {
+        text.truncate(nul);
+    }
+    Some(text)
 }
 
 /// The common directory `commondir` in `gitdir` names, canonical (git
@@ -240,12 +285,7 @@ pub(crate) fn pointed(dot_git: &Path) -> Result<Option<Named>, (PathBuf, std::io
 /// ends, byte for byte, as git takes it (a second space is part of the
 /// path).
 fn gitfile_target(file: &Path) -> Option<PathBuf> {
-    let mut text = read_small(file)?;
-    // Git reads the file as a C string: what follows a NUL is not there.
-    if let Some(nul) = text.iter().position(|b| *b == 0) {
-        text.truncate(nul);
-    }
-    let text = trim_line_ends(text);
+    let text = trim_line_ends(read_c_string(file)?);
     let named = text.strip_prefix(b"gitdir: ")?;
     (!named.is_empty()).then(|| PathBuf::from(OsString::from_vec(named.to_vec())))
 }

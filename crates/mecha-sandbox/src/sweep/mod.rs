@@ -117,7 +117,7 @@ impl Baseline {
         // Put back as they were once the sweep is done (see access.rs).
         let mut opened = Opened::default();
         let mut queue = Vec::new();
-        for repo in find_opening(&self.workspace, &mut |dir| opened.open_up_dir(dir)) {
+        for repo in find_opening(&self.workspace, true, &mut |dir| opened.open_up_dir(dir)) {
             match repo {
                 Found::Dir(dir) => queue.push(dir),
                 Found::File(pointer) | Found::Link(pointer) => {

@@ -8,6 +8,8 @@ use std::process::{ExitStatus, Stdio};
 
 use mecha_sandbox::{Confined, HostEnv, Job, Sandbox, SandboxConfig, SandboxError, SandboxKind};
 
+pub mod plants;
+
 /// A bwrap sandbox, or `None` (the test skips) where bubblewrap is not
 /// installed; under CI a missing bwrap fails the test instead.
 pub fn sandbox(config: SandboxConfig, host: HostEnv) -> Option<Sandbox> {
