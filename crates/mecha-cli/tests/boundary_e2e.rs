@@ -393,6 +393,33 @@ async fn file_tools_cannot_lay_out_a_git_directory() {
     assert!(!e.ws.join("src/refs").exists());
 }
 
+/// A `commondir` beside a `HEAD` makes a git directory too, its objects,
+/// refs and config elsewhere (the third review): the write is refused.
+#[tokio::test]
+async fn file_tools_cannot_point_a_head_at_a_common_directory() {
+    let e = env();
+    let mock = MockModel::start(vec![
+        tool_turn(&[(
+            "fs_write",
+            json!({"path": "src/HEAD", "content": "ref: refs/heads/main\n"}),
+        )]),
+        tool_turn(&[(
+            "fs_write",
+            json!({"path": "src/commondir", "content": "../.cache/c\n"}),
+        )]),
+        MockReply::text("done"),
+    ])
+    .await;
+    let out = e.run(Api::OpenAi, &mock, "sk-test", &["--yes", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (text, is_error) = results_in(&mock, 2).pop().unwrap();
+    assert!(
+        is_error && text.contains("inside a git directory"),
+        "{text}"
+    );
+    assert!(!e.ws.join("src/commondir").exists());
+}
+
 /// What the repository's config names for git (a `core.hooksPath`
 /// directory, an `include.path` file in the tree) is as closed to the file
 /// tools as it is to a confined command.

@@ -330,8 +330,9 @@ pub fn canonical_protected(dir: &Path) -> Result<PathBuf, JailError> {
 
 /// Whether a directory holding the written path (the workspace root
 /// included) is, or with this write becomes, laid out as git finds a
-/// repository without any `.git`: a `HEAD` beside `objects` and `refs`.
-/// A file tool could otherwise build a bare repository with a
+/// repository without any `.git`: a `HEAD` beside `objects` and `refs`,
+/// or beside a `commondir` (which names where git finds those, and the
+/// config). A file tool could otherwise build a bare repository with a
 /// `core.fsmonitor` one file at a time.
 fn makes_a_git_directory(resolved: &ResolvedPath) -> bool {
     let target = resolved.relative.as_path();
@@ -339,10 +340,10 @@ fn makes_a_git_directory(resolved: &ResolvedPath) -> bool {
         let path = dir.join(name);
         target.starts_with(&path) || resolved.dir.symlink_metadata(&path).is_ok()
     };
-    target
-        .ancestors()
-        .skip(1)
-        .any(|dir| present(dir, "HEAD") && present(dir, "objects") && present(dir, "refs"))
+    target.ancestors().skip(1).any(|dir| {
+        present(dir, "HEAD")
+            && (present(dir, "commondir") || (present(dir, "objects") && present(dir, "refs")))
+    })
 }
 
 /// Refuses a write into a git directory (or of a `.git` file): git on the
