@@ -90,3 +90,46 @@ async fn a_config_mecha_cannot_read_refuses_the_command() {
     assert!(text.contains("git config --file"), "{text}");
     assert!(!e.ws.join(".githooks/pre-commit").exists());
 }
+
+/// A `core.hooksPath` in the user's global config (a team's `.githooks`
+/// convention) names a folder in every repository: it is as closed to a
+/// confined command and to the file tools as one the repository names.
+#[tokio::test]
+async fn hooks_path_in_the_global_config_is_protected() {
+    if !common::have("bwrap", "the sandbox tests", "bubblewrap") {
+        return;
+    }
+    let mut e = env();
+    e.extra_config = "[sandbox]\nkind = \"bwrap\"\n".into();
+    std::fs::write(
+        e.home.join(".gitconfig"),
+        "[core]\n\thooksPath = .githooks\n",
+    )
+    .unwrap();
+    let init = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&e.ws)
+        .env("HOME", &e.home)
+        .status()
+        .unwrap();
+    assert!(init.success());
+    let mock = MockModel::start(vec![
+        tool_turn(&[(
+            "shell",
+            json!({"command": format!("mkdir -p .githooks; {PLANT}")}),
+        )]),
+        tool_turn(&[(
+            "fs_write",
+            json!({"path": ".githooks/pre-commit", "content": "#!/bin/sh\n"}),
+        )]),
+        MockReply::text("done"),
+    ])
+    .await;
+    let out = e.run(Api::OpenAi, &mock, "sk-test", &["--yes", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (shell, _) = results_in(&mock, 1).remove(0);
+    assert!(shell.contains("REFUSED"), "{shell}");
+    let (write, is_error) = results_in(&mock, 2).pop().unwrap();
+    assert!(is_error, "{write}");
+    assert!(!e.ws.join(".githooks/pre-commit").exists());
+}

@@ -347,7 +347,9 @@ pub(crate) fn config_targets(
     // levels), and its own includes are relative to it.
     let mut pending: Vec<(PathBuf, usize)> = ["config", "config.worktree"]
         .iter()
-        .map(|name| (gitdir.join(name), 0))
+        .map(|name| gitdir.join(name))
+        .chain(user_configs(home))
+        .map(|file| (file, 0))
         .collect();
     let mut read = std::collections::HashSet::new();
     while let Some((file, depth)) = pending.pop() {
@@ -370,6 +372,9 @@ pub(crate) fn config_targets(
             let (base, kind) = match (entry.section.as_str(), entry.key.as_str()) {
                 ("core", "hookspath") if entry.subsection.is_none() => (worktree, Kind::Dir),
                 ("include" | "includeif", "path") => (here, Kind::File(b"")),
+                // Copied into every repository `git init` or `git clone`
+                // makes, hooks included.
+                ("init", "templatedir") if entry.subsection.is_none() => (here, Kind::Dir),
                 _ => continue,
             };
             let path = match (value.strip_prefix(b"~/"), home) {
@@ -384,6 +389,30 @@ pub(crate) fn config_targets(
         }
     }
     (targets, unreadable)
+}
+
+/// The config files git reads for every repository besides its own, as
+/// mecha's environment (which the user's shells share) chooses them: the
+/// system's (unless `GIT_CONFIG_NOSYSTEM`), and the user's global ones. A
+/// relative `core.hooksPath` there names a directory in each repository
+/// (a team's `.githooks`).
+fn user_configs(home: Option<&Path>) -> Vec<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let mut files = Vec::new();
+    if var("GIT_CONFIG_NOSYSTEM").is_none() {
+        files.push(var("GIT_CONFIG_SYSTEM").map_or_else(|| "/etc/gitconfig".into(), PathBuf::from));
+    }
+    match var("GIT_CONFIG_GLOBAL") {
+        Some(global) => files.push(PathBuf::from(global)),
+        None => {
+            let xdg = var("XDG_CONFIG_HOME")
+                .map(PathBuf::from)
+                .or_else(|| home.map(|h| h.join(".config")));
+            files.extend(xdg.map(|x| x.join("git/config")));
+            files.extend(home.map(|h| h.join(".gitconfig")));
+        }
+    }
+    files
 }
 
 /// How deep git follows `include.path` before it gives up.
