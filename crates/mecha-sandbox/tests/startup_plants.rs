@@ -122,6 +122,41 @@ async fn bash_aliases_cannot_be_planted() {
     assert!(out.contains("DONE") && !out.contains("BREACH"), "{out}");
 }
 
+/// The code a `.bashrc` runs is often in a file it sources, which an
+/// installer put under the home directory (nvm, fzf): those are kept as
+/// read-only as the `.bashrc`, found by reading it (the third review), a
+/// name built from a variable it set included.
+#[tokio::test]
+async fn what_the_bashrc_sources_cannot_be_planted() {
+    let home = Home::new();
+    let ws = home.path();
+    std::fs::create_dir(ws.join(".nvm")).unwrap();
+    std::fs::write(ws.join(".nvm/nvm.sh"), "nvm() { :; }\n").unwrap();
+    std::fs::write(
+        ws.join(".bashrc"),
+        "export TOOL_DIR=\"$HOME/.tool\"\n\
+         [ -s \"$HOME/.nvm/nvm.sh\" ] && \\. \"$HOME/.nvm/nvm.sh\"\n\
+         [ -f ~/.fzf.bash ] && source ~/.fzf.bash\n\
+         [ -f \"$TOOL_DIR/init.sh\" ] && . \"$TOOL_DIR/init.sh\"\n",
+    )
+    .unwrap();
+    let Some(sandbox) = home.sandbox(&[]) else {
+        return;
+    };
+    let script = format!(
+        "{TRY}try 'echo {p} >> .nvm/nvm.sh'\ntry 'echo {p} > .fzf.bash'\n\
+         try 'mkdir -p .tool && echo {p} > .tool/init.sh'\necho DONE",
+        p = home.payload.display()
+    );
+    let (out, _) = plant(&sandbox, ws, &script).await;
+    host_shell(ws, &"/usr/bin:/bin".into(), &["-ic", "true"]);
+    assert!(
+        !home.marker.exists(),
+        "the host's bash ran the planted program: {out}"
+    );
+    assert!(out.contains("DONE") && !out.contains("BREACH"), "{out}");
+}
+
 /// `~/.cargo/bin` comes first on PATH once `.cargo/env` is read, and every
 /// directory on mecha's own PATH is searched by the user's shells too:
 /// none of them, existing or not, can be given an `ls`.

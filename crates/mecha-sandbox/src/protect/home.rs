@@ -82,6 +82,40 @@ pub(crate) const STARTUP_FILES: &[(&str, Kind)] = &[
     (".docker", Kind::Dir),
     (".gnupg", Kind::Dir),
     (".rustup", Kind::Dir),
+    // Sourced by the shell files above (what they source is read and
+    // protected as well, see sourced.rs; these are here for the guarded
+    // `[ -f ~/.fzf.bash ] && source ~/.fzf.bash` of a file not yet read).
+    (".nvm/nvm.sh", Kind::File(b"")),
+    (".fzf.bash", Kind::File(b"")),
+    (".fzf.zsh", Kind::File(b"")),
+    (".oh-my-zsh", Kind::Dir),
+    (".p10k.zsh", Kind::File(b"")),
+    // Other shells and sessions.
+    (".cshrc", Kind::File(b"")),
+    (".tcshrc", Kind::File(b"")),
+    (".login", Kind::File(b"")),
+    (".logout", Kind::File(b"")),
+    (".kshrc", Kind::File(b"")),
+    (".mkshrc", Kind::File(b"")),
+    (".xsession", Kind::File(b"")),
+    (".local/share/applications", Kind::Dir),
+    (".config/i3", Kind::Dir),
+    (".config/sway", Kind::Dir),
+    (".config/hypr", Kind::Dir),
+    (".wezterm.lua", Kind::File(b"")),
+    (".config/wezterm", Kind::Dir),
+    // Tools that run code from their start-up files.
+    (".gdbinit", Kind::File(b"")),
+    (".config/gdb", Kind::Dir),
+    (".lldbinit", Kind::File(b"")),
+    (".hgrc", Kind::File(b"")),
+    (".gradle/init.d", Kind::Dir),
+    (".gradle/init.gradle", Kind::File(b"")),
+    (".ipython/profile_default/startup", Kind::Dir),
+    (".config/direnv", Kind::Dir),
+    (".Rprofile", Kind::File(b"")),
+    (".irbrc", Kind::File(b"")),
+    (".pryrc", Kind::File(b"")),
 ];
 
 /// The start-up files of `home`, as protection targets. Only those inside

@@ -32,6 +32,7 @@ mod git;
 mod home;
 mod placeholder;
 mod repos;
+mod sourced;
 
 use std::ffi::OsStr;
 use std::fs;
@@ -214,6 +215,13 @@ pub(crate) fn plan(
     targets.extend(repos::repository_targets(scope, &found, &records)?);
     if let Some(home) = scope.home {
         targets.extend(home::targets(home));
+        // Only read when a job could write there.
+        if roots
+            .iter()
+            .any(|r| home.starts_with(r.host) || r.host.starts_with(home))
+        {
+            targets.extend(sourced::targets(home));
+        }
     }
     targets.extend(home::search_path_targets(scope.search_path));
     targets.extend(scope.caller.iter().cloned().map(Target::existing));

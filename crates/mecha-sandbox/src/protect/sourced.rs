@@ -1,0 +1,208 @@
+//! What the user's shell start-up files source. Keeping `~/.bashrc`
+//! read-only protects nothing when the line in it that matters is
+//! `. "$NVM_DIR/nvm.sh"` or `[ -f ~/.fzf.bash ] && source ~/.fzf.bash`:
+//! the code is in the file it reads, which an installer put under the home
+//! directory. So the shell start-up files are read for `.` and `source`
+//! commands, and every file they name under the home directory is
+//! protected too, followed a few levels down (what those files source in
+//! turn). A name built from a variable is understood when the variable was
+//! set in the same file from the home directory (`export
+//! NVM_DIR="$HOME/.nvm"`); anything else is left alone.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use super::{Kind, Target};
+
+/// The start-up files shells and sessions read as shell code.
+const SHELL_FILES: &[&str] = &[
+    ".profile",
+    ".bash_profile",
+    ".bash_login",
+    ".bashrc",
+    ".bash_aliases",
+    ".zshenv",
+    ".zprofile",
+    ".zshrc",
+    ".zlogin",
+    ".kshrc",
+    ".mkshrc",
+    ".xprofile",
+    ".xsessionrc",
+    ".xsession",
+    ".xinitrc",
+];
+
+/// How far sourcing is followed: a start-up file, what it sources, and
+/// what that sources.
+const DEPTH: usize = 3;
+
+/// The most of one file that is read.
+const LIMIT: u64 = 256 * 1024;
+
+/// Every file under `home` that a shell start-up file sources, directly or
+/// through what it sources, as protection targets (a missing one is masked
+/// while a job runs: creating it is the attack).
+pub(crate) fn targets(home: &Path) -> Vec<Target> {
+    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut pending: Vec<(PathBuf, usize)> =
+        SHELL_FILES.iter().map(|f| (home.join(f), 0)).collect();
+    let mut targets = Vec::new();
+    while let Some((file, depth)) = pending.pop() {
+        let Some(text) = read(&file) else {
+            continue;
+        };
+        for named in sourced(&text, home) {
+            if seen.contains(&named) {
+                continue;
+            }
+            seen.push(named.clone());
+            if depth + 1 < DEPTH {
+                pending.push((named.clone(), depth + 1));
+            }
+            targets.push(Target::followed(named, Kind::File(b"")));
+        }
+    }
+    targets
+}
+
+fn read(file: &Path) -> Option<String> {
+    let opened = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(file)
+        .ok()?;
+    if !opened.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    opened.take(LIMIT).read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The files under `home` that the shell code `text` sources.
+fn sourced(text: &str, home: &Path) -> Vec<PathBuf> {
+    let mut vars: HashMap<String, PathBuf> = HashMap::new();
+    let mut named = Vec::new();
+    for line in text.lines() {
+        for command in commands(line) {
+            let mut words = command.split_whitespace();
+            let Some(first) = words.next() else {
+                continue;
+            };
+            if let Some((var, value)) = assignment(first, command) {
+                if let Some(path) = expand(value, home, &vars) {
+                    vars.insert(var.to_owned(), path);
+                }
+                continue;
+            }
+            if !matches!(first, "." | "\\." | "source") {
+                continue;
+            }
+            let Some(path) = words.next().and_then(|w| expand(w, home, &vars)) else {
+                continue;
+            };
+            if path.starts_with(home) && path != home {
+                named.push(path);
+            }
+        }
+    }
+    named
+}
+
+/// The simple commands of one line: split at `&&`, `||`, `;` and `|`,
+/// with the words that open a block (`then`, `do`, `else`, `{`, `(`) and a
+/// comment taken off.
+fn commands(line: &str) -> Vec<&str> {
+    let line = if line.trim_start().starts_with('#') {
+        ""
+    } else {
+        line
+    };
+    line.split(['&', '|', ';'])
+        .map(|part| {
+            let mut part = part.trim();
+            loop {
+                let stripped = ["then ", "do ", "else ", "{ ", "( ", "("]
+                    .iter()
+                    .find_map(|k| part.strip_prefix(k));
+                match stripped {
+                    Some(rest) => part = rest.trim_start(),
+                    None => break part,
+                }
+            }
+        })
+        .filter(|part| !part.is_empty())
+        .collect()
+}
+
+/// `NAME=value` or `export NAME=value`: the name and the value as written.
+fn assignment<'a>(first: &'a str, command: &'a str) -> Option<(&'a str, &'a str)> {
+    let word = match first {
+        "export" | "local" | "typeset" | "declare" => command.split_whitespace().nth(1)?,
+        _ => first,
+    };
+    let (name, value) = word.split_once('=')?;
+    let valid = !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    valid.then_some((name, value))
+}
+
+/// A word as a path, where it starts from the home directory (`~/`,
+/// `$HOME`, `${HOME}`, a variable set from those) or is relative (a login
+/// shell starts in the home directory); quotes taken off. `None` for what
+/// depends on anything else.
+fn expand(word: &str, home: &Path, vars: &HashMap<String, PathBuf>) -> Option<PathBuf> {
+    let word: String = word.chars().filter(|c| *c != '"' && *c != '\'').collect();
+    if let Some(rest) = word.strip_prefix("~/") {
+        return Some(home.join(rest));
+    }
+    if let Some(rest) = word.strip_prefix('$') {
+        let (name, rest) = match rest.strip_prefix('{') {
+            Some(braced) => braced.split_once('}')?,
+            None => rest.split_at(rest.find('/').unwrap_or(rest.len())),
+        };
+        let base = match name {
+            "HOME" => home.to_path_buf(),
+            name => vars.get(name)?.clone(),
+        };
+        return Some(base.join(rest.trim_start_matches('/')));
+    }
+    if word.is_empty() || word.contains(['$', '`', '*', '?']) || word.starts_with('/') {
+        return word.starts_with('/').then(|| PathBuf::from(&word));
+    }
+    Some(home.join(word))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_installers_write_is_understood() {
+        let home = Path::new("/h");
+        let text = "# comment: . ~/not-this\n\
+                    export NVM_DIR=\"$HOME/.nvm\"\n\
+                    [ -s \"$NVM_DIR/nvm.sh\" ] && \\. \"$NVM_DIR/nvm.sh\"  # loads nvm\n\
+                    [ -f ~/.fzf.bash ] && source ~/.fzf.bash\n\
+                    if [ -f \"${HOME}/.cargo/env\" ]; then . \"${HOME}/.cargo/env\"; fi\n\
+                    source .aliases\n\
+                    . /etc/bash_completion\n\
+                    source \"$(brew --prefix)/x.sh\"\n\
+                    . $UNSET/x\n";
+        assert_eq!(
+            sourced(text, home),
+            [
+                "/h/.nvm/nvm.sh",
+                "/h/.fzf.bash",
+                "/h/.cargo/env",
+                "/h/.aliases"
+            ]
+            .map(PathBuf::from)
+        );
+    }
+}
