@@ -237,3 +237,26 @@ async fn a_json_result_is_one_line_on_the_activity_line() {
         "{err}"
     );
 }
+
+/// A one-line result is its own summary: the activity line does not add
+/// its size again beside the size the write already names.
+#[tokio::test]
+async fn a_one_line_result_shows_one_size() {
+    let e = env();
+    let mock = MockModel::start(vec![
+        tool_turn(&[(
+            "fs_write",
+            json!({"path": "b.txt", "content": "hello world\nsecond line\n"}),
+        )]),
+        MockReply::text("done"),
+    ])
+    .await;
+    let out = e.run(Api::OpenAi, &mock, "k", &["--yes", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("← fs_write"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert_eq!(line, "← fs_write: created b.txt (24 bytes)");
+}
