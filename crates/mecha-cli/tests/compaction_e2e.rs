@@ -319,3 +319,44 @@ async fn the_model_compacts_when_it_asks() {
     let (_, summary, _) = opening(&last);
     assert!(summary.starts_with(SUMMARY_HEADER), "{last:?}");
 }
+
+/// `/compact` in chat says so once: the compaction's own line, not a
+/// second answer repeating it.
+#[tokio::test]
+async fn chat_compact_says_it_once() {
+    use mecha_testkit::{ScriptTurn, ScriptUsage};
+    let mut e = env();
+    e.provider_config = "context_window = 200000\n".to_owned();
+    let reading = |text: &str, input_tokens| {
+        MockReply::Turn(ScriptTurn {
+            usage: Some(ScriptUsage {
+                input_tokens,
+                output_tokens: 10,
+                cache_read_tokens: 0,
+                cache_write_tokens: 0,
+            }),
+            ..ScriptTurn::text(text)
+        })
+    };
+    let mock = MockModel::start(vec![
+        reading("answer one", 1_000),
+        reading("answer two", 2_000),
+        reading("answer three", 60_000),
+    ])
+    .await;
+    mock.answer_summaries(SUMMARY_MARKER);
+    let out = e
+        .mecha(
+            Api::OpenAi,
+            &mock,
+            "k",
+            "chat",
+            &[],
+            "one\ntwo\nthree\n/compact\n",
+        )
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(mock.summaries(), 1);
+    let both = format!("{}{}", stdout(&out), stderr(&out));
+    assert_eq!(both.matches("compacted").count(), 1, "{both}");
+}

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use clap::Args;
-use mecha_agent::{Agent, AgentError, EventSink, Outcome, Session, SessionSource};
+use mecha_agent::{Agent, AgentError, AskedCompaction, EventSink, Outcome, Session, SessionSource};
 
 use crate::Failure;
 use crate::commands::RunOptions;
@@ -153,9 +153,11 @@ fn prompts(
                 Slash::Quit => return Ok(0),
                 Slash::Answer(answer) => answer,
                 Slash::Skills => slash::skills(toolbox),
-                Slash::Compact => {
-                    slash::compacted(&runtime.block_on(agent.compact_now(&mut session, events)))
-                }
+                Slash::Compact => match runtime.block_on(agent.compact_now(&mut session, events)) {
+                    // The compaction's own event said it, as its line.
+                    AskedCompaction::Done { .. } => continue,
+                    asked => slash::compacted(&asked),
+                },
                 // Chat is answered that these are the TUI's.
                 Slash::Switch(_) | Slash::PickSession => continue,
             };
