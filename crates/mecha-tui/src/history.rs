@@ -198,10 +198,9 @@ fn tool_lines(tool: &ToolEntry, theme: Theme, out: &mut Vec<Line<'static>>) {
 /// The call's whole input, then its refusal, or the head of its result
 /// with how much more only the model saw.
 fn expanded_lines(tool: &ToolEntry, theme: Theme, out: &mut Vec<Line<'static>>) {
-    let input = serde_json::to_string_pretty(&tool.input).unwrap_or_default();
-    for line in input.lines() {
+    for line in input_lines(&tool.input) {
         out.push(Line::styled(
-            format!("    {}", escape::line(line)),
+            format!("    {}", escape::line(&line)),
             theme.code(),
         ));
     }
@@ -227,6 +226,29 @@ fn expanded_lines(tool: &ToolEntry, theme: Theme, out: &mut Vec<Line<'static>>) 
         }
         ToolStatus::Waiting | ToolStatus::Running => {}
     }
+}
+
+/// A call's input as a person reads it: each field on its line, and a
+/// text of several lines (a file's content, a script) as its lines under
+/// the field's name, not as a JSON string of `\n`s. What is not an object
+/// of fields is shown as JSON.
+fn input_lines(input: &Value) -> Vec<String> {
+    let Some(fields) = input.as_object() else {
+        let pretty = serde_json::to_string_pretty(input).unwrap_or_default();
+        return pretty.lines().map(str::to_owned).collect();
+    };
+    let mut lines = Vec::new();
+    for (name, value) in fields {
+        match value.as_str() {
+            Some(text) if text.contains('\n') => {
+                lines.push(format!("{name}:"));
+                lines.extend(text.lines().map(|line| format!("  {line}")));
+            }
+            Some(text) => lines.push(format!("{name}: {text}")),
+            None => lines.push(format!("{name}: {value}")),
+        }
+    }
+    lines
 }
 
 /// What the call's line says of a refusal: why, for a path the jail

@@ -178,6 +178,33 @@ fn an_expanded_call_shows_its_input_and_the_head_of_its_output() {
     insta::assert_snapshot!(screen(70, 12, &t, &Editor::new(), None).backend());
 }
 
+/// Ctrl-O on a write shows the content as the text it is, a line a line,
+/// not as one JSON string of `\n`s.
+#[test]
+fn an_expanded_write_shows_its_content_as_text() {
+    let mut t = fed(&[
+        call(
+            "1",
+            "fs_write",
+            json!({"path": "notes.md", "content": "# Notes\n\n- first\n- second\n"}),
+        ),
+        allowed("1"),
+        Event::ToolResult {
+            id: "1".into(),
+            name: "fs_write".into(),
+            is_error: false,
+            bytes: 28,
+            summary: "created notes.md (25 bytes)".into(),
+            excerpt: Excerpt {
+                head: "created notes.md (25 bytes)".into(),
+                rest: 0,
+            },
+        },
+    ]);
+    t.toggle_details();
+    insta::assert_snapshot!(screen(70, 12, &t, &Editor::new(), None).backend());
+}
+
 #[test]
 fn a_refused_call() {
     let mut t = fed(&[
