@@ -1,7 +1,7 @@
 //! A stored conversation told again the way the loop told it while it ran:
 //! the prompts a person typed, and the events it emitted for the rest
 //! (the answer's text, each call and its result, each request's usage, a
-//! compaction), so a front end that draws events draws a resumed session
+//! compaction, what the interlock came to hold, a skill's narrowing), so a front end that draws events draws a resumed session
 //! with the same code as a live one. What the loop wrote to the model
 //! itself (a nudge to go on, a summary, the carried state, an interrupt's
 //! note, a stop hook's send-back) was never shown as a message, and is not
@@ -91,7 +91,14 @@ pub fn retell<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Retold> 
                     usage: *usage,
                 }));
             }
-            Record::Taint { .. } | Record::Surface { .. } | Record::ToolState { .. } => {}
+            // As the loop reported them: what the interlock holds, and a
+            // skill's narrowing of the tools.
+            Record::Taint { taint } => told.push(Retold::Event(Event::Tainted { taint: *taint })),
+            Record::Surface { by, tools } => told.push(Retold::Event(Event::Narrowed {
+                by: by.join(", "),
+                tools: tools.clone(),
+            })),
+            Record::ToolState { .. } => {}
         }
     }
     told

@@ -158,3 +158,27 @@ fn a_rewind_takes_back_what_it_dropped_and_a_compaction_is_its_event() {
     ];
     assert_eq!(retell(&records).len(), 2);
 }
+
+/// A resumed screen shows what the live one did: a skill's narrowing as
+/// its line, and the interlock's state as it was.
+#[test]
+fn narrowing_and_taint_are_told() {
+    let taint = mecha_core::Taint {
+        private_data: true,
+        untrusted_input: false,
+    };
+    let records = [
+        message(Message::user_text("deploy")),
+        Record::Surface {
+            by: vec!["deploy".into()],
+            tools: vec!["shell".into()],
+        },
+        Record::Taint { taint },
+    ];
+    let told = retell(&records);
+    assert!(matches!(
+        &told[1],
+        Retold::Event(Event::Narrowed { by, tools }) if by == "deploy" && tools == &["shell"]
+    ));
+    assert!(matches!(&told[2], Retold::Event(Event::Tainted { taint: t }) if *t == taint));
+}
