@@ -183,7 +183,7 @@ impl App {
                 match &mut self.asking {
                     None => self.editor.paste(&text),
                     Some(Asked::User(modal, _)) => modal.paste(&text),
-                    Some(Asked::Approval(..)) => {}
+                    Some(Asked::Approval(modal, _)) => modal.paste(&text),
                 }
                 Action::None
             }
@@ -195,7 +195,7 @@ impl App {
         let ctrl_c =
             key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
         if let Some(asked) = self.asking.take() {
-            self.asking = asked.key(key, ctrl_c);
+            self.asking = asked.key(key, ctrl_c, &mut self.transcript);
             if ctrl_c {
                 // The turn stops, and with it every call still waiting.
                 self.queued.clear();
@@ -316,7 +316,8 @@ enum Asked {
 impl Asked {
     /// A key; the question still on screen, or `None` once it was answered.
     /// Ctrl-C is a no to an approval and declines the model's question.
-    fn key(self, key: KeyEvent, ctrl_c: bool) -> Option<Self> {
+    /// What the person said to do instead of a call stays in `transcript`.
+    fn key(self, key: KeyEvent, ctrl_c: bool, transcript: &mut Transcript) -> Option<Self> {
         match self {
             Self::Approval(mut modal, question) => {
                 let answer = if ctrl_c {
@@ -325,7 +326,15 @@ impl Asked {
                     modal.key(key)
                 };
                 match answer {
-                    Some(answer) => question.answer(answer),
+                    Some(answer) => {
+                        if let Answer::Instead(instead) = &answer {
+                            transcript.notice(
+                                NoticeKind::Info,
+                                format!("you told the model instead: {instead}"),
+                            );
+                        }
+                        question.answer(answer);
+                    }
                     None => return Some(Self::Approval(modal, question)),
                 }
             }

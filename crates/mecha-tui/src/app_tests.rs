@@ -113,7 +113,7 @@ async fn questions_are_answered_through_the_modal_one_at_a_time() {
     assert_eq!(first_answer.await.unwrap(), Answer::Yes);
     assert_eq!(a.editor.text(), "");
     terminal.draw(|f| a.draw(f)).unwrap();
-    a.on_terminal(key(KeyCode::Char('n')));
+    a.on_terminal(key(KeyCode::Esc));
     assert_eq!(second_answer.await.unwrap(), Answer::No);
     a.on_agent(ToScreen::Event(Event::Text { text: "ok".into() }));
     assert_eq!(a.transcript.entries().len(), 1);

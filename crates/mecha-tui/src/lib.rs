@@ -5,7 +5,8 @@
 //! [`transcript`] folds the agent's events into what is shown (no terminal
 //! in it), [`history`] draws it (with [`markdown`] for answers),
 //! [`status`] the status line with the interlock's state, [`editor`] the
-//! prompt, [`modal`] the approval question, [`asking`] the model's own
+//! prompt, [`modal`] the approval question (with [`instead`], what to do
+//! instead of a call refused), [`asking`] the model's own
 //! question (the [`ask_user`] tool's), both in [`frame`]'s box, [`picker`]
 //! a list to pick from (`/skills`, `/resume`). Everything from the model or a tool
 //! passes [`escape`] before it reaches a cell. [`screen`] places the
@@ -27,6 +28,7 @@ pub mod editor;
 pub mod escape;
 pub mod frame;
 pub mod history;
+pub mod instead;
 pub mod markdown;
 pub mod modal;
 pub mod picker;

@@ -28,7 +28,7 @@ impl Conversation for Fake {
         let (question, answer) = Question::new(None, "shell", &input, offer);
         self.screen.send(ToScreen::Ask(question)).unwrap();
         let answer = answer.await.unwrap();
-        self.answers.push(answer);
+        self.answers.push(answer.clone());
         if answer == Answer::No {
             let text = "fine, not sleeping".into();
             self.screen
@@ -99,7 +99,7 @@ async fn session(typed: &str) -> (Exit, Fake, String) {
 
 #[tokio::test]
 async fn a_question_is_answered_in_the_modal_and_two_ctrl_c_quit() {
-    let (exit, fake, shown) = session("go\nn^^").await;
+    let (exit, fake, shown) = session("go\nn\n^^").await;
     assert_eq!(exit, Exit::Quit);
     assert_eq!(fake.answers, [Answer::No], "the n went to the prompt");
     assert!(shown.contains("fine, not sleeping"), "{shown}");

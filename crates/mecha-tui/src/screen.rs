@@ -88,7 +88,9 @@ pub fn draw(frame: &mut Frame<'_>, mut view: View<'_>) {
     }
     match (view.modal, view.picker) {
         (Some(Modal::Approval(approval)), _) => {
-            approval.render(view.theme, boxed, frame.buffer_mut());
+            if let Some(cursor) = approval.render(view.theme, boxed, frame.buffer_mut()) {
+                frame.set_cursor_position(cursor);
+            }
         }
         (Some(Modal::AskUser(asking)), _) => {
             let cursor = asking.render(view.theme, boxed, frame.buffer_mut());
