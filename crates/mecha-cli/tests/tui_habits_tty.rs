@@ -53,3 +53,108 @@ async fn no_with_a_reason_tells_the_model_what_to_do_instead() {
     );
     assert!(!e.ws.join("a.txt").exists() && !e.ws.join("b.txt").exists());
 }
+
+/// The text of the last user message of request `n`.
+fn prompt_in(mock: &MockModel, n: usize) -> String {
+    let messages = mock.requests()[n].body["messages"].clone();
+    let content = &messages.as_array().unwrap().last().unwrap()["content"];
+    match content.as_str() {
+        Some(text) => text.to_owned(),
+        None => content[0]["text"].as_str().unwrap().to_owned(),
+    }
+}
+
+async fn wait_for_file(path: &std::path::Path) {
+    let start = std::time::Instant::now();
+    while !path.exists() {
+        assert!(
+            start.elapsed() < common::pty::PATIENCE,
+            "{path:?} never came"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Two prompts entered while a call runs wait in a list above the prompt;
+/// Up takes the last back to fix it; each is sent, in order, as a turn of
+/// its own once the running one ends.
+#[tokio::test]
+async fn prompts_typed_during_a_turn_are_queued_and_sent_in_order_after_it() {
+    if !common::have_setsid() {
+        return;
+    }
+    let e = common::env();
+    let shell =
+        serde_json::json!({"command": "touch started; while [ ! -e go ]; do sleep 0.05; done"});
+    let mock = MockModel::start(vec![
+        common::tool_turn(&[("shell", shell)]),
+        MockReply::text("first done"),
+        MockReply::text("second done"),
+        MockReply::text("third done"),
+    ])
+    .await;
+    let mut tui = Tui::start(&e, &mock, "--yes");
+    tui.wait_written(READY).await;
+    tui.type_keys(b"first\r");
+    wait_for_file(&e.ws.join("started")).await;
+    tui.type_keys(b"second\r");
+    tui.type_keys(b"thrid\r");
+    tui.wait_for("queued, sent when the turn ends").await;
+    tui.wait_for("  › thrid").await;
+    // Up at the empty prompt: the last one is back there, out of the list.
+    tui.type_keys(b"\x1b[A");
+    tui.terminal
+        .wait_until("thrid back in the prompt", |s| {
+            let cells = common::tui::cells(s);
+            cells.contains("\n› thrid") && !cells.contains("  › thrid")
+        })
+        .await;
+    tui.type_keys(b"\x15third\r");
+    tui.wait_for("  › third").await;
+    assert_eq!(
+        mock.requests().len(),
+        1,
+        "nothing sent before the turn ended"
+    );
+    std::fs::write(e.ws.join("go"), "").unwrap();
+    tui.wait_answered("third done").await;
+    tui.quit().await;
+    assert_eq!(mock.requests().len(), 4);
+    assert_eq!(prompt_in(&mock, 2), "second");
+    assert_eq!(prompt_in(&mock, 3), "third");
+}
+
+/// Ctrl-G writes the prompt in `$VISUAL`: what the file holds after is
+/// the prompt; an editor that fails says so and the prompt stays.
+#[tokio::test]
+async fn ctrl_g_edits_the_prompt_in_the_users_editor() {
+    if !common::have_setsid() {
+        return;
+    }
+    let mut e = common::env();
+    let editor = e.ws.join("..").join("editor.sh");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\ngrep -q fail \"$1\" && exit 3\nprintf ' and more from the editor\\n' >> \"$1\"\n",
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&editor)
+        .status()
+        .unwrap();
+    e.extra_env
+        .push(("VISUAL".into(), editor.display().to_string()));
+    let mock = MockModel::start(vec![MockReply::text("got it")]).await;
+    let mut tui = Tui::start(&e, &mock, "tui");
+    tui.wait_written(READY).await;
+    tui.type_keys(b"fail\x07");
+    tui.wait_for("failed (exit status: 3)").await;
+    tui.wait_for("› fail").await;
+    tui.type_keys(b"\x15draft\x07");
+    tui.wait_for("› draft and more from the editor").await;
+    tui.type_keys(b"\r");
+    tui.wait_answered("got it").await;
+    tui.quit().await;
+    assert_eq!(prompt_in(&mock, 0), "draft and more from the editor");
+}

@@ -16,6 +16,7 @@ use crate::bridge::{Question, ToScreen};
 use crate::editor::{Edit, Editor};
 use crate::modal::{Answer, Approval};
 use crate::picker::{OnPick, Picked, Picker};
+use crate::queue::PromptQueue;
 use crate::screen::{self, Modal, View};
 use crate::status::RunInfo;
 use crate::theme::Theme;
@@ -33,6 +34,9 @@ pub enum Action {
     Send(String),
     /// Stop the turn that is running.
     Interrupt,
+    /// Write the prompt in the user's own editor (Ctrl-G); its text is
+    /// the editor's to start from.
+    EditExternally,
     Quit,
 }
 
@@ -50,6 +54,8 @@ pub struct App {
     queued: VecDeque<Waiting>,
     /// A list on screen (`/skills`), until picked from or closed.
     picking: Option<Picker>,
+    /// Prompts entered during a turn, for the turns after it.
+    prompts: PromptQueue,
     /// A turn is running.
     busy: bool,
     /// Ctrl-C was pressed at an empty prompt; a second one quits.
@@ -81,6 +87,7 @@ impl App {
             asking: None,
             queued: VecDeque::new(),
             picking: None,
+            prompts: PromptQueue::default(),
             busy: false,
             quit_armed: false,
             scroll_back: 0,
@@ -131,6 +138,42 @@ impl App {
     pub fn turn_over(&mut self) {
         self.busy = false;
         self.dirty = true;
+    }
+
+    /// After a turn that ended well: the next queued prompt, sent as if
+    /// entered now.
+    pub fn next_queued(&mut self) -> Option<String> {
+        let prompt = self.prompts.take_first()?;
+        self.send(prompt.clone());
+        Some(prompt)
+    }
+
+    /// The turn was stopped or failed: the prompts queued behind it go
+    /// back into the prompt, before what is being typed, unsent.
+    pub fn turn_cut_short(&mut self) {
+        if let Some(queued) = self.prompts.take_all() {
+            let draft = self.editor.text().to_owned();
+            self.editor.clear();
+            self.editor.paste(&queued);
+            if !draft.is_empty() {
+                self.editor.paste("\n");
+                self.editor.paste(&draft);
+            }
+        }
+    }
+
+    /// What the user's editor gave back (Ctrl-G): the prompt's new text,
+    /// or why there is none, the prompt left as it was.
+    pub fn edited(&mut self, edited: Result<String, String>) {
+        self.dirty = true;
+        self.urgent = true;
+        match edited {
+            Ok(text) => {
+                self.editor.clear();
+                self.editor.paste(&text);
+            }
+            Err(why) => self.transcript.notice(NoticeKind::Warning, why),
+        }
     }
 
     /// Something from the agent's task.
@@ -240,8 +283,28 @@ impl App {
             return Action::Interrupt;
         }
         self.quit_armed = false;
-        if key.code == KeyCode::Char('o') && key.modifiers.contains(KeyModifiers::CONTROL) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if key.code == KeyCode::Char('o') && ctrl {
             self.transcript.toggle_details();
+            return Action::None;
+        }
+        if key.code == KeyCode::Char('g') && ctrl {
+            if self.busy {
+                self.transcript.notice(
+                    NoticeKind::Info,
+                    "Ctrl-G opens your editor between turns; Enter queues the prompt for after \
+                     this one"
+                        .to_owned(),
+                );
+                return Action::None;
+            }
+            return Action::EditExternally;
+        }
+        if key.code == KeyCode::Up
+            && self.editor.text().is_empty()
+            && let Some(last) = self.prompts.take_last()
+        {
+            self.editor.paste(&last);
             return Action::None;
         }
         match key.code {
@@ -258,8 +321,8 @@ impl App {
     /// A line entered at the prompt (typed, or picked from a list).
     fn enter(&mut self, line: String) -> Action {
         if self.busy {
-            // One turn at a time: the line waits in the editor.
-            self.editor.paste(&line);
+            // One turn at a time: the line waits for the turn to end.
+            self.prompts.push(line);
             return Action::None;
         }
         self.send(line)
@@ -295,6 +358,7 @@ impl App {
             View {
                 transcript: &self.transcript,
                 editor: &self.editor,
+                queued: &self.prompts,
                 info: &self.info,
                 modal: self.asking.as_mut().map(Asked::modal),
                 picker: self.picking.as_mut(),

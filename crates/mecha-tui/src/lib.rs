@@ -8,7 +8,8 @@
 //! prompt, [`modal`] the approval question (with [`instead`], what to do
 //! instead of a call refused), [`asking`] the model's own
 //! question (the [`ask_user`] tool's), both in [`frame`]'s box, [`picker`]
-//! a list to pick from (`/skills`, `/resume`). Everything from the model or a tool
+//! a list to pick from (`/skills`, `/resume`), [`queue`] the prompts
+//! entered while a turn runs. Everything from the model or a tool
 //! passes [`escape`] before it reaches a cell. [`screen`] places the
 //! parts; [`app`] is the state and what each key or event does to it;
 //! [`bridge`] carries the agent's events and approval questions to the
@@ -32,6 +33,7 @@ pub mod instead;
 pub mod markdown;
 pub mod modal;
 pub mod picker;
+pub mod queue;
 pub mod run;
 pub mod screen;
 pub mod status;

@@ -6,6 +6,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mecha_core::{FreshReason, Offer};
+use mecha_tui::queue::PromptQueue;
 use mecha_tui::{Answer, Approval, Editor, Modal, RunInfo, Theme, Transcript, View, draw};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -29,6 +30,7 @@ fn frame(width: u16, height: u16, modal: &mut Approval) -> Terminal<TestBackend>
                 View {
                     transcript: &transcript,
                     editor: &editor,
+                    queued: &PromptQueue::default(),
                     info: &info,
                     modal: Some(Modal::Approval(modal)),
                     picker: None,

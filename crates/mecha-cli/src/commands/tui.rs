@@ -87,10 +87,12 @@ pub fn run(
     let raw = RawScreen::enter().map_err(failed)?;
     let mut screen = Terminal::new(CrosstermBackend::new(io::stdout())).map_err(failed)?;
     let (to_screen, news) = unbounded_channel();
+    let (keys, key_reader) = raw_screen::events().map_err(failed)?;
     let mut inputs = Inputs {
         agent: news,
-        terminal: raw_screen::events().map_err(failed)?,
+        terminal: keys,
         first: args.prompt,
+        external_editor: Box::new(move |text| crate::external_editor::edit(&key_reader, text)),
     };
     // While the screen is up, a line mecha would write to stderr (a server
     // that died, a hook that failed) is shown on it instead of tearing it.

@@ -44,7 +44,8 @@ impl Tui {
             .env("ANTHROPIC_API_KEY", "k")
             .env("ANTHROPIC_BASE_URL", mock.anthropic_url())
             .env("TERM", "xterm")
-            .env_remove("OPENAI_API_KEY");
+            .env_remove("OPENAI_API_KEY")
+            .envs(e.extra_env.iter().map(|(k, v)| (k, v)));
         Self {
             terminal: Terminal::start(&mecha, ROWS as u16, COLS as u16),
         }
