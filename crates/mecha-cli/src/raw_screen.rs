@@ -1,5 +1,5 @@
-//! The terminal in the TUI's modes (raw, bracketed paste, the alternate
-//! screen) and back: [`RawScreen`] restores it when dropped, which covers a
+//! The terminal in the TUI's modes (raw, bracketed paste, focus reports,
+//! the alternate screen) and back: [`RawScreen`] restores it when dropped, which covers a
 //! normal quit, an error and a signal (the caller drops it on each), and a
 //! panic hook restores it before the panic's message is printed, or the
 //! message would land on the alternate screen and vanish with it.
@@ -16,7 +16,9 @@ use std::sync::{Arc, Condvar, Mutex, Once, PoisonError};
 use std::time::Duration;
 
 use crossterm::cursor::Show;
-use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste, Event};
+use crossterm::event::{
+    DisableBracketedPaste, DisableFocusChange, EnableBracketedPaste, EnableFocusChange, Event,
+};
 use crossterm::execute;
 use crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
@@ -38,9 +40,20 @@ impl RawScreen {
         ACTIVE.store(true, Ordering::SeqCst);
         // Made before the rest, so a failure below still restores.
         let screen = Self(());
-        execute!(io::stdout(), EnterAlternateScreen, EnableBracketedPaste)?;
+        modes_on()?;
         Ok(screen)
     }
+}
+
+/// The screen's own modes: the alternate screen, bracketed paste, and
+/// focus reports (whether a finished turn should notify).
+fn modes_on() -> io::Result<()> {
+    execute!(
+        io::stdout(),
+        EnterAlternateScreen,
+        EnableBracketedPaste,
+        EnableFocusChange
+    )
 }
 
 /// Runs `program` with the terminal as the shell had it and no key read
@@ -53,7 +66,7 @@ pub fn suspended<T>(keys: &KeyReader, program: impl FnOnce() -> T) -> io::Result
     let out = program();
     let back = enable_raw_mode().and_then(|()| {
         ACTIVE.store(true, Ordering::SeqCst);
-        execute!(io::stdout(), EnterAlternateScreen, EnableBracketedPaste)
+        modes_on()
     });
     keys.set(Reading::On);
     back.map(|()| out)
@@ -72,6 +85,7 @@ fn restore() {
         // Nothing to do about a terminal that cannot be written to.
         let _ = execute!(
             io::stdout(),
+            DisableFocusChange,
             DisableBracketedPaste,
             LeaveAlternateScreen,
             Show

@@ -158,3 +158,89 @@ async fn ctrl_g_edits_the_prompt_in_the_users_editor() {
     tui.quit().await;
     assert_eq!(prompt_in(&mock, 0), "draft and more from the editor");
 }
+
+const BEL: char = '\u{7}';
+
+/// By default a bell rings when a call waits for approval, and when a
+/// turn ends while the terminal is out of focus (as its focus reports
+/// say), not while it is in focus.
+#[tokio::test]
+async fn a_bell_rings_when_the_screen_needs_the_user() {
+    if !common::have_setsid() {
+        return;
+    }
+    let e = common::env();
+    let mock = MockModel::start(vec![
+        common::tool_turn(&[("fs_write", write("a.txt"))]),
+        MockReply::text("first answer"),
+        MockReply::text("second answer"),
+    ])
+    .await;
+    let mut tui = Tui::start(&e, &mock, "tui");
+    // Focus reports are asked for with the screen's other modes.
+    tui.wait_written("\u{1b}[?1004h").await;
+    tui.type_keys(b"write it\r");
+    tui.wait_for("wants to run `fs_write`").await;
+    tui.terminal
+        .wait_until("a bell for the approval", |s| s.contains(BEL))
+        .await;
+    tui.type_keys(b"y");
+    tui.wait_answered("first answer").await;
+    tui.type_keys(b"x");
+    tui.wait_for("› x").await;
+    let screen = tui.terminal.screen();
+    assert_eq!(
+        screen.matches(BEL).count(),
+        1,
+        "in focus, a turn's end rings nothing"
+    );
+    // Focus out: the next turn's end rings.
+    tui.type_keys(b"\x1b[O\x15again\r");
+    tui.wait_answered("second answer").await;
+    tui.terminal
+        .wait_until("a bell for the turn's end", |s| s.matches(BEL).count() == 2)
+        .await;
+    let ended = tui.quit().await;
+    assert!(
+        ended.screen.contains("\u{1b}[?1004l"),
+        "focus reports off again"
+    );
+}
+
+/// `[tui] notify = "osc9"` sends a desktop notification that says why;
+/// a misspelt key in `[tui]` is refused naming the right one.
+#[tokio::test]
+async fn osc9_notifications_say_why_and_tui_keys_are_checked() {
+    if !common::have_setsid() {
+        return;
+    }
+    let mut e = common::env();
+    e.extra_config = "[tui]\nnotify = \"osc9\"\n".into();
+    let mock = MockModel::start(vec![
+        common::tool_turn(&[("ask_user", serde_json::json!({"question": "which one?"}))]),
+        MockReply::text("fine"),
+    ])
+    .await;
+    let mut tui = Tui::start(&e, &mock, "tui");
+    tui.wait_written(READY).await;
+    tui.type_keys(b"ask me\r");
+    tui.wait_written("\u{1b}]9;mecha: the model asks you something\u{7}")
+        .await;
+    tui.type_keys(b"this one\r");
+    tui.wait_answered("fine").await;
+    tui.quit().await;
+    std::fs::write(e.home.join("config.toml"), "[tui]\nnotfy = \"bel\"\n").unwrap();
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"))
+        .arg("-C")
+        .arg(&e.ws)
+        .arg("config")
+        .env("MECHA_HOME", &e.home)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("unknown field `notfy`, expected `notify`"),
+        "{err}"
+    );
+}

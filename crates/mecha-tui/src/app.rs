@@ -15,6 +15,7 @@ use crate::asking::{AskUserModal, Typed};
 use crate::bridge::{Question, ToScreen};
 use crate::editor::{Edit, Editor};
 use crate::modal::{Answer, Approval};
+use crate::notify::{Attention, Need};
 use crate::picker::{OnPick, Picked, Picker};
 use crate::queue::PromptQueue;
 use crate::screen::{self, Modal, View};
@@ -56,6 +57,8 @@ pub struct App {
     picking: Option<Picker>,
     /// Prompts entered during a turn, for the turns after it.
     prompts: PromptQueue,
+    /// How the user is told the screen needs them.
+    attention: Attention,
     /// A turn is running.
     busy: bool,
     /// Ctrl-C was pressed at an empty prompt; a second one quits.
@@ -88,6 +91,7 @@ impl App {
             queued: VecDeque::new(),
             picking: None,
             prompts: PromptQueue::default(),
+            attention: Attention::off(),
             busy: false,
             quit_armed: false,
             scroll_back: 0,
@@ -134,10 +138,19 @@ impl App {
         Action::Send(prompt)
     }
 
-    /// The turn ended (answered, failed or interrupted).
+    /// Tells the user through `attention` when the screen needs them.
+    pub fn notify_by(&mut self, attention: Attention) {
+        self.attention = attention;
+    }
+
+    /// The turn ended (answered, failed or interrupted); unless another
+    /// queued prompt goes on, the user's turn.
     pub fn turn_over(&mut self) {
         self.busy = false;
         self.dirty = true;
+        if self.prompts.is_empty() {
+            self.attention.needed(Need::TurnDone);
+        }
     }
 
     /// After a turn that ended well: the next queued prompt, sent as if
@@ -211,6 +224,10 @@ impl App {
                 )),
                 Waiting::Approval(_) | Waiting::User(_) => continue,
             };
+            self.attention.needed(match self.asking {
+                Some(Asked::Approval(..)) => Need::Approval,
+                _ => Need::Question,
+            });
             self.urgent = true;
             return;
         }
@@ -228,6 +245,14 @@ impl App {
                     Some(Asked::User(modal, _)) => modal.paste(&text),
                     Some(Asked::Approval(modal, _)) => modal.paste(&text),
                 }
+                Action::None
+            }
+            TermEvent::FocusGained => {
+                self.attention.focus(true);
+                Action::None
+            }
+            TermEvent::FocusLost => {
+                self.attention.focus(false);
                 Action::None
             }
             _ => Action::None,

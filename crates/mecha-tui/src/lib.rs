@@ -14,7 +14,8 @@
 //! parts; [`app`] is the state and what each key or event does to it;
 //! [`bridge`] carries the agent's events and approval questions to the
 //! screen (with [`ModalApprover`], an approver that asks in the modal);
-//! [`run`] is the loop that draws on change and drives a turn.
+//! [`run`] is the loop that draws on change and drives a turn, and
+//! [`notify`] tells the terminal when the screen needs the user.
 //!
 //! It does not build the agent, read configuration or set the terminal's
 //! modes: mecha-cli wires a run to it (implementing [`run::Conversation`]
@@ -32,6 +33,7 @@ pub mod history;
 pub mod instead;
 pub mod markdown;
 pub mod modal;
+pub mod notify;
 pub mod picker;
 pub mod queue;
 pub mod run;
@@ -46,6 +48,7 @@ pub use asking::{AskUserModal, Typed};
 pub use bridge::{ChannelSink, ModalApprover, ModalAsker, Question, ToScreen};
 pub use editor::{Edit, Editor};
 pub use modal::{Answer, Approval};
+pub use notify::{Attention, Notify};
 pub use picker::{OnPick, PickItem, Picked, Picker};
 pub use run::{Reply, Switch};
 pub use screen::{Modal, View, draw};

@@ -12,7 +12,9 @@ use mecha_agent::{Agent, AskedCompaction, Session, SessionSource};
 use mecha_sandbox::Sandbox;
 use mecha_session::Loaded;
 use mecha_tui::run::{Conversation, Exit, Inputs, drive};
-use mecha_tui::{App, ChannelSink, NoticeKind, Picker, Preview, Reply, RunInfo, Switch, Theme};
+use mecha_tui::{
+    App, Attention, ChannelSink, NoticeKind, Notify, Picker, Preview, Reply, RunInfo, Switch, Theme,
+};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use tokio::runtime::Runtime;
@@ -103,6 +105,7 @@ pub fn run(
     let mut session = Sessions {
         runtime: &runtime,
         workspace,
+        notify: settings.notify,
         options: args.options,
         to_screen,
         app: None,
@@ -138,6 +141,8 @@ pub fn run(
 struct Sessions<'a> {
     runtime: &'a Runtime,
     workspace: &'a Path,
+    /// `[tui] notify` as the screen opened.
+    notify: Notify,
     options: RunOptions,
     to_screen: UnboundedSender<mecha_tui::ToScreen>,
     /// The screen's state, kept from one conversation to the next.
@@ -243,7 +248,9 @@ impl Sessions<'_> {
             None => {
                 let preview: Preview =
                     Box::new(move |tool, input| crate::approve::preview(tool, input, &ctx));
-                App::new(info, Theme::from_env(), preview)
+                let mut app = App::new(info, Theme::from_env(), preview);
+                app.notify_by(Attention::new(self.notify, Box::new(ring)));
+                app
             }
         };
         if !going_on {
@@ -342,6 +349,15 @@ impl Sessions<'_> {
             }
         }
     }
+}
+
+/// Writes a notification's bytes to the terminal; one that cannot be
+/// written is no failure of the run.
+fn ring(bytes: &str) {
+    let mut stdout = io::stdout().lock();
+    let _ = stdout
+        .write_all(bytes.as_bytes())
+        .and_then(|()| stdout.flush());
 }
 
 /// The agent and its session, as the screen talks to them.

@@ -162,6 +162,14 @@ pub fn cells(written: &str) -> String {
                     _ => {}
                 }
             }
+            // An operating system command (a notification): nothing shown.
+            '\u{1b}' if chars.peek() == Some(&']') => {
+                for c in chars.by_ref() {
+                    if c == '\u{7}' {
+                        break;
+                    }
+                }
+            }
             '\r' => col = 0,
             '\n' => row += 1,
             c if c.is_control() => {}
