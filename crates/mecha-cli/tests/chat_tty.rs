@@ -418,3 +418,29 @@ async fn no_at_an_approval_asks_what_to_do_instead_and_the_model_gets_it() {
     );
     assert!(!e.ws.join("a.txt").exists());
 }
+
+#[tokio::test]
+async fn leaving_a_chat_says_how_to_go_on_with_it() {
+    if !common::have_setsid() {
+        return;
+    }
+    let e = common::env();
+    let mock = MockModel::start(vec![MockReply::text("ok")]).await;
+    let mut chat = Chat::start(&e, &mock);
+    chat.wait_reading(1).await;
+    assert!(
+        chat.screen()
+            .contains("mecha chat: type a task and press Enter"),
+        "{}",
+        chat.screen()
+    );
+    chat.type_at(1, b"hi\r").await;
+    chat.next_request().await;
+    chat.type_at(2, b"/quit\r").await;
+    let (status, screen) = chat.end().await;
+    assert!(status.success(), "{screen}");
+    assert!(
+        screen.contains("mecha: to go on with this session: `mecha chat --resume "),
+        "{screen}"
+    );
+}

@@ -38,6 +38,7 @@ pub enum Action {
     /// Write the prompt in the user's own editor (Ctrl-G); its text is
     /// the editor's to start from.
     EditExternally,
+    /// Leave, as a double Ctrl-C asks.
     Quit,
 }
 
@@ -119,6 +120,13 @@ impl App {
 
     pub fn busy(&self) -> bool {
         self.busy
+    }
+
+    /// A second passed: a running call's line says how long it has run.
+    pub fn clock_moved(&mut self) {
+        if self.transcript.running() {
+            self.dirty = true;
+        }
     }
 
     /// Another conversation took this one's place (`/clear`, `/resume`,

@@ -127,8 +127,8 @@ impl Approval {
     /// The rows the box wants at `width` columns, its borders included:
     /// the whole body and the choices under it.
     pub fn height(&mut self, theme: Theme, width: u16) -> u16 {
-        let rows = self.body.wrap(usize::from(width.saturating_sub(2)));
-        let footer = frame::rows(self.footer(theme, false), width);
+        let rows = self.body.wrap(usize::from(frame::inner_width(width)));
+        let footer = frame::rows(self.footer(theme, false, width), width);
         u16::try_from(rows)
             .unwrap_or(u16::MAX)
             .saturating_add(footer + self.instead_rows() + 2)
@@ -145,7 +145,7 @@ impl Approval {
         // shown, which takes room from the body in turn.
         let fits = self.height(theme, area.width) <= area.height;
         let rows = self.body.len();
-        let footer_rows = frame::rows(self.footer(theme, !fits), area.width);
+        let footer_rows = frame::rows(self.footer(theme, !fits, area.width), area.width);
         let title = match &self.who {
             Some(who) => format!(
                 " mecha's subagent `{}` wants to run `{}` ",
@@ -173,7 +173,7 @@ impl Approval {
             .collect();
         Paragraph::new(lines).render(body, buf);
         self.body.shown(top, visible);
-        Paragraph::new(self.footer(theme, !self.seen_all()))
+        Paragraph::new(self.footer(theme, !self.seen_all(), area.width))
             .wrap(Wrap { trim: false })
             .render(foot, buf);
         self.instead
@@ -181,9 +181,9 @@ impl Approval {
             .map(|instead| instead.render(theme, typed, buf))
     }
 
-    /// The lines under the body; `unseen`: with the line saying how much
-    /// is left to see.
-    fn footer(&self, theme: Theme, unseen: bool) -> Vec<Line<'static>> {
+    /// The lines under the body in a box `width` columns wide; `unseen`:
+    /// with the line saying how much is left to see.
+    fn footer(&self, theme: Theme, unseen: bool, width: u16) -> Vec<Line<'static>> {
         let mut lines = Vec::new();
         if unseen {
             let unseen = self.body.unseen_rows();
@@ -236,7 +236,8 @@ impl Approval {
             }
             Offer::Fresh(_) => {}
         }
-        lines.push(Line::from(choices));
+        // A row after the first starts under the text of the first choice.
+        lines.extend(frame::hanging(choices, frame::inner_width(width), 4));
         lines
     }
 }

@@ -76,8 +76,10 @@ pub struct Inputs {
 /// What ended the loop.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Exit {
-    /// The user quit.
+    /// The user quit (`/quit`).
     Quit,
+    /// The user pressed Ctrl-C twice at an empty prompt.
+    Interrupted,
     /// The terminal's events ended (it closed).
     Closed,
     /// The user asked for another conversation.
@@ -118,7 +120,7 @@ pub async fn drive<B: Backend, C: Conversation>(
         };
         match action {
             Action::Send(prompt) => next = Some(prompt),
-            Action::Quit => return Ok(Exit::Quit),
+            Action::Quit => return Ok(Exit::Interrupted),
             Action::EditExternally => {
                 let edited = (inputs.external_editor)(app.editor.text());
                 // The editor drew over the screen: every cell again, at
@@ -150,10 +152,11 @@ async fn turn<B: Backend, C: Conversation>(
                 biased;
                 outcome = &mut send => break (Some(outcome), None),
                 () = tokio::time::sleep_until(later.unwrap_or_else(Instant::now)), if later.is_some() => {}
+                () = tokio::time::sleep(SECOND), if app.transcript.running() => app.clock_moved(),
                 Some(message) = inputs.agent.recv() => app.on_agent(message),
                 event = inputs.terminal.recv() => match event.map(|e| app.on_terminal(e)) {
                     Some(Action::Interrupt) => break (None, None),
-                    Some(Action::Quit) => break (None, Some(Exit::Quit)),
+                    Some(Action::Quit) => break (None, Some(Exit::Interrupted)),
                     None => break (None, Some(Exit::Closed)),
                     Some(Action::None | Action::Send(_) | Action::EditExternally) => {}
                 },
@@ -203,6 +206,9 @@ fn answered(app: &mut App, reply: Reply) -> Option<Exit> {
 /// hundreds of deltas a second, and a frame for each would spend a core on
 /// drawing what nobody can read that fast.
 const FRAME: Duration = Duration::from_millis(33);
+
+/// How often a running call's elapsed time is drawn anew.
+const SECOND: Duration = Duration::from_secs(1);
 
 /// When the last frame was drawn.
 #[derive(Default)]

@@ -103,7 +103,7 @@ async fn session(typed: &str) -> (Exit, Fake, String) {
 #[tokio::test]
 async fn a_question_is_answered_in_the_modal_and_two_ctrl_c_quit() {
     let (exit, fake, shown) = session("go\nn\n^^").await;
-    assert_eq!(exit, Exit::Quit);
+    assert_eq!(exit, Exit::Interrupted);
     assert_eq!(fake.answers, [Answer::No], "the n went to the prompt");
     assert!(shown.contains("fine, not sleeping"), "{shown}");
     assert!(!fake.interrupted);
@@ -112,7 +112,7 @@ async fn a_question_is_answered_in_the_modal_and_two_ctrl_c_quit() {
 #[tokio::test]
 async fn ctrl_c_stops_a_running_turn_and_keeps_it() {
     let (exit, fake, shown) = session("go\ny^^^").await;
-    assert_eq!(exit, Exit::Quit);
+    assert_eq!(exit, Exit::Interrupted);
     assert_eq!(fake.answers, [Answer::Yes]);
     assert!(
         fake.interrupted,

@@ -74,13 +74,13 @@ fn a_tail_behind_spaces_is_shown_before_yes_is_taken() {
         Some(FreshReason::OneCallTrifecta),
     );
     let mut modal = Approval::new(None, "shell", &body, offer);
-    // At 60 columns the tail lands whole on one row, so one frame shows
+    // At 62 columns the tail lands whole on one row, so one frame shows
     // it as one piece of text.
-    let first = frame(60, 14, &mut modal);
+    let first = frame(62, 14, &mut modal);
     insta::assert_snapshot!(first.backend());
     let (mut tail, mut refused) = (false, 0);
     for _ in 0..40 {
-        let shown = text(&frame(60, 14, &mut modal));
+        let shown = text(&frame(62, 14, &mut modal));
         tail |= shown.contains("; curl http://127.0.0.1:1/x");
         match modal.key(key(KeyCode::Char('y'))) {
             Some(answer) => {

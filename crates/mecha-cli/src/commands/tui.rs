@@ -13,7 +13,8 @@ use mecha_sandbox::Sandbox;
 use mecha_session::Loaded;
 use mecha_tui::run::{Conversation, Exit, Inputs, drive};
 use mecha_tui::{
-    App, Attention, ChannelSink, NoticeKind, Notify, Picker, Preview, Reply, RunInfo, Switch, Theme,
+    App, Attention, ChannelSink, Entry, NoticeKind, Notify, Picker, Preview, Reply, RunInfo,
+    Switch, Theme,
 };
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
@@ -128,6 +129,15 @@ pub fn run(
         let _ = stdout
             .write_all(text.as_bytes())
             .and_then(|()| stdout.flush());
+        drop(stdout);
+        let said_something = app
+            .transcript
+            .entries()
+            .iter()
+            .any(|e| matches!(e, Entry::Prompt(_)));
+        if said_something && !app.info.session.is_empty() {
+            output::err_line(&session::resume_hint("mecha", &app.info.session));
+        }
     }
     // What came after the last frame (or before the first) is not lost.
     while let Ok(mecha_tui::ToScreen::Notice(text)) = inputs.agent.try_recv() {
@@ -293,6 +303,8 @@ impl Sessions<'_> {
             });
             let switch = match ended {
                 Some(Ok(Exit::Quit | Exit::Closed)) => break Ok(Next::Done(0)),
+                // As in chat: Ctrl-C twice is an interrupt's exit.
+                Some(Ok(Exit::Interrupted)) => break Ok(Next::Done(EXIT_INTERRUPTED)),
                 Some(Ok(Exit::Switch(switch))) => switch,
                 Some(Err(e)) => {
                     break Err(Failure::Run(anyhow::anyhow!("the terminal UI failed: {e}")));

@@ -109,15 +109,16 @@ impl Tui {
         self.terminal.end().await
     }
 
-    /// Ctrl-C twice at an empty prompt: mecha ends well and the terminal
-    /// is as it was.
+    /// Ctrl-C twice at an empty prompt: mecha ends with an interrupt's
+    /// status (130), as chat does, and the terminal is as it was.
     pub async fn quit(mut self) -> Ended {
         self.type_keys(CTRL_C);
         self.wait_for("again to quit").await;
         self.type_keys(CTRL_C);
         let ended = self.end().await;
-        assert!(
-            ended.status.success(),
+        assert_eq!(
+            ended.status.code(),
+            Some(130),
             "{:?}: {}",
             ended.status,
             ended.screen
