@@ -13,6 +13,7 @@ mod commands;
 mod config;
 mod context_window;
 mod cost;
+mod external_editor;
 mod headless;
 mod hooks;
 mod instructions;

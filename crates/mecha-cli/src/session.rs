@@ -76,6 +76,16 @@ pub fn resumed_line(loaded: &Loaded) -> String {
     .into_owned()
 }
 
+/// The line left when a conversation ends, saying how to go on with it
+/// (`command`: `mecha` for the screen, `mecha chat` for chat).
+pub fn resume_hint(command: &str, id: &str) -> String {
+    printable(&format!(
+        "mecha: to go on with this session: `{command} --resume {id}` (or `{command} --continue` \
+         for this workspace's newest)"
+    ))
+    .into_owned()
+}
+
 /// A session resumes only in its own workspace: its paths, its history
 /// and its taint are about that directory.
 fn same_workspace(loaded: &Loaded, workspace: &Path) -> Result<(), Failure> {

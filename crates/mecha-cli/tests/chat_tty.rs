@@ -385,3 +385,62 @@ async fn ctrl_c_while_a_tool_runs_stops_the_turn_and_chat_goes_on() {
     );
     common::assert_interrupt_kept(&mock, 1, "next");
 }
+
+#[tokio::test]
+async fn no_at_an_approval_asks_what_to_do_instead_and_the_model_gets_it() {
+    if !common::have_setsid() {
+        return;
+    }
+    let e = common::env();
+    let write = serde_json::json!({"path": "a.txt", "content": "one\n"});
+    let mock = MockModel::start(vec![
+        common::tool_turn(&[("fs_write", write)]),
+        MockReply::text("b.txt it is"),
+    ])
+    .await;
+    let mut chat = Chat::start(&e, &mock);
+    chat.type_at(1, b"write it\r").await;
+    chat.next_request().await;
+    // Read 2 is the question, read 3 what to do instead.
+    chat.type_at(2, b"n\r").await;
+    chat.type_at(3, b"write b.txt instead\r").await;
+    chat.next_request().await;
+    chat.type_at(4, b"/quit\r").await;
+    let (status, screen) = chat.end().await;
+    assert!(status.success(), "{screen}");
+    assert!(
+        screen.contains("what should the model do instead?"),
+        "{screen}"
+    );
+    assert_eq!(
+        common::results_in(&mock, 1)[0].0,
+        "the user declined this `fs_write` call and said what to do instead: write b.txt instead"
+    );
+    assert!(!e.ws.join("a.txt").exists());
+}
+
+#[tokio::test]
+async fn leaving_a_chat_says_how_to_go_on_with_it() {
+    if !common::have_setsid() {
+        return;
+    }
+    let e = common::env();
+    let mock = MockModel::start(vec![MockReply::text("ok")]).await;
+    let mut chat = Chat::start(&e, &mock);
+    chat.wait_reading(1).await;
+    assert!(
+        chat.screen()
+            .contains("mecha chat: type a task and press Enter"),
+        "{}",
+        chat.screen()
+    );
+    chat.type_at(1, b"hi\r").await;
+    chat.next_request().await;
+    chat.type_at(2, b"/quit\r").await;
+    let (status, screen) = chat.end().await;
+    assert!(status.success(), "{screen}");
+    assert!(
+        screen.contains("mecha: to go on with this session: `mecha chat --resume "),
+        "{screen}"
+    );
+}

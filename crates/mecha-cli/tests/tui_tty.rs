@@ -131,7 +131,7 @@ async fn the_model_asks_in_a_modal_and_the_typed_answer_is_the_result() {
     tui.wait_written(READY).await;
     tui.type_keys(b"paint it\r");
     // The modal's title: the call's own line shows the question too.
-    tui.wait_for("mecha asks you").await;
+    tui.wait_for("the model asks you").await;
     tui.wait_for("which colour?").await;
     tui.type_keys(b"blue\r");
     tui.wait_answered("blue it is").await;

@@ -47,6 +47,8 @@ pub enum Said {
     /// Yes, and to what the offer's "always" covers.
     Always,
     No,
+    /// No, and what the person wants done instead, for the model.
+    Instead(String),
     /// Nobody is left to answer (the screen closed): why, for the model.
     Gone(String),
 }
@@ -95,7 +97,8 @@ impl<A: Asker> AskingApprover<A> {
                 Decision::Allow
             }
             // An "always" where none was offered is no answer to give.
-            (Said::Always | Said::No, _) => declined(tool),
+            (Said::Always | Said::No, _) => declined(tool, ""),
+            (Said::Instead(instead), _) => declined(tool, &instead),
             (Said::Gone(why), _) => Decision::Blocked(why),
         }
     }
@@ -108,13 +111,19 @@ impl<A: Asker> AskingApprover<A> {
     }
 }
 
-/// The person said no: the model is told to ask or to change course.
-fn declined(tool: &dyn Tool) -> Decision {
-    Decision::Deny(format!(
-        "the user declined this `{}` call; ask them what they want instead, or take another \
-         approach",
-        tool.name()
-    ))
+/// The person said no: the model is told what they want instead, or, when
+/// they said nothing more, to ask or to change course.
+fn declined(tool: &dyn Tool, instead: &str) -> Decision {
+    let name = tool.name();
+    Decision::Deny(match instead.trim() {
+        "" => format!(
+            "the user declined this `{name}` call; ask them what they want instead, or take \
+             another approach"
+        ),
+        instead => {
+            format!("the user declined this `{name}` call and said what to do instead: {instead}")
+        }
+    })
 }
 
 #[async_trait]
@@ -281,6 +290,26 @@ mod tests {
             );
         }
         assert_eq!(a.asker.1.lock().unwrap().len(), 4, "both were asked");
+    }
+
+    #[tokio::test]
+    async fn a_no_with_what_to_do_instead_tells_the_model_both() {
+        let a = approver(vec![
+            Said::Instead("  run the tests first ".into()),
+            Said::Instead(" ".into()),
+        ]);
+        assert_eq!(
+            a.approve(&Shell, &command("make")).await,
+            Decision::Deny(
+                "the user declined this `shell` call and said what to do instead: run the tests \
+                 first"
+                    .into()
+            )
+        );
+        assert!(
+            matches!(a.approve(&Shell, &command("make")).await, Decision::Deny(why) if why.contains("ask them what they want")),
+            "nothing said is a plain no"
+        );
     }
 
     #[tokio::test]

@@ -15,7 +15,9 @@ use crate::asking::{AskUserModal, Typed};
 use crate::bridge::{Question, ToScreen};
 use crate::editor::{Edit, Editor};
 use crate::modal::{Answer, Approval};
+use crate::notify::{Attention, Need};
 use crate::picker::{OnPick, Picked, Picker};
+use crate::queue::PromptQueue;
 use crate::screen::{self, Modal, View};
 use crate::status::RunInfo;
 use crate::theme::Theme;
@@ -33,6 +35,10 @@ pub enum Action {
     Send(String),
     /// Stop the turn that is running.
     Interrupt,
+    /// Write the prompt in the user's own editor (Ctrl-G); its text is
+    /// the editor's to start from.
+    EditExternally,
+    /// Leave, as a double Ctrl-C asks.
     Quit,
 }
 
@@ -50,6 +56,10 @@ pub struct App {
     queued: VecDeque<Waiting>,
     /// A list on screen (`/skills`), until picked from or closed.
     picking: Option<Picker>,
+    /// Prompts entered during a turn, for the turns after it.
+    prompts: PromptQueue,
+    /// How the user is told the screen needs them.
+    attention: Attention,
     /// A turn is running.
     busy: bool,
     /// Ctrl-C was pressed at an empty prompt; a second one quits.
@@ -81,6 +91,8 @@ impl App {
             asking: None,
             queued: VecDeque::new(),
             picking: None,
+            prompts: PromptQueue::default(),
+            attention: Attention::off(),
             busy: false,
             quit_armed: false,
             scroll_back: 0,
@@ -110,6 +122,13 @@ impl App {
         self.busy
     }
 
+    /// A second passed: a running call's line says how long it has run.
+    pub fn clock_moved(&mut self) {
+        if self.transcript.running() {
+            self.dirty = true;
+        }
+    }
+
     /// Another conversation took this one's place (`/clear`, `/resume`,
     /// `/model`): what the status line says of it.
     pub fn switched(&mut self, info: RunInfo) {
@@ -127,10 +146,55 @@ impl App {
         Action::Send(prompt)
     }
 
-    /// The turn ended (answered, failed or interrupted).
+    /// Tells the user through `attention` when the screen needs them.
+    pub fn notify_by(&mut self, attention: Attention) {
+        self.attention = attention;
+    }
+
+    /// The turn ended (answered, failed or interrupted); unless another
+    /// queued prompt goes on, the user's turn.
     pub fn turn_over(&mut self) {
         self.busy = false;
         self.dirty = true;
+        if self.prompts.is_empty() {
+            self.attention.needed(Need::TurnDone);
+        }
+    }
+
+    /// After a turn that ended well: the next queued prompt, sent as if
+    /// entered now.
+    pub fn next_queued(&mut self) -> Option<String> {
+        let prompt = self.prompts.take_first()?;
+        self.send(prompt.clone());
+        Some(prompt)
+    }
+
+    /// The turn was stopped or failed: the prompts queued behind it go
+    /// back into the prompt, before what is being typed, unsent.
+    pub fn turn_cut_short(&mut self) {
+        if let Some(queued) = self.prompts.take_all() {
+            let draft = self.editor.text().to_owned();
+            self.editor.clear();
+            self.editor.paste(&queued);
+            if !draft.is_empty() {
+                self.editor.paste("\n");
+                self.editor.paste(&draft);
+            }
+        }
+    }
+
+    /// What the user's editor gave back (Ctrl-G): the prompt's new text,
+    /// or why there is none, the prompt left as it was.
+    pub fn edited(&mut self, edited: Result<String, String>) {
+        self.dirty = true;
+        self.urgent = true;
+        match edited {
+            Ok(text) => {
+                self.editor.clear();
+                self.editor.paste(&text);
+            }
+            Err(why) => self.transcript.notice(NoticeKind::Warning, why),
+        }
     }
 
     /// Something from the agent's task.
@@ -168,6 +232,10 @@ impl App {
                 )),
                 Waiting::Approval(_) | Waiting::User(_) => continue,
             };
+            self.attention.needed(match self.asking {
+                Some(Asked::Approval(..)) => Need::Approval,
+                _ => Need::Question,
+            });
             self.urgent = true;
             return;
         }
@@ -183,8 +251,16 @@ impl App {
                 match &mut self.asking {
                     None => self.editor.paste(&text),
                     Some(Asked::User(modal, _)) => modal.paste(&text),
-                    Some(Asked::Approval(..)) => {}
+                    Some(Asked::Approval(modal, _)) => modal.paste(&text),
                 }
+                Action::None
+            }
+            TermEvent::FocusGained => {
+                self.attention.focus(true);
+                Action::None
+            }
+            TermEvent::FocusLost => {
+                self.attention.focus(false);
                 Action::None
             }
             _ => Action::None,
@@ -195,7 +271,7 @@ impl App {
         let ctrl_c =
             key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
         if let Some(asked) = self.asking.take() {
-            self.asking = asked.key(key, ctrl_c);
+            self.asking = asked.key(key, ctrl_c, &mut self.transcript);
             if ctrl_c {
                 // The turn stops, and with it every call still waiting.
                 self.queued.clear();
@@ -240,8 +316,28 @@ impl App {
             return Action::Interrupt;
         }
         self.quit_armed = false;
-        if key.code == KeyCode::Char('o') && key.modifiers.contains(KeyModifiers::CONTROL) {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if key.code == KeyCode::Char('o') && ctrl {
             self.transcript.toggle_details();
+            return Action::None;
+        }
+        if key.code == KeyCode::Char('g') && ctrl {
+            if self.busy {
+                self.transcript.notice(
+                    NoticeKind::Info,
+                    "Ctrl-G opens your editor between turns; Enter queues the prompt for after \
+                     this one"
+                        .to_owned(),
+                );
+                return Action::None;
+            }
+            return Action::EditExternally;
+        }
+        if key.code == KeyCode::Up
+            && self.editor.text().is_empty()
+            && let Some(last) = self.prompts.take_last()
+        {
+            self.editor.paste(&last);
             return Action::None;
         }
         match key.code {
@@ -258,8 +354,8 @@ impl App {
     /// A line entered at the prompt (typed, or picked from a list).
     fn enter(&mut self, line: String) -> Action {
         if self.busy {
-            // One turn at a time: the line waits in the editor.
-            self.editor.paste(&line);
+            // One turn at a time: the line waits for the turn to end.
+            self.prompts.push(line);
             return Action::None;
         }
         self.send(line)
@@ -295,6 +391,7 @@ impl App {
             View {
                 transcript: &self.transcript,
                 editor: &self.editor,
+                queued: &self.prompts,
                 info: &self.info,
                 modal: self.asking.as_mut().map(Asked::modal),
                 picker: self.picking.as_mut(),
@@ -316,7 +413,8 @@ enum Asked {
 impl Asked {
     /// A key; the question still on screen, or `None` once it was answered.
     /// Ctrl-C is a no to an approval and declines the model's question.
-    fn key(self, key: KeyEvent, ctrl_c: bool) -> Option<Self> {
+    /// What the person said to do instead of a call stays in `transcript`.
+    fn key(self, key: KeyEvent, ctrl_c: bool, transcript: &mut Transcript) -> Option<Self> {
         match self {
             Self::Approval(mut modal, question) => {
                 let answer = if ctrl_c {
@@ -325,7 +423,15 @@ impl Asked {
                     modal.key(key)
                 };
                 match answer {
-                    Some(answer) => question.answer(answer),
+                    Some(answer) => {
+                        if let Answer::Instead(instead) = &answer {
+                            transcript.notice(
+                                NoticeKind::Info,
+                                format!("you told the model instead: {instead}"),
+                            );
+                        }
+                        question.answer(answer);
+                    }
                     None => return Some(Self::Approval(modal, question)),
                 }
             }

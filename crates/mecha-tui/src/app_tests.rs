@@ -32,7 +32,7 @@ fn typed(app: &mut App, text: &str) {
 }
 
 #[test]
-fn a_prompt_is_sent_once_and_the_next_waits_for_the_turn() {
+fn a_prompt_entered_during_a_turn_is_queued_and_sent_when_it_ends() {
     let mut a = app();
     typed(&mut a, "hi");
     assert_eq!(
@@ -40,14 +40,55 @@ fn a_prompt_is_sent_once_and_the_next_waits_for_the_turn() {
         Action::Send("hi".into())
     );
     assert!(a.busy());
-    typed(&mut a, "more");
-    assert_eq!(a.on_terminal(key(KeyCode::Enter)), Action::None);
-    assert_eq!(a.editor.text(), "more", "the prompt stays to send later");
+    for prompt in ["more", "and mroe"] {
+        typed(&mut a, prompt);
+        assert_eq!(a.on_terminal(key(KeyCode::Enter)), Action::None);
+    }
+    assert_eq!(a.editor.text(), "", "queued, not left in the prompt");
+    // Up takes the last one back to edit, and Enter queues it again.
+    a.on_terminal(key(KeyCode::Up));
+    assert_eq!(a.editor.text(), "and mroe");
+    a.on_terminal(TermEvent::Key(KeyEvent::new(
+        KeyCode::Char('u'),
+        KeyModifiers::CONTROL,
+    )));
+    typed(&mut a, "and more");
+    a.on_terminal(key(KeyCode::Enter));
     a.turn_over();
-    assert_eq!(
-        a.on_terminal(key(KeyCode::Enter)),
-        Action::Send("more".into())
-    );
+    assert_eq!(a.next_queued().as_deref(), Some("more"));
+    assert!(a.busy(), "the queued prompt is a turn of its own");
+    a.turn_over();
+    assert_eq!(a.next_queued().as_deref(), Some("and more"));
+    a.turn_over();
+    assert_eq!(a.next_queued(), None);
+}
+
+#[test]
+fn a_turn_cut_short_hands_the_queue_back_to_the_prompt_unsent() {
+    let mut a = app();
+    typed(&mut a, "hi");
+    a.on_terminal(key(KeyCode::Enter));
+    typed(&mut a, "later");
+    a.on_terminal(key(KeyCode::Enter));
+    typed(&mut a, "draft");
+    a.turn_cut_short();
+    a.turn_over();
+    assert_eq!(a.editor.text(), "later\ndraft");
+    assert_eq!(a.next_queued(), None);
+}
+
+#[test]
+fn ctrl_g_asks_for_the_editor_between_turns_and_a_failure_keeps_the_prompt() {
+    let mut a = app();
+    typed(&mut a, "draft");
+    let ctrl_g = || TermEvent::Key(KeyEvent::new(KeyCode::Char('g'), KeyModifiers::CONTROL));
+    assert_eq!(a.on_terminal(ctrl_g()), Action::EditExternally);
+    a.edited(Err("no editor".into()));
+    assert_eq!(a.editor.text(), "draft");
+    a.edited(Ok("from the editor".into()));
+    assert_eq!(a.editor.text(), "from the editor");
+    a.on_terminal(key(KeyCode::Enter));
+    assert_eq!(a.on_terminal(ctrl_g()), Action::None, "not during a turn");
 }
 
 #[test]
@@ -113,7 +154,7 @@ async fn questions_are_answered_through_the_modal_one_at_a_time() {
     assert_eq!(first_answer.await.unwrap(), Answer::Yes);
     assert_eq!(a.editor.text(), "");
     terminal.draw(|f| a.draw(f)).unwrap();
-    a.on_terminal(key(KeyCode::Char('n')));
+    a.on_terminal(key(KeyCode::Esc));
     assert_eq!(second_answer.await.unwrap(), Answer::No);
     a.on_agent(ToScreen::Event(Event::Text { text: "ok".into() }));
     assert_eq!(a.transcript.entries().len(), 1);

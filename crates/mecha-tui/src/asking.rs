@@ -47,7 +47,7 @@ impl AskUserModal {
     pub fn new(who: Option<&str>, question: &str) -> Self {
         let title = match who {
             Some(who) => format!(" mecha's subagent `{}` asks you ", escape::line(who)),
-            None => " mecha asks you ".to_owned(),
+            None => " the model asks you ".to_owned(),
         };
         let mut end = question.len().min(MAX_QUESTION_BYTES);
         while !question.is_char_boundary(end) {
@@ -107,6 +107,15 @@ impl AskUserModal {
             .collect()
     }
 
+    /// What a question too long for its box says of the `below` rows
+    /// still below it.
+    fn note(below: usize) -> String {
+        match below {
+            0 => "the end of the question: PageUp to scroll back".to_owned(),
+            below => format!("{below} more line(s) of the question below: PageDown to read on"),
+        }
+    }
+
     fn help(theme: Theme) -> Line<'static> {
         Line::styled(
             "Enter answers · Alt-Enter/Ctrl-J: new line · Esc declines",
@@ -127,9 +136,13 @@ impl AskUserModal {
     /// Draws the modal as a box filling `area`; returns where the
     /// terminal's cursor goes (in the answer).
     pub fn render(&mut self, theme: Theme, area: Rect, buf: &mut Buffer) -> Position {
-        // A question that does not fit gives a row to saying how much of
-        // it is below.
-        let note_rows = u16::from(self.height(theme, area.width) > area.height);
+        // A question that does not fit gives rows to saying how much of
+        // it is below, as many as the longest wording of it takes.
+        let note_rows = if self.height(theme, area.width) > area.height {
+            frame::rows(vec![Line::raw(Self::note(self.rows))], area.width)
+        } else {
+            0
+        };
         let help = Self::help(theme);
         let help_rows = frame::rows(vec![help.clone()], area.width);
         let input_rows = self.input.height();
@@ -147,11 +160,12 @@ impl AskUserModal {
             .scroll((u16::try_from(self.scroll.top()).unwrap_or(u16::MAX), 0))
             .render(question, buf);
         if note_rows > 0 {
-            let said = match self.scroll.below(self.rows) {
-                0 => "the end of the question: PageUp to scroll back".to_owned(),
-                below => format!("{below} more line(s) of the question below: PageDown to read on"),
-            };
-            Line::styled(said, theme.warn()).render(note, buf);
+            Paragraph::new(Line::styled(
+                Self::note(self.scroll.below(self.rows)),
+                theme.warn(),
+            ))
+            .wrap(Wrap { trim: false })
+            .render(note, buf);
         }
         let cursor = self.input.render(theme, input, buf);
         Paragraph::new(help)

@@ -65,10 +65,9 @@ fn a_long_question_scrolls_by_page_and_says_what_is_below() {
     let rows = drawn(&mut m, 40, 12);
     let text = rows.join("\n");
     assert!(text.contains("point 1 "), "{text}");
-    assert!(
-        text.contains("more line(s) of the question below"),
-        "{text}"
-    );
+    // Wrapped inside the box's padding, not cut at its border.
+    assert!(text.contains("more line(s) of the question"), "{text}");
+    assert!(text.contains("below: PageDown to read on"), "{text}");
     assert!(!text.contains("point 50"), "{text}");
     for _ in 0..20 {
         m.key(key(KeyCode::PageDown));
@@ -114,6 +113,6 @@ fn the_box_names_the_subagent_that_asks() {
     assert!(
         drawn(&mut own, 60, 10)
             .iter()
-            .any(|r| r.contains(" mecha asks you "))
+            .any(|r| r.contains(" the model asks you "))
     );
 }

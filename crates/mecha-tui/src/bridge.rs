@@ -100,6 +100,7 @@ impl Asker for ModalAsker {
             Ok(Answer::Yes) => Said::Yes,
             Ok(Answer::Always) => Said::Always,
             Ok(Answer::No) => Said::No,
+            Ok(Answer::Instead(instead)) => Said::Instead(instead),
             Err(_) => nobody(tool),
         }
     }

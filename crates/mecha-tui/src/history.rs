@@ -11,6 +11,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget, Wrap};
 use serde_json::Value;
+use std::time::Instant;
 
 use crate::escape;
 use crate::markdown;
@@ -22,6 +23,10 @@ const INPUT_CHARS: usize = 60;
 /// Progress lines shown under a running or finished call.
 const PROGRESS_SHOWN: usize = 3;
 
+/// What an empty transcript says: what to type, and where the rest is.
+pub const FIRST_SCREEN: &str = "mecha: type a task and press Enter (Ctrl-J for a new line). \
+/help lists the commands and keys; Ctrl-C twice quits.";
+
 /// Draws the end of `transcript` into `area`, `scroll_back` lines up from
 /// the bottom. Only the newest entries that fill the view are laid out:
 /// a frame costs what the screen shows, not how long the session is.
@@ -32,6 +37,13 @@ pub fn render(
     area: Rect,
     buf: &mut Buffer,
 ) {
+    if transcript.entries().is_empty() {
+        Paragraph::new(FIRST_SCREEN)
+            .style(theme.dim())
+            .wrap(Wrap { trim: false })
+            .render(area, buf);
+        return;
+    }
     let wanted = usize::from(area.height) + usize::from(scroll_back);
     let mut newest_first: Vec<Vec<Line<'static>>> = Vec::new();
     let mut rows = 0;
@@ -142,7 +154,7 @@ fn tool_lines(tool: &ToolEntry, theme: Theme, out: &mut Vec<Line<'static>>) {
             "waiting for the gate".to_owned(),
             theme.dim(),
         ),
-        ToolStatus::Running => ("●", theme.running(), "running…".to_owned(), theme.running()),
+        ToolStatus::Running { since } => ("●", theme.running(), running(*since), theme.running()),
         ToolStatus::Done { bytes, summary } => (
             "✓",
             theme.ok(),
@@ -170,7 +182,7 @@ fn tool_lines(tool: &ToolEntry, theme: Theme, out: &mut Vec<Line<'static>>) {
     // Said while the call is judged and runs: what it may reach depends
     // on it.
     let status = match (&tool.confined, &tool.status) {
-        (Some(confined), ToolStatus::Waiting | ToolStatus::Running) => {
+        (Some(confined), ToolStatus::Waiting | ToolStatus::Running { .. }) => {
             format!("{status} · {confined}")
         }
         _ => status,
@@ -224,7 +236,17 @@ fn expanded_lines(tool: &ToolEntry, theme: Theme, out: &mut Vec<Line<'static>>) 
                 )));
             }
         }
-        ToolStatus::Waiting | ToolStatus::Running => {}
+        ToolStatus::Waiting | ToolStatus::Running { .. } => {}
+    }
+}
+
+/// How long a call has run, in whole seconds once there is one: `running
+/// 7s`, `running 2m 05s`.
+fn running(since: Instant) -> String {
+    match since.elapsed().as_secs() {
+        0 => "running…".to_owned(),
+        secs @ 1..60 => format!("running {secs}s"),
+        secs => format!("running {}m {:02}s", secs / 60, secs % 60),
     }
 }
 

@@ -5,14 +5,17 @@
 //! [`transcript`] folds the agent's events into what is shown (no terminal
 //! in it), [`history`] draws it (with [`markdown`] for answers),
 //! [`status`] the status line with the interlock's state, [`editor`] the
-//! prompt, [`modal`] the approval question, [`asking`] the model's own
+//! prompt, [`modal`] the approval question (with [`instead`], what to do
+//! instead of a call refused), [`asking`] the model's own
 //! question (the [`ask_user`] tool's), both in [`frame`]'s box, [`picker`]
-//! a list to pick from (`/skills`, `/resume`). Everything from the model or a tool
+//! a list to pick from (`/skills`, `/resume`), [`queue`] the prompts
+//! entered while a turn runs. Everything from the model or a tool
 //! passes [`escape`] before it reaches a cell. [`screen`] places the
 //! parts; [`app`] is the state and what each key or event does to it;
 //! [`bridge`] carries the agent's events and approval questions to the
 //! screen (with [`ModalApprover`], an approver that asks in the modal);
-//! [`run`] is the loop that draws on change and drives a turn.
+//! [`run`] is the loop that draws on change and drives a turn, and
+//! [`notify`] tells the terminal when the screen needs the user.
 //!
 //! It does not build the agent, read configuration or set the terminal's
 //! modes: mecha-cli wires a run to it (implementing [`run::Conversation`]
@@ -27,9 +30,12 @@ pub mod editor;
 pub mod escape;
 pub mod frame;
 pub mod history;
+pub mod instead;
 pub mod markdown;
 pub mod modal;
+pub mod notify;
 pub mod picker;
+pub mod queue;
 pub mod run;
 pub mod screen;
 pub mod status;
@@ -42,6 +48,7 @@ pub use asking::{AskUserModal, Typed};
 pub use bridge::{ChannelSink, ModalApprover, ModalAsker, Question, ToScreen};
 pub use editor::{Edit, Editor};
 pub use modal::{Answer, Approval};
+pub use notify::{Attention, Notify};
 pub use picker::{OnPick, PickItem, Picked, Picker};
 pub use run::{Reply, Switch};
 pub use screen::{Modal, View, draw};

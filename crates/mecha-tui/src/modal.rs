@@ -8,11 +8,14 @@
 //! seen: the body is wrapped to the box (never cut at its border, see
 //! [`crate::body`]), and until every character of it has been on screen,
 //! yes and always are refused with a line saying how much is left.
+//!
+//! `n` asks what the model should do instead ([`crate::instead`]); Esc is a
+//! no without a word.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
 use mecha_core::{Confinement, Offer};
 use ratatui::buffer::Buffer;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget, Wrap};
@@ -20,13 +23,16 @@ use ratatui::widgets::{Paragraph, Widget, Wrap};
 use crate::body::{Body, INDENT};
 use crate::escape;
 use crate::frame::{self, Move, Scroll};
+use crate::instead::Instead;
 use crate::theme::Theme;
 
 /// The person's answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
     Yes,
     No,
+    /// No, and what the model should do instead.
+    Instead(String),
     Always,
 }
 
@@ -43,6 +49,8 @@ pub struct Approval {
     scroll: Scroll,
     /// Set when a yes came before the end was seen.
     unseen_warning: bool,
+    /// After `n`: what to do instead, being typed.
+    instead: Option<Instead>,
 }
 
 impl Approval {
@@ -56,6 +64,7 @@ impl Approval {
             confined: None,
             scroll: Scroll::default(),
             unseen_warning: false,
+            instead: None,
         }
     }
 
@@ -75,8 +84,15 @@ impl Approval {
         if key.kind == KeyEventKind::Release {
             return None;
         }
+        if let Some(instead) = &mut self.instead {
+            return instead.key(key);
+        }
         let movement = match key.code {
-            KeyCode::Char('n' | 'N') | KeyCode::Esc => return Some(Answer::No),
+            KeyCode::Esc => return Some(Answer::No),
+            KeyCode::Char('n' | 'N') => {
+                self.instead = Some(Instead::default());
+                return None;
+            }
             KeyCode::Char('y' | 'Y') => return self.unless_unseen(Answer::Yes),
             KeyCode::Char('a' | 'A') if matches!(self.offer, Offer::Always(_)) => {
                 return self.unless_unseen(Answer::Always);
@@ -93,6 +109,13 @@ impl Approval {
         None
     }
 
+    /// A paste is the reason's, once one is asked for.
+    pub fn paste(&mut self, text: &str) {
+        if let Some(instead) = &mut self.instead {
+            instead.paste(text);
+        }
+    }
+
     fn unless_unseen(&mut self, answer: Answer) -> Option<Answer> {
         if self.seen_all() {
             return Some(answer);
@@ -104,20 +127,25 @@ impl Approval {
     /// The rows the box wants at `width` columns, its borders included:
     /// the whole body and the choices under it.
     pub fn height(&mut self, theme: Theme, width: u16) -> u16 {
-        let rows = self.body.wrap(usize::from(width.saturating_sub(2)));
-        let footer = frame::rows(self.footer(theme, false), width);
+        let rows = self.body.wrap(usize::from(frame::inner_width(width)));
+        let footer = frame::rows(self.footer(theme, false, width), width);
         u16::try_from(rows)
             .unwrap_or(u16::MAX)
-            .saturating_add(footer + 2)
+            .saturating_add(footer + self.instead_rows() + 2)
     }
 
-    /// Draws the modal as a box filling `area`.
-    pub fn render(&mut self, theme: Theme, area: Rect, buf: &mut Buffer) {
+    fn instead_rows(&self) -> u16 {
+        self.instead.as_ref().map_or(0, Instead::height)
+    }
+
+    /// Draws the modal as a box filling `area`; where the terminal's
+    /// cursor goes, while a reason is typed.
+    pub fn render(&mut self, theme: Theme, area: Rect, buf: &mut Buffer) -> Option<Position> {
         // Whether the body fits decides whether the "more below" line is
         // shown, which takes room from the body in turn.
         let fits = self.height(theme, area.width) <= area.height;
         let rows = self.body.len();
-        let footer_rows = frame::rows(self.footer(theme, !fits), area.width);
+        let footer_rows = frame::rows(self.footer(theme, !fits, area.width), area.width);
         let title = match &self.who {
             Some(who) => format!(
                 " mecha's subagent `{}` wants to run `{}` ",
@@ -127,9 +155,10 @@ impl Approval {
             None => format!(" mecha wants to run `{}` ", escape::line(&self.tool)),
         };
         let inner = frame::open(area, title, buf);
-        let [body, foot] = Layout::vertical([
+        let [body, foot, typed] = Layout::vertical([
             Constraint::Fill(1),
             Constraint::Length(footer_rows.min(inner.height)),
+            Constraint::Length(self.instead_rows()),
         ])
         .areas(inner);
         self.scroll.shown(usize::from(body.height), rows);
@@ -144,14 +173,17 @@ impl Approval {
             .collect();
         Paragraph::new(lines).render(body, buf);
         self.body.shown(top, visible);
-        Paragraph::new(self.footer(theme, !self.seen_all()))
+        Paragraph::new(self.footer(theme, !self.seen_all(), area.width))
             .wrap(Wrap { trim: false })
             .render(foot, buf);
+        self.instead
+            .as_ref()
+            .map(|instead| instead.render(theme, typed, buf))
     }
 
-    /// The lines under the body; `unseen`: with the line saying how much
-    /// is left to see.
-    fn footer(&self, theme: Theme, unseen: bool) -> Vec<Line<'static>> {
+    /// The lines under the body in a box `width` columns wide; `unseen`:
+    /// with the line saying how much is left to see.
+    fn footer(&self, theme: Theme, unseen: bool, width: u16) -> Vec<Line<'static>> {
         let mut lines = Vec::new();
         if unseen {
             let unseen = self.body.unseen_rows();
@@ -177,6 +209,10 @@ impl Approval {
         if let Offer::Fresh(reason) = &self.offer {
             lines.push(Line::styled(format!("{}.", reason.why()), theme.warn()));
         }
+        if self.instead.is_some() {
+            lines.push(Instead::asked(theme));
+            return lines;
+        }
         let mut choices = vec![
             Span::styled(" y ", theme.selected()),
             Span::raw(" yes   "),
@@ -200,7 +236,8 @@ impl Approval {
             }
             Offer::Fresh(_) => {}
         }
-        lines.push(Line::from(choices));
+        // A row after the first starts under the text of the first choice.
+        lines.extend(frame::hanging(choices, frame::inner_width(width), 4));
         lines
     }
 }
@@ -287,5 +324,28 @@ mod tests {
         }
         assert_eq!(m.key(key(KeyCode::Char('a'))), Some(Answer::Always));
         assert_eq!(m.key(key(KeyCode::Esc)), Some(Answer::No));
+    }
+
+    #[test]
+    fn n_asks_what_to_do_instead_and_an_empty_line_is_a_plain_no() {
+        let offer = Offer::for_call("shell", &json!({"command": "ls"}), None);
+        let mut m = Approval::new(None, "shell", "  $ ls", offer.clone());
+        assert_eq!(m.key(key(KeyCode::Char('n'))), None, "a reason is asked");
+        for c in "use fd".chars() {
+            assert_eq!(m.key(key(KeyCode::Char(c))), None);
+        }
+        let mut buf = Buffer::empty(Rect::new(0, 0, 60, 12));
+        let cursor = m.render(Theme::new(false), buf.area, &mut buf);
+        let shown: String = buf.content().iter().map(|c| c.symbol()).collect();
+        assert!(shown.contains("What should the model do"), "{shown}");
+        assert!(shown.contains("use fd"), "{shown}");
+        assert!(cursor.is_some(), "the cursor is in the reason");
+        assert_eq!(
+            m.key(key(KeyCode::Enter)),
+            Some(Answer::Instead("use fd".into()))
+        );
+        let mut m = Approval::new(None, "shell", "  $ ls", offer);
+        m.key(key(KeyCode::Char('n')));
+        assert_eq!(m.key(key(KeyCode::Enter)), Some(Answer::No));
     }
 }

@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use crossterm::event::Event as TermEvent;
 use ratatui::Terminal;
 use ratatui::backend::Backend;
+use ratatui::layout::Rect;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::app::{Action, App};
@@ -58,19 +59,27 @@ pub trait Conversation {
     fn interrupted(&mut self);
 }
 
+/// Runs the user's own editor on a prompt's text (Ctrl-G), the screen
+/// suspended meanwhile: the edited text, or a line saying why there is
+/// none.
+pub type ExternalEditor = Box<dyn FnMut(&str) -> Result<String, String> + Send>;
+
 /// The inputs the loop waits on.
 pub struct Inputs {
     pub agent: UnboundedReceiver<ToScreen>,
     pub terminal: UnboundedReceiver<TermEvent>,
     /// A prompt to send before the first key (`mecha "fix the test"`).
     pub first: Option<String>,
+    pub external_editor: ExternalEditor,
 }
 
 /// What ended the loop.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Exit {
-    /// The user quit.
+    /// The user quit (`/quit`).
     Quit,
+    /// The user pressed Ctrl-C twice at an empty prompt.
+    Interrupted,
     /// The terminal's events ended (it closed).
     Closed,
     /// The user asked for another conversation.
@@ -84,13 +93,17 @@ pub async fn drive<B: Backend, C: Conversation>(
     conversation: &mut C,
     inputs: &mut Inputs,
 ) -> Result<Exit, B::Error> {
-    if let Some(prompt) = inputs.first.take() {
+    let mut next = inputs.first.take().inspect(|prompt| {
         app.send(prompt.clone());
-        if let Some(exit) = turn(terminal, app, conversation, inputs, &prompt).await? {
-            return Ok(exit);
-        }
-    }
+    });
     loop {
+        if let Some(prompt) = next.take() {
+            if let Some(exit) = turn(terminal, app, conversation, inputs, &prompt).await? {
+                return Ok(exit);
+            }
+            next = app.next_queued();
+            continue;
+        }
         draw(terminal, app)?;
         // Biased: the agent's news before the next key, so a key meant for
         // a question never reaches the prompt because it came first.
@@ -105,13 +118,19 @@ pub async fn drive<B: Backend, C: Conversation>(
                 None => return Ok(Exit::Closed),
             },
         };
-        let prompt = match action {
-            Action::Send(prompt) => prompt,
-            Action::Quit => return Ok(Exit::Quit),
-            Action::None | Action::Interrupt => continue,
-        };
-        if let Some(exit) = turn(terminal, app, conversation, inputs, &prompt).await? {
-            return Ok(exit);
+        match action {
+            Action::Send(prompt) => next = Some(prompt),
+            Action::Quit => return Ok(Exit::Interrupted),
+            Action::EditExternally => {
+                let edited = (inputs.external_editor)(app.editor.text());
+                // The editor drew over the screen: every cell again, at
+                // the size the terminal has now. (`clear` would ask the
+                // terminal where its cursor is, and not every one answers.)
+                let size = terminal.size()?;
+                terminal.resize(Rect::new(0, 0, size.width, size.height))?;
+                app.edited(edited);
+            }
+            Action::None | Action::Interrupt => {}
         }
     }
 }
@@ -133,12 +152,13 @@ async fn turn<B: Backend, C: Conversation>(
                 biased;
                 outcome = &mut send => break (Some(outcome), None),
                 () = tokio::time::sleep_until(later.unwrap_or_else(Instant::now)), if later.is_some() => {}
+                () = tokio::time::sleep(SECOND), if app.transcript.running() => app.clock_moved(),
                 Some(message) = inputs.agent.recv() => app.on_agent(message),
                 event = inputs.terminal.recv() => match event.map(|e| app.on_terminal(e)) {
                     Some(Action::Interrupt) => break (None, None),
-                    Some(Action::Quit) => break (None, Some(Exit::Quit)),
+                    Some(Action::Quit) => break (None, Some(Exit::Interrupted)),
                     None => break (None, Some(Exit::Closed)),
-                    Some(Action::None | Action::Send(_)) => {}
+                    Some(Action::None | Action::Send(_) | Action::EditExternally) => {}
                 },
             }
         }
@@ -152,9 +172,11 @@ async fn turn<B: Backend, C: Conversation>(
         Some(Ok(None)) => exit,
         Some(Err(error)) => {
             app.transcript.notice(NoticeKind::Error, error);
+            app.turn_cut_short();
             exit
         }
         None => {
+            app.turn_cut_short();
             conversation.interrupted();
             app.transcript.interrupted();
             app.transcript.notice(
@@ -184,6 +206,9 @@ fn answered(app: &mut App, reply: Reply) -> Option<Exit> {
 /// hundreds of deltas a second, and a frame for each would spend a core on
 /// drawing what nobody can read that fast.
 const FRAME: Duration = Duration::from_millis(33);
+
+/// How often a running call's elapsed time is drawn anew.
+const SECOND: Duration = Duration::from_secs(1);
 
 /// When the last frame was drawn.
 #[derive(Default)]

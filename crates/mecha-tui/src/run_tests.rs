@@ -28,7 +28,7 @@ impl Conversation for Fake {
         let (question, answer) = Question::new(None, "shell", &input, offer);
         self.screen.send(ToScreen::Ask(question)).unwrap();
         let answer = answer.await.unwrap();
-        self.answers.push(answer);
+        self.answers.push(answer.clone());
         if answer == Answer::No {
             let text = "fine, not sleeping".into();
             self.screen
@@ -59,6 +59,7 @@ fn keys(typed: &str) -> Vec<TermEvent> {
             let (code, modifiers) = match c {
                 '\n' => (KeyCode::Enter, KeyModifiers::NONE),
                 '^' => (KeyCode::Char('c'), KeyModifiers::CONTROL),
+                '@' => (KeyCode::Char('g'), KeyModifiers::CONTROL),
                 c => (KeyCode::Char(c), KeyModifiers::NONE),
             };
             TermEvent::Key(KeyEvent::new(code, modifiers))
@@ -66,7 +67,8 @@ fn keys(typed: &str) -> Vec<TermEvent> {
         .collect()
 }
 
-/// Runs the loop on `typed` (`^` is Ctrl-C); the screen at the end.
+/// Runs the loop on `typed` (`^` is Ctrl-C, `@` Ctrl-G, whose editor
+/// adds " edited"); the screen at the end.
 async fn session(typed: &str) -> (Exit, Fake, String) {
     let (screen, agent) = mpsc::unbounded_channel();
     let (keyboard, terminal_events) = mpsc::unbounded_channel();
@@ -89,6 +91,7 @@ async fn session(typed: &str) -> (Exit, Fake, String) {
         agent,
         terminal: terminal_events,
         first: None,
+        external_editor: Box::new(|text| Ok(format!("{text} edited"))),
     };
     let exit = drive(&mut terminal, &mut app, &mut fake, &mut inputs)
         .await
@@ -99,8 +102,8 @@ async fn session(typed: &str) -> (Exit, Fake, String) {
 
 #[tokio::test]
 async fn a_question_is_answered_in_the_modal_and_two_ctrl_c_quit() {
-    let (exit, fake, shown) = session("go\nn^^").await;
-    assert_eq!(exit, Exit::Quit);
+    let (exit, fake, shown) = session("go\nn\n^^").await;
+    assert_eq!(exit, Exit::Interrupted);
     assert_eq!(fake.answers, [Answer::No], "the n went to the prompt");
     assert!(shown.contains("fine, not sleeping"), "{shown}");
     assert!(!fake.interrupted);
@@ -109,13 +112,20 @@ async fn a_question_is_answered_in_the_modal_and_two_ctrl_c_quit() {
 #[tokio::test]
 async fn ctrl_c_stops_a_running_turn_and_keeps_it() {
     let (exit, fake, shown) = session("go\ny^^^").await;
-    assert_eq!(exit, Exit::Quit);
+    assert_eq!(exit, Exit::Interrupted);
     assert_eq!(fake.answers, [Answer::Yes]);
     assert!(
         fake.interrupted,
         "the conversation was told of the interrupt"
     );
     assert!(shown.contains("interrupted"), "{shown}");
+}
+
+#[tokio::test]
+async fn ctrl_g_puts_the_editors_text_in_the_prompt() {
+    let (_, fake, shown) = session("draft@").await;
+    assert!(shown.contains("› draft edited"), "{shown}");
+    assert!(fake.answers.is_empty(), "nothing was sent");
 }
 
 #[tokio::test]

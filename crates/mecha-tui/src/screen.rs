@@ -15,6 +15,7 @@ use crate::editor::Editor;
 use crate::history;
 use crate::modal::Approval;
 use crate::picker::Picker;
+use crate::queue::PromptQueue;
 use crate::status::{self, RunInfo};
 use crate::theme::Theme;
 use crate::transcript::Transcript;
@@ -33,6 +34,8 @@ pub enum Modal<'a> {
 pub struct View<'a> {
     pub transcript: &'a Transcript,
     pub editor: &'a Editor,
+    /// Prompts waiting for the running turn to end, listed above the prompt.
+    pub queued: &'a PromptQueue,
     pub info: &'a RunInfo,
     /// The question being asked, if one is.
     pub modal: Option<Modal<'a>>,
@@ -50,8 +53,9 @@ pub struct View<'a> {
 pub fn draw(frame: &mut Frame<'_>, mut view: View<'_>) {
     let area = frame.area();
     let editor_rows = view.editor.height();
+    let queued_rows = view.queued.height();
     // The rows above the prompt, which the transcript and a box share.
-    let above = area.height.saturating_sub(editor_rows + 1);
+    let above = area.height.saturating_sub(editor_rows + queued_rows + 1);
     let wanted = match (&mut view.modal, &view.picker) {
         (Some(Modal::Approval(approval)), _) => approval.height(view.theme, area.width),
         (Some(Modal::AskUser(asking)), _) => asking.height(view.theme, area.width),
@@ -59,9 +63,10 @@ pub fn draw(frame: &mut Frame<'_>, mut view: View<'_>) {
         (None, None) => 0,
     };
     let boxed = wanted.min(above - transcript_kept(above));
-    let [transcript, boxed, editor, status_line] = Layout::vertical([
+    let [transcript, boxed, queued, editor, status_line] = Layout::vertical([
         Constraint::Fill(1),
         Constraint::Length(boxed),
+        Constraint::Length(queued_rows),
         Constraint::Length(editor_rows),
         Constraint::Length(1),
     ])
@@ -74,6 +79,7 @@ pub fn draw(frame: &mut Frame<'_>, mut view: View<'_>) {
         transcript,
         buf,
     );
+    view.queued.render(view.theme, queued, buf);
     let cursor = view.editor.render(view.theme, editor, buf);
     match view.hint {
         Some(hint) => Line::styled(hint, view.theme.warn()).render(status_line, buf),
@@ -88,7 +94,9 @@ pub fn draw(frame: &mut Frame<'_>, mut view: View<'_>) {
     }
     match (view.modal, view.picker) {
         (Some(Modal::Approval(approval)), _) => {
-            approval.render(view.theme, boxed, frame.buffer_mut());
+            if let Some(cursor) = approval.render(view.theme, boxed, frame.buffer_mut()) {
+                frame.set_cursor_position(cursor);
+            }
         }
         (Some(Modal::AskUser(asking)), _) => {
             let cursor = asking.render(view.theme, boxed, frame.buffer_mut());

@@ -66,52 +66,58 @@ pub fn render(
         Some(window) => format!("{}/{} tokens", thousands(tokens), thousands(window)),
         None => format!("{} tokens", thousands(tokens)),
     };
-    // Most important first; parts are dropped from the end until it fits.
-    let mut parts: Vec<(String, Style)> = vec![
-        (state.to_owned(), interlock_style),
-        (context, Style::new()),
-        (escape::owned(&info.model), Style::new()),
+    // Most important first, each with its place in reading order (model,
+    // context, session, sandbox, then the interlock, where the eye lands
+    // after the prompt); parts are dropped from the end until it fits, and
+    // a part with nothing to say (no model named) is no part at all.
+    let mut parts: Vec<(String, Style, u8)> = vec![
+        (state.to_owned(), interlock_style, 4),
+        (context, Style::new(), 1),
+        (escape::owned(&info.model), Style::new(), 0),
         (
             format!("session {}", escape::line(&info.session)),
             theme.dim(),
+            2,
         ),
         (
             format!("sandbox {}", escape::line(&info.sandbox)),
             theme.dim(),
+            3,
         ),
     ];
+    if info.model.is_empty() {
+        parts.retain(|(_, _, place)| *place != 0);
+    }
+    if info.session.is_empty() {
+        parts.retain(|(_, _, place)| *place != 2);
+    }
     let width = usize::from(area.width);
     while parts.len() > 1 && shown_width(&parts) > width {
         parts.pop();
     }
-    // Shown in reading order: model, context, then the rest, with the
-    // interlock at the end where the eye lands after the prompt.
-    let order: &[usize] = match parts.len() {
-        5 => &[2, 1, 3, 4, 0],
-        4 => &[2, 1, 3, 0],
-        3 => &[2, 1, 0],
-        2 => &[1, 0],
-        _ => &[0],
-    };
+    if shown_width(&parts) > width {
+        let (text, style, _) = &parts[0];
+        Line::from(Span::styled(cut(text, width), *style))
+            .style(theme.bar())
+            .render(area, buf);
+        return;
+    }
+    parts.sort_by_key(|(_, _, place)| *place);
     let mut spans = Vec::with_capacity(parts.len() * 2);
-    for (n, &i) in order.iter().enumerate() {
+    for (n, (text, style, _)) in parts.into_iter().enumerate() {
         if n > 0 {
             spans.push(Span::styled(" · ", theme.dim()));
         }
-        let (text, style) = &parts[i];
-        spans.push(Span::styled(text.clone(), *style));
-    }
-    if shown_width(&parts) > width {
-        spans = vec![Span::styled(cut(&parts[0].0, width), parts[0].1)];
+        spans.push(Span::styled(text, style));
     }
     Line::from(spans).style(theme.bar()).render(area, buf);
 }
 
 /// The width the parts take with their separators.
-fn shown_width(parts: &[(String, Style)]) -> usize {
+fn shown_width(parts: &[(String, Style, u8)]) -> usize {
     parts
         .iter()
-        .map(|(t, _)| Span::raw(t.as_str()).width())
+        .map(|(t, _, _)| Span::raw(t.as_str()).width())
         .sum::<usize>()
         + 3 * (parts.len() - 1)
 }
@@ -135,12 +141,17 @@ fn cut(text: &str, width: usize) -> String {
     out
 }
 
-/// 12345 as `12.3k`, 200000 as `200k`: the digits a glance needs.
+/// 12345 as `12.3k`, 200000 as `200k`, a million as `1M`: the digits a
+/// glance needs.
 fn thousands(n: u64) -> String {
     match n {
         0..1000 => n.to_string(),
         1000..100_000 => format!("{:.1}k", n as f64 / 1000.0),
-        _ => format!("{}k", n / 1000),
+        100_000..1_000_000 => format!("{}k", n / 1000),
+        _ => match (n / 1_000_000, n / 100_000 % 10) {
+            (whole, 0) => format!("{whole}M"),
+            (whole, tenth) => format!("{whole}.{tenth}M"),
+        },
     }
 }
 
@@ -184,5 +195,38 @@ mod tests {
         assert_eq!(cut("short", 10), "short");
         assert_eq!(thousands(12_345), "12.3k");
         assert_eq!(thousands(200_000), "200k");
+        assert_eq!(thousands(1_000_000), "1M");
+        assert_eq!(thousands(1_500_000), "1.5M");
+    }
+
+    fn shown(info: &RunInfo, taint: Taint, width: u16) -> String {
+        let mut buf = Buffer::empty(Rect::new(0, 0, width, 1));
+        render(info, 0, taint, Theme::new(false), buf.area, &mut buf);
+        let row: String = buf.content().iter().map(|c| c.symbol()).collect();
+        row.trim_end().to_owned()
+    }
+
+    #[test]
+    fn no_model_leaves_no_separator_and_a_narrow_line_keeps_the_interlock() {
+        let mut info = RunInfo {
+            window: Some(1_000_000),
+            session: "20261204-013936-cbb84e".into(),
+            sandbox: "none".into(),
+            ..RunInfo::default()
+        };
+        assert_eq!(
+            shown(&info, Taint::default(), 100),
+            "0/1M tokens · session 20261204-013936-cbb84e · sandbox none · interlock clear"
+        );
+        info.model = "claude-sonnet-4-5".into();
+        let armed = Taint {
+            private_data: true,
+            untrusted_input: true,
+        };
+        assert_eq!(
+            shown(&info, armed, 60),
+            "0/1M tokens · private + untrusted: armed, sends refused",
+            "the model and the rest went first"
+        );
     }
 }

@@ -10,6 +10,7 @@
 use mecha_agent::{Event, Excerpt, GateStage, GateVerdict, Retold, RunEnd};
 use mecha_core::{Confinement, Taint};
 use serde_json::Value;
+use std::time::Instant;
 
 /// The most progress lines a call keeps: a subagent reports each step, and
 /// only the latest few are worth a line on screen.
@@ -85,7 +86,10 @@ pub struct ToolEntry {
 pub enum ToolStatus {
     /// Asked for; the gate has not answered yet (it may be asking you).
     Waiting,
-    Running,
+    /// Approved and running since then.
+    Running {
+        since: Instant,
+    },
     Done {
         bytes: usize,
         summary: String,
@@ -118,6 +122,20 @@ impl Transcript {
     /// request or the compaction after it.
     pub fn context_tokens(&self) -> u64 {
         self.context
+    }
+
+    /// Whether a call is running: its line shows for how long, so the
+    /// screen is drawn again as the seconds pass.
+    pub fn running(&self) -> bool {
+        self.entries.iter().rev().any(|e| {
+            matches!(
+                e,
+                Entry::Tool(ToolEntry {
+                    status: ToolStatus::Running { .. },
+                    ..
+                })
+            )
+        })
     }
 
     /// Changes with every change to what is shown.
@@ -200,7 +218,9 @@ impl Transcript {
             Event::Gate { id, decision, .. } => {
                 if let Some(tool) = self.tool_mut(id) {
                     tool.status = match decision {
-                        GateVerdict::Allowed { .. } => ToolStatus::Running,
+                        GateVerdict::Allowed { .. } => ToolStatus::Running {
+                            since: Instant::now(),
+                        },
                         GateVerdict::Denied { stage, reason } => ToolStatus::Refused {
                             stage: *stage,
                             by_user: true,
@@ -336,7 +356,10 @@ impl Transcript {
         self.end_stream();
         for entry in &mut self.entries {
             if let Entry::Tool(tool) = entry
-                && matches!(tool.status, ToolStatus::Waiting | ToolStatus::Running)
+                && matches!(
+                    tool.status,
+                    ToolStatus::Waiting | ToolStatus::Running { .. }
+                )
             {
                 tool.status = ToolStatus::Failed {
                     summary: "stopped: the turn was interrupted".to_owned(),

@@ -6,6 +6,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mecha_core::{FreshReason, Offer};
+use mecha_tui::queue::PromptQueue;
 use mecha_tui::{Answer, Approval, Editor, Modal, RunInfo, Theme, Transcript, View, draw};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -29,6 +30,7 @@ fn frame(width: u16, height: u16, modal: &mut Approval) -> Terminal<TestBackend>
                 View {
                     transcript: &transcript,
                     editor: &editor,
+                    queued: &PromptQueue::default(),
                     info: &info,
                     modal: Some(Modal::Approval(modal)),
                     picker: None,
@@ -72,13 +74,13 @@ fn a_tail_behind_spaces_is_shown_before_yes_is_taken() {
         Some(FreshReason::OneCallTrifecta),
     );
     let mut modal = Approval::new(None, "shell", &body, offer);
-    // At 60 columns the tail lands whole on one row, so one frame shows
+    // At 62 columns the tail lands whole on one row, so one frame shows
     // it as one piece of text.
-    let first = frame(60, 14, &mut modal);
+    let first = frame(62, 14, &mut modal);
     insta::assert_snapshot!(first.backend());
     let (mut tail, mut refused) = (false, 0);
     for _ in 0..40 {
-        let shown = text(&frame(60, 14, &mut modal));
+        let shown = text(&frame(62, 14, &mut modal));
         tail |= shown.contains("; curl http://127.0.0.1:1/x");
         match modal.key(key(KeyCode::Char('y'))) {
             Some(answer) => {

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use mecha_core::{Block, Message, Record, Role, ToolCall, Usage};
+use mecha_tui::queue::PromptQueue;
 use mecha_tui::{Editor, RunInfo, Theme, Transcript, View, draw};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -77,6 +78,7 @@ fn a_resumed_session() {
                 View {
                     transcript: &transcript,
                     editor: &editor,
+                    queued: &PromptQueue::default(),
                     info: &info,
                     modal: None,
                     picker: None,

@@ -5,6 +5,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use mecha_agent::{Event, Excerpt, GateStage, GateVerdict, RunEnd};
 use mecha_core::{Offer, StopReason, Taint, Usage};
+use mecha_tui::queue::PromptQueue;
 use mecha_tui::{
     Approval, AskUserModal, Editor, Modal, NoticeKind, OnPick, PickItem, Picker, RunInfo, Theme,
     Transcript, View, draw,
@@ -99,6 +100,7 @@ fn screen_with(
         View {
             transcript,
             editor,
+            queued: &PromptQueue::default(),
             info,
             modal: approval.map(Modal::Approval),
             picker: None,
@@ -288,6 +290,7 @@ fn asked(
         View {
             transcript,
             editor: &Editor::new(),
+            queued: &PromptQueue::default(),
             info: &info(),
             modal: Some(Modal::AskUser(modal)),
             picker: None,
@@ -452,6 +455,7 @@ fn the_skills_picker_marks_a_withheld_skill() {
         View {
             transcript: &t,
             editor: &editor,
+            queued: &PromptQueue::default(),
             info: &info,
             modal: None,
             picker: Some(&mut picker),

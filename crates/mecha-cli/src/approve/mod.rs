@@ -88,7 +88,7 @@ impl Asker for TerminalAsker {
                         say("  not yet: the rest of the change has not been shown.\n");
                         continue;
                     }
-                    Answer::No => return Said::No,
+                    Answer::No => return instead().await,
                 };
                 say(&lines[shown..end].concat());
                 shown = end;
@@ -97,11 +97,22 @@ impl Asker for TerminalAsker {
             return match next_answer(&choices).await {
                 Answer::Yes => Said::Yes,
                 Answer::Always => Said::Always,
+                Answer::No => instead().await,
                 // Enter pages on, and at the end there is nothing left to
                 // page: like anything else, it allows nothing.
-                Answer::More | Answer::Whole | Answer::No => Said::No,
+                Answer::More | Answer::Whole => Said::No,
             };
         }
+    }
+}
+
+/// After a no, what the person wants done instead, which the model gets
+/// with the refusal; an empty line (or the end of input) is a plain no.
+async fn instead() -> Said {
+    let question = "  what should the model do instead? (Enter: just refuse): ";
+    match crate::stdin::answer(question).await {
+        Some(line) if !line.trim().is_empty() => Said::Instead(line.trim().to_owned()),
+        _ => Said::No,
     }
 }
 

@@ -50,6 +50,7 @@ pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, F
         agent,
         toolbox,
         mut session,
+        session_id,
         ..
     } = started;
     let source = if loaded.is_some() {
@@ -62,10 +63,15 @@ pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, F
         &runtime,
         &agent,
         &toolbox,
-        session,
+        &mut session,
         events.as_ref(),
         workspace,
     );
+    if let Some(id) = session_id
+        && !session.messages.is_empty()
+    {
+        output::err_line(&session::resume_hint("mecha chat", &id));
+    }
     toolbox.shutdown();
     runtime.shutdown_background();
     ended
@@ -80,7 +86,7 @@ enum Turn {
 }
 
 /// How to use chat, shown when it starts.
-const HELP: &str = "mecha chat: Enter sends the prompt. End a line with \\ to go on \
+const HELP: &str = "mecha chat: type a task and press Enter. End a line with \\ to go on \
 on the next; lines pasted together stay one prompt. /help lists the commands; /quit, /exit \
 or Ctrl-D ends the session.";
 
@@ -94,7 +100,7 @@ fn converse(
     runtime: &tokio::runtime::Runtime,
     agent: &Agent,
     toolbox: &Toolbox,
-    session: Session,
+    session: &mut Session,
     events: &dyn EventSink,
     workspace: &Path,
 ) -> Result<u8, Failure> {
@@ -112,7 +118,7 @@ fn prompts(
     runtime: &tokio::runtime::Runtime,
     agent: &Agent,
     toolbox: &Toolbox,
-    mut session: Session,
+    session: &mut Session,
     events: &dyn EventSink,
     workspace: &Path,
 ) -> Result<u8, Failure> {
@@ -147,13 +153,13 @@ fn prompts(
         if prompt.is_empty() {
             continue;
         }
-        let command = slash::command(prompt, Front::Chat, agent, &session, toolbox, workspace);
+        let command = slash::command(prompt, Front::Chat, agent, session, toolbox, workspace);
         if let Some(command) = command {
             let answer = match command {
                 Slash::Quit => return Ok(0),
                 Slash::Answer(answer) => answer,
                 Slash::Skills => slash::skills(toolbox),
-                Slash::Compact => match runtime.block_on(agent.compact_now(&mut session, events)) {
+                Slash::Compact => match runtime.block_on(agent.compact_now(session, events)) {
                     // The compaction's own event said it, as its line.
                     AskedCompaction::Done { .. } => continue,
                     asked => slash::compacted(&asked),
@@ -167,7 +173,7 @@ fn prompts(
         let before = session.messages.len();
         let outcome = runtime.block_on(async {
             tokio::select! {
-                outcome = agent.send(&mut session, prompt, events) => Turn::Ended(outcome),
+                outcome = agent.send(session, prompt, events) => Turn::Ended(outcome),
                 () = crate::interrupted() => Turn::Interrupted,
                 () = output::closed() => Turn::Unread,
             }
@@ -175,10 +181,10 @@ fn prompts(
         match outcome {
             // What the turn did is kept, its open calls closed; the model
             // is told the user interrupted.
-            Turn::Interrupted => agent.keep_interrupted(&mut session),
+            Turn::Interrupted => agent.keep_interrupted(session),
             // A failed turn can leave calls without results, which no API
             // accepts; forget the whole exchange so it can be sent again.
-            Turn::Unread | Turn::Ended(Err(_)) => agent.rewind(&mut session, before),
+            Turn::Unread | Turn::Ended(Err(_)) => agent.rewind(session, before),
             Turn::Ended(Ok(_)) => {}
         }
         match outcome {
@@ -188,7 +194,7 @@ fn prompts(
             Turn::Ended(Err(e)) => crate::terminal::report(&e.to_string()),
             Turn::Ended(Ok(outcome)) => {
                 let (text, end) = reported(outcome, true);
-                finish_with_notice(events, &session, text, end, true);
+                finish_with_notice(events, session, text, end, true);
             }
         }
     }

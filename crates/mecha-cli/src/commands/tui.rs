@@ -12,7 +12,10 @@ use mecha_agent::{Agent, AskedCompaction, Session, SessionSource};
 use mecha_sandbox::Sandbox;
 use mecha_session::Loaded;
 use mecha_tui::run::{Conversation, Exit, Inputs, drive};
-use mecha_tui::{App, ChannelSink, NoticeKind, Picker, Preview, Reply, RunInfo, Switch, Theme};
+use mecha_tui::{
+    App, Attention, ChannelSink, Entry, NoticeKind, Notify, Picker, Preview, Reply, RunInfo,
+    Switch, Theme,
+};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use tokio::runtime::Runtime;
@@ -87,10 +90,12 @@ pub fn run(
     let raw = RawScreen::enter().map_err(failed)?;
     let mut screen = Terminal::new(CrosstermBackend::new(io::stdout())).map_err(failed)?;
     let (to_screen, news) = unbounded_channel();
+    let (keys, key_reader) = raw_screen::events().map_err(failed)?;
     let mut inputs = Inputs {
         agent: news,
-        terminal: raw_screen::events().map_err(failed)?,
+        terminal: keys,
         first: args.prompt,
+        external_editor: Box::new(move |text| crate::external_editor::edit(&key_reader, text)),
     };
     // While the screen is up, a line mecha would write to stderr (a server
     // that died, a hook that failed) is shown on it instead of tearing it.
@@ -101,6 +106,7 @@ pub fn run(
     let mut session = Sessions {
         runtime: &runtime,
         workspace,
+        notify: settings.notify,
         options: args.options,
         to_screen,
         app: None,
@@ -123,6 +129,15 @@ pub fn run(
         let _ = stdout
             .write_all(text.as_bytes())
             .and_then(|()| stdout.flush());
+        drop(stdout);
+        let said_something = app
+            .transcript
+            .entries()
+            .iter()
+            .any(|e| matches!(e, Entry::Prompt(_)));
+        if said_something && !app.info.session.is_empty() {
+            output::err_line(&session::resume_hint("mecha", &app.info.session));
+        }
     }
     // What came after the last frame (or before the first) is not lost.
     while let Ok(mecha_tui::ToScreen::Notice(text)) = inputs.agent.try_recv() {
@@ -136,6 +151,8 @@ pub fn run(
 struct Sessions<'a> {
     runtime: &'a Runtime,
     workspace: &'a Path,
+    /// `[tui] notify` as the screen opened.
+    notify: Notify,
     options: RunOptions,
     to_screen: UnboundedSender<mecha_tui::ToScreen>,
     /// The screen's state, kept from one conversation to the next.
@@ -241,7 +258,9 @@ impl Sessions<'_> {
             None => {
                 let preview: Preview =
                     Box::new(move |tool, input| crate::approve::preview(tool, input, &ctx));
-                App::new(info, Theme::from_env(), preview)
+                let mut app = App::new(info, Theme::from_env(), preview);
+                app.notify_by(Attention::new(self.notify, Box::new(ring)));
+                app
             }
         };
         if !going_on {
@@ -284,6 +303,8 @@ impl Sessions<'_> {
             });
             let switch = match ended {
                 Some(Ok(Exit::Quit | Exit::Closed)) => break Ok(Next::Done(0)),
+                // As in chat: Ctrl-C twice is an interrupt's exit.
+                Some(Ok(Exit::Interrupted)) => break Ok(Next::Done(EXIT_INTERRUPTED)),
                 Some(Ok(Exit::Switch(switch))) => switch,
                 Some(Err(e)) => {
                     break Err(Failure::Run(anyhow::anyhow!("the terminal UI failed: {e}")));
@@ -340,6 +361,15 @@ impl Sessions<'_> {
             }
         }
     }
+}
+
+/// Writes a notification's bytes to the terminal; one that cannot be
+/// written is no failure of the run.
+fn ring(bytes: &str) {
+    let mut stdout = io::stdout().lock();
+    let _ = stdout
+        .write_all(bytes.as_bytes())
+        .and_then(|()| stdout.flush());
 }
 
 /// The agent and its session, as the screen talks to them.

@@ -155,6 +155,8 @@ pub struct Settings {
     pub subagents: Vec<SubagentConfig>,
     /// `[[hook]]` of the user's file, checked.
     pub hooks: Hooks,
+    /// `[tui] notify`.
+    pub notify: mecha_tui::Notify,
     /// Where each value came from, for `mecha config`.
     pub origins: Origins,
 }
@@ -247,6 +249,7 @@ impl Settings {
             skills: SkillSettings::from_user(&global.skills, here, &path),
             subagents: subagents::check(&path, global.subagent)?,
             hooks: hooks::compile(&path, here, &global.hook),
+            notify: global.tui.notify.unwrap_or_default(),
             origins: Origins::default(),
         };
         settings.add_forced(&global.tools);

@@ -44,6 +44,18 @@ pub struct GlobalConfig {
     /// `[[hook]]`: policy programs at the gate and around the loop.
     #[serde(default)]
     pub hook: Vec<mecha_hooks::HookConfig>,
+    /// `[tui]`: the terminal UI's own settings.
+    #[serde(default)]
+    pub tui: TuiSection,
+}
+
+/// `[tui]`: how the screen behaves.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TuiSection {
+    /// How the screen says it needs you: `bel` (the default), `osc9` or
+    /// `off`.
+    pub notify: Option<mecha_tui::Notify>,
 }
 
 /// One `[[subagent]]` as written; `subagents.rs` checks it. The keys every

@@ -140,6 +140,7 @@ impl Settings {
             ),
             ("agent.distrust_workspace", json!(self.distrust_workspace)),
             ("agent.timezone", json!(self.timezone)),
+            ("tui.notify", json!(self.notify.as_str())),
             ("tools.enabled", json!(self.tools_enabled)),
             ("tools.disabled", json!(self.tools_disabled)),
             ("tools.output_budget_bytes", json!(self.turn_budget)),

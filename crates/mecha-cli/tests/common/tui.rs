@@ -44,7 +44,8 @@ impl Tui {
             .env("ANTHROPIC_API_KEY", "k")
             .env("ANTHROPIC_BASE_URL", mock.anthropic_url())
             .env("TERM", "xterm")
-            .env_remove("OPENAI_API_KEY");
+            .env_remove("OPENAI_API_KEY")
+            .envs(e.extra_env.iter().map(|(k, v)| (k, v)));
         Self {
             terminal: Terminal::start(&mecha, ROWS as u16, COLS as u16),
         }
@@ -108,15 +109,16 @@ impl Tui {
         self.terminal.end().await
     }
 
-    /// Ctrl-C twice at an empty prompt: mecha ends well and the terminal
-    /// is as it was.
+    /// Ctrl-C twice at an empty prompt: mecha ends with an interrupt's
+    /// status (130), as chat does, and the terminal is as it was.
     pub async fn quit(mut self) -> Ended {
         self.type_keys(CTRL_C);
         self.wait_for("again to quit").await;
         self.type_keys(CTRL_C);
         let ended = self.end().await;
-        assert!(
-            ended.status.success(),
+        assert_eq!(
+            ended.status.code(),
+            Some(130),
             "{:?}: {}",
             ended.status,
             ended.screen
@@ -159,6 +161,14 @@ pub fn cells(written: &str) -> String {
                     }
                     'J' if params == "2" => grid = vec![vec![' '; COLS]; ROWS],
                     _ => {}
+                }
+            }
+            // An operating system command (a notification): nothing shown.
+            '\u{1b}' if chars.peek() == Some(&']') => {
+                for c in chars.by_ref() {
+                    if c == '\u{7}' {
+                        break;
+                    }
                 }
             }
             '\r' => col = 0,
