@@ -17,11 +17,13 @@ mod gate;
 mod hook;
 mod hooking;
 mod journaling;
+mod planning;
 mod progress;
 mod retold;
 mod subagent;
 mod surface;
 mod toolset;
+mod typed;
 mod validate;
 mod window;
 
@@ -37,5 +39,7 @@ pub use subagent::{
     AnswerShape, ChildJournals, DEFAULT_SUBAGENT_TURNS, Lineage, Profile, Runtime, SubagentTool,
 };
 pub use surface::Surface;
+pub use planning::PLAN_NOTE;
 pub use toolset::ToolRefresh;
+pub use typed::TypedCall;
 pub use window::AskedCompaction;
