@@ -34,7 +34,7 @@ impl Completion {
     /// prompt (the choices, or that there are none), if any.
     pub fn complete(&self, editor: &mut Editor) -> Option<String> {
         let (start, word) = editor.word_before_cursor();
-        let choices = match word.strip_prefix('@') {
+        let mut choices: Vec<String> = match word.strip_prefix('@') {
             Some(path) => self.paths(path),
             None if start == 0 && word.starts_with('/') => self
                 .commands
@@ -44,6 +44,7 @@ impl Completion {
                 .collect(),
             None => return None,
         };
+        choices.sort();
         let word = word.to_owned();
         match choices.as_slice() {
             [] => Some(format!("nothing to complete `{word}` with")),
@@ -89,7 +90,7 @@ impl Completion {
         let Ok(entries) = entries else {
             return Vec::new();
         };
-        let mut found: Vec<String> = entries
+        entries
             .flatten()
             .filter_map(|entry| {
                 let name = entry.file_name().into_string().ok()?;
@@ -104,9 +105,7 @@ impl Completion {
                 };
                 Some(format!("@{dir}{name}{slash}"))
             })
-            .collect();
-        found.sort();
-        found
+            .collect()
     }
 }
 

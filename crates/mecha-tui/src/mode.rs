@@ -1,7 +1,8 @@
 //! The permission mode on the screen: Shift-Tab cycles it (ask →
 //! accept-edits → plan, through mecha-core's [`ModeSwitch::cycle`], the
 //! same switch the gate and the approver read), and the status line opens
-//! with the mode in force, so what runs unasked is never a guess.
+//! with the mode in force when it is not the default `ask`, so a mode
+//! that lets more run unasked, or plans, is never a guess.
 
 use mecha_core::{ModeSwitch, PermissionMode};
 use ratatui::buffer::Buffer;
@@ -17,15 +18,13 @@ pub fn label(mode: PermissionMode) -> String {
     format!("mode {}", mode.as_str())
 }
 
-/// Draws the mode's label at the start of `area` (nothing when the run
-/// has no switch); the rest of `area`, for the other parts.
+/// Draws the mode's label at the start of `area` (nothing in `ask`, or
+/// when the run has no switch); the rest of `area`, for the other parts.
 pub fn render(switch: Option<&ModeSwitch>, theme: Theme, area: Rect, buf: &mut Buffer) -> Rect {
-    let Some(switch) = switch else {
-        return area;
-    };
-    let mode = switch.get();
+    let mode = switch.map_or(PermissionMode::Ask, ModeSwitch::get);
     let style = match mode {
-        PermissionMode::Ask | PermissionMode::ReadOnly => theme.dim(),
+        PermissionMode::Ask => return area,
+        PermissionMode::ReadOnly => theme.dim(),
         PermissionMode::AcceptEdits | PermissionMode::Plan | PermissionMode::Allow => theme.warn(),
     };
     let spans = vec![
