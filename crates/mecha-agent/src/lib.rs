@@ -34,12 +34,12 @@ pub use events::{EarlyStop, Event, EventSink, Excerpt, GateStage, GateVerdict, H
 pub use gate::Gate;
 pub use hook::{Hook, HookVerdict, PromptVerdict, SessionSource};
 pub use hooking::MAX_SEND_BACKS;
+pub use planning::PLAN_NOTE;
 pub use retold::{Retold, retell, typed_prompt};
 pub use subagent::{
     AnswerShape, ChildJournals, DEFAULT_SUBAGENT_TURNS, Lineage, Profile, Runtime, SubagentTool,
 };
 pub use surface::Surface;
-pub use planning::PLAN_NOTE;
 pub use toolset::ToolRefresh;
 pub use typed::TypedCall;
 pub use window::AskedCompaction;

@@ -110,7 +110,14 @@ impl Agent {
         }
         let ran: Vec<bool> = slots.iter().map(|s| matches!(s, Slot::Run(_))).collect();
         let ctx = self.ctx.clone().with_taint(session.taint);
-        let outputs = run_turn(registry, &ctx, session.turns, self.limits.turn_budget, slots).await;
+        let outputs = run_turn(
+            registry,
+            &ctx,
+            session.turns,
+            self.limits.turn_budget,
+            slots,
+        )
+        .await;
         let before = session.taint;
         let mut done = Vec::with_capacity(calls.len());
         for (((call, typed), output), ran) in calls.iter().zip(typed).zip(outputs).zip(ran) {

@@ -84,7 +84,11 @@ async fn a_bang_commands_taint_arms_the_interlock_against_the_models_send() {
 #[tokio::test]
 async fn a_bang_command_runs_confined_when_a_sandbox_is_configured() {
     if !common::have_setsid()
-        || !common::have("bwrap", "the sandbox tests", "bubblewrap (apt-get install bubblewrap)")
+        || !common::have(
+            "bwrap",
+            "the sandbox tests",
+            "bubblewrap (apt-get install bubblewrap)",
+        )
     {
         return;
     }
@@ -164,11 +168,15 @@ async fn a_mention_the_jail_refuses_sends_nothing_and_says_why() {
             format!("@{mention}")
         };
         tui.type_keys(format!("look at {mention}\r").as_bytes());
-        tui.wait_for(&format!("{mention} was not attached {why}")).await;
+        tui.wait_for(&format!("{mention} was not attached {why}"))
+            .await;
     }
     tui.wait_for("so nothing was sent").await;
     tui.quit().await;
-    assert!(mock.requests().is_empty(), "a refused mention sent a prompt");
+    assert!(
+        mock.requests().is_empty(),
+        "a refused mention sent a prompt"
+    );
 }
 
 /// A file longer than the turn's budget is cut, and the cut says where

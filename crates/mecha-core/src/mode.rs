@@ -159,14 +159,18 @@ impl ModeSwitch {
     /// in `allow` (`--yes`) may go back to it.
     pub fn set(&self, mode: PermissionMode) -> Result<(), String> {
         if self.started == PermissionMode::ReadOnly && mode != PermissionMode::ReadOnly {
-            return Err("this run is read-only (permission_mode = \"read-only\" in config); its \
+            return Err(
+                "this run is read-only (permission_mode = \"read-only\" in config); its \
                         mode cannot change on the way"
-                .to_owned());
+                    .to_owned(),
+            );
         }
         if mode == PermissionMode::Allow && self.started != PermissionMode::Allow {
-            return Err("`allow` runs every call unasked: start mecha with --yes (or \
+            return Err(
+                "`allow` runs every call unasked: start mecha with --yes (or \
                         permission_mode = \"allow\") for it"
-                .to_owned());
+                    .to_owned(),
+            );
         }
         self.now.store(number(mode), Ordering::SeqCst);
         Ok(())

@@ -94,7 +94,10 @@ fn the_switch_cycles_ask_accept_edits_plan_and_is_shared_by_its_clones() {
     assert_eq!(reader.get(), PermissionMode::AcceptEdits);
     assert_eq!(switch.cycle(), Ok(PermissionMode::Plan));
     assert_eq!(switch.cycle(), Ok(PermissionMode::Ask));
-    assert!(switch.set(PermissionMode::Allow).is_err(), "allow needs --yes");
+    assert!(
+        switch.set(PermissionMode::Allow).is_err(),
+        "allow needs --yes"
+    );
     assert_eq!(switch.get(), PermissionMode::Ask);
     // A run started with --yes has allow in its cycle.
     let yes = ModeSwitch::from(PermissionMode::Allow);

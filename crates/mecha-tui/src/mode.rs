@@ -32,7 +32,9 @@ pub fn render(switch: Option<&ModeSwitch>, theme: Theme, area: Rect, buf: &mut B
         Span::styled(" · ", theme.dim()),
     ];
     let line = Line::from(spans).style(theme.bar());
-    let width = u16::try_from(line.width()).unwrap_or(u16::MAX).min(area.width);
+    let width = u16::try_from(line.width())
+        .unwrap_or(u16::MAX)
+        .min(area.width);
     line.render(Rect { width, ..area }, buf);
     Rect {
         x: area.x + width,

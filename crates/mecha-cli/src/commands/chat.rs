@@ -166,9 +166,9 @@ fn prompts(chat: &Chat<'_>, mut session: Session) -> Result<u8, Failure> {
                     Slash::Quit => return Ok(0),
                     Slash::Answer(answer) => answer,
                     Slash::Skills => slash::skills(toolbox),
-                    Slash::Compact => slash::compacted(
-                        &runtime.block_on(agent.compact_now(&mut session, events)),
-                    ),
+                    Slash::Compact => {
+                        slash::compacted(&runtime.block_on(agent.compact_now(&mut session, events)))
+                    }
                     // Chat is answered that these are the TUI's.
                     Slash::Switch(_) | Slash::PickSession | Slash::Approved => continue,
                 };

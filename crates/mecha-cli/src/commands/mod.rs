@@ -61,6 +61,9 @@ pub struct RunOptions {
 fn permission_mode(name: &str) -> Result<PermissionMode, String> {
     PermissionMode::from_name(name).ok_or_else(|| {
         let names: Vec<&str> = PermissionMode::names().collect();
-        format!("`{name}` is no permission mode; use one of {}", names.join(", "))
+        format!(
+            "`{name}` is no permission mode; use one of {}",
+            names.join(", ")
+        )
     })
 }

@@ -24,8 +24,8 @@ use mecha_session::{Listing, Store};
 use mecha_tui::{OnPick, PickItem, Switch};
 
 use crate::Failure;
-use crate::commands::sessions::{failure, started, store};
 use crate::commands::modes;
+use crate::commands::sessions::{failure, started, store};
 use crate::commands::tools::ARMED_MARK;
 use crate::wiring::Toolbox;
 
@@ -171,11 +171,12 @@ pub fn command(
         ("mode", []) => modes::mode_command(agent, None),
         ("mode", [name]) => modes::mode_command(agent, Some(name)),
         ("mode", _) => "/mode takes one mode at most: /mode plan\n".to_owned(),
-        ("approve", []) | ("approve", ["edits"]) => match modes::approval(agent, !args.is_empty())
-        {
-            Ok(_) => return Some(Slash::Approved),
-            Err(why) => why,
-        },
+        ("approve", []) | ("approve", ["edits"]) => {
+            match modes::approval(agent, !args.is_empty()) {
+                Ok(_) => return Some(Slash::Approved),
+                Err(why) => why,
+            }
+        }
         ("approve", _) => "/approve takes `edits` at most: /approve edits\n".to_owned(),
         (known, _) if NAMES.contains(&known) => format!("/{known} takes no arguments\n"),
         (unknown, _) => format!("/{unknown} is not a command here.\n{}", help(front)),

@@ -12,8 +12,8 @@ use mecha_agent::{Agent, AskedCompaction, Outcome, Session, SessionSource};
 use mecha_core::{PermissionMode, ToolCtx};
 use mecha_sandbox::Sandbox;
 use mecha_session::Loaded;
-use mecha_tui::run::{Conversation, Exit, Inputs, drive};
 use mecha_tui::complete::Completion;
+use mecha_tui::run::{Conversation, Exit, Inputs, drive};
 use mecha_tui::{App, ChannelSink, NoticeKind, Picker, Preview, Reply, RunInfo, Switch, Theme};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
@@ -22,8 +22,8 @@ use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 use crate::Failure;
 use crate::commands::RunOptions;
-use crate::commands::run::{EXIT_INTERRUPTED, finish_with_notice, reported};
 use crate::commands::modes;
+use crate::commands::run::{EXIT_INTERRUPTED, finish_with_notice, reported};
 use crate::commands::slash::{self, Front, Slash};
 use crate::commands::typed;
 use crate::config::Settings;
@@ -422,8 +422,7 @@ impl Conversation for Talk<'_> {
             let shown = typed::run_shell(self.agent, &mut self.session, command, &self.sink).await;
             return Ok(Some(Reply::Show(shown)));
         }
-        typed::attach_mentions(self.agent, &mut self.session, &self.ctx, input, &self.sink)
-            .await?;
+        typed::attach_mentions(self.agent, &mut self.session, &self.ctx, input, &self.sink).await?;
         self.before = Some(self.session.messages.len());
         let sent = self.agent.send(&mut self.session, input, &self.sink).await;
         match sent {

@@ -91,10 +91,7 @@ pub async fn attach_mentions(
             .map_err(|e| refused(path, &e))?;
         let relative = resolved.relative();
         let is_dir = relative.as_os_str().is_empty()
-            || resolved
-                .dir()
-                .metadata(relative)
-                .is_ok_and(|m| m.is_dir());
+            || resolved.dir().metadata(relative).is_ok_and(|m| m.is_dir());
         let tool = if is_dir { LIST } else { READ };
         calls.push(TypedCall {
             tool: tool.to_owned(),

@@ -6,9 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use mecha_agent::{Agent, ChildJournals, Gate, Hook, Limits, Lineage, Runtime, Session};
-use mecha_core::{
-    Approver, AskingApprover, Journal, ModeSwitch, Taint, Tool, ToolCtx,
-};
+use mecha_core::{Approver, AskingApprover, Journal, ModeSwitch, Taint, Tool, ToolCtx};
 use mecha_hooks::{HookContext, HookSet};
 use mecha_provider::{Provider, ProviderError, Script, ScriptedProvider};
 use mecha_session::{Loaded, RecallTool};
