@@ -102,6 +102,7 @@ pub async fn attach_mentions(
     if calls.is_empty() {
         return Ok(());
     }
+    let before = session.attached.len();
     let ran = agent.run_typed(session, &calls, events).await;
     for (call, result) in calls.iter().zip(ran) {
         let failed = match result {
@@ -110,8 +111,9 @@ pub async fn attach_mentions(
             Err(refusal) => refusal,
         };
         // A prompt about a file the model never got would be answered
-        // from a guess: it waits for the user instead.
-        session.attached.clear();
+        // from a guess: it waits for the user instead (what a `!command`
+        // left waiting still goes with the next one).
+        session.attached.truncate(before);
         return Err(format!(
             "@{} was not attached, so nothing was sent: {failed}",
             call.input["path"].as_str().unwrap_or_default()
