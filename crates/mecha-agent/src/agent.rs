@@ -50,6 +50,10 @@ pub struct Session {
     pub saved: BTreeMap<String, Value>,
     /// What session_start hooks added, waiting to go with the next prompt.
     pub hook_context: Vec<String>,
+    /// What the user brought in at the prompt (a `!command`'s output, an
+    /// `@path` file), each a block with its label, waiting to go with the
+    /// next prompt.
+    pub attached: Vec<String>,
     /// The answer's text streamed so far by the request in flight: what an
     /// interrupt keeps of a reply that never finished.
     pub unfinished: String,
@@ -268,7 +272,8 @@ impl Agent {
                 .surface
                 .as_ref()
                 .map(|surface| surface.definitions(&tools.definitions));
-            self.prompt_fits(narrowed.as_deref().unwrap_or(&tools.definitions), &message)?;
+            let definitions = narrowed.as_deref().unwrap_or(&tools.definitions);
+            self.prompt_fits(&self.offered(&tools.registry, definitions), &message)?;
         }
         let before = session.messages.len();
         self.push(session, message, Vec::new());
@@ -291,6 +296,8 @@ impl Agent {
                 .as_ref()
                 .map(|surface| surface.definitions(&tools.definitions));
             let definitions = narrowed.as_deref().unwrap_or(&tools.definitions);
+            // Read at each request: the mode can change during a prompt.
+            let definitions = &*self.offered(&tools.registry, definitions);
             self.keep_in_window(
                 session,
                 &tools.registry,

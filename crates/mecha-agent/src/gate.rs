@@ -11,8 +11,8 @@
 use std::sync::Arc;
 
 use mecha_core::{
-    Approver, Decision, FreshReason, InterlockVerdict, PermissionMode, Registry, RuleAction, Rules,
-    Spellings, Taint, Tool, ToolCall, ToolCtx, interlock, read_only_refusal, unknown_tool,
+    Approver, Decision, FreshReason, InterlockVerdict, ModeSwitch, Registry, RuleAction, Rules,
+    Spellings, Taint, Tool, ToolCall, ToolCtx, interlock, unknown_tool,
 };
 
 use crate::events::{EventSink, GateStage, GateVerdict};
@@ -20,9 +20,10 @@ use crate::hook::{Hook, HookVerdict};
 use crate::surface::Surface;
 use crate::validate::SchemaCheck;
 
-/// Everything the gate consults; fixed for a run.
+/// Everything the gate consults; fixed for a run but the mode, which is
+/// read at each call.
 pub struct Gate {
-    pub mode: PermissionMode,
+    pub mode: ModeSwitch,
     pub block_sends_after_private: bool,
     pub rules: Rules,
     pub hook: Option<Arc<dyn Hook>>,
@@ -32,14 +33,14 @@ pub struct Gate {
 
 impl Gate {
     pub fn new(
-        mode: PermissionMode,
+        mode: impl Into<ModeSwitch>,
         approver: Arc<dyn Approver>,
         rules: Rules,
         hook: Option<Arc<dyn Hook>>,
         block_sends_after_private: bool,
     ) -> Self {
         Self {
-            mode,
+            mode: mode.into(),
             block_sends_after_private,
             rules,
             hook,
@@ -91,7 +92,32 @@ impl Gate {
         call: &ToolCall,
         events: &dyn EventSink,
     ) -> GateVerdict {
+        let gated = Gated {
+            registry,
+            ctx,
+            taint,
+            surface,
+        };
+        self.judge_asking(self.approver.as_ref(), gated, call, events)
+            .await
+    }
+
+    /// [`judge`](Self::judge), with `approver` answering where the run's
+    /// approver would (a call the user typed is its own yes).
+    pub(crate) async fn judge_asking(
+        &self,
+        approver: &dyn Approver,
+        gated: Gated<'_>,
+        call: &ToolCall,
+        events: &dyn EventSink,
+    ) -> GateVerdict {
         use GateStage::*;
+        let Gated {
+            registry,
+            ctx,
+            taint,
+            surface,
+        } = gated;
         let blocked = |stage, reason: String| GateVerdict::Blocked { stage, reason };
         let tool = match self.validate(registry, surface, call) {
             Ok(tool) => tool,
@@ -121,11 +147,11 @@ impl Gate {
             Ok(spellings) => spellings,
             Err(refusal) => return blocked(Path, refusal.to_string()),
         };
-        // Read-only mode refuses whatever changes things, before any rule
-        // or person can be asked: neither an allow rule nor a yes to a
-        // prompt rule lifts it.
-        if self.mode == PermissionMode::ReadOnly && !tool.read_only() {
-            return blocked(Approval, read_only_refusal(tool.name()));
+        // Read-only and plan mode refuse whatever changes things, before
+        // any rule or person can be asked: neither an allow rule nor a yes
+        // to a prompt rule lifts it.
+        if let Some(refusal) = self.mode.get().refusal(tool) {
+            return blocked(Approval, refusal);
         }
         match (
             self.rules.evaluate(tool.name(), &call.input, &spellings),
@@ -141,7 +167,7 @@ impl Gate {
             // In place of whatever else would have answered: one question.
             (_, Some(refusal)) => {
                 let why = FreshReason::OneCallTrifecta;
-                match self.approver.ask_fresh(tool, &call.input, why).await {
+                match approver.ask_fresh(tool, &call.input, why).await {
                     Some(decision) => verdict(Interlock, decision),
                     None => blocked(Interlock, refusal),
                 }
@@ -150,7 +176,7 @@ impl Gate {
             // asked afresh, lets the call run.
             (_, None) if hook_asks.is_some() => {
                 let why = FreshReason::Hook;
-                match self.approver.ask_fresh(tool, &call.input, why).await {
+                match approver.ask_fresh(tool, &call.input, why).await {
                     Some(decision) => verdict(Hook, decision),
                     None => blocked(
                         Hook,
@@ -165,7 +191,7 @@ impl Gate {
             }
             (Some(RuleAction::Prompt), None) => {
                 let why = FreshReason::Rule;
-                match self.approver.ask_fresh(tool, &call.input, why).await {
+                match approver.ask_fresh(tool, &call.input, why).await {
                     Some(decision) => verdict(Rule, decision),
                     None => blocked(
                         Rule,
@@ -178,9 +204,19 @@ impl Gate {
                 }
             }
             (Some(RuleAction::Allow), None) => GateVerdict::Allowed { stage: Rule },
-            (None, None) => verdict(Approval, self.approver.approve(tool, &call.input).await),
+            (None, None) => verdict(Approval, approver.approve(tool, &call.input).await),
         }
     }
+}
+
+/// What a call is judged against: the run's tools, the context it would
+/// run in, and the conversation's taint and surface as they stand.
+#[derive(Clone, Copy)]
+pub(crate) struct Gated<'a> {
+    pub(crate) registry: &'a Registry,
+    pub(crate) ctx: &'a ToolCtx,
+    pub(crate) taint: Taint,
+    pub(crate) surface: Option<&'a Surface>,
 }
 
 fn verdict(stage: GateStage, decision: Decision) -> GateVerdict {

@@ -25,9 +25,9 @@ fn marked(which: &str, text: &str) -> Block {
     }
 }
 
-/// What a prompt becomes: its text, then what session_start hooks left
-/// waiting, then what its user_prompt hooks add; or the reason a hook
-/// refused it.
+/// What a prompt becomes: its text, then what the user attached and the
+/// plan mode's note, then what session_start hooks left waiting, then what
+/// its user_prompt hooks add; or the reason a hook refused it.
 pub(crate) enum Prompt {
     Send(Message),
     Blocked(String),
@@ -55,13 +55,22 @@ impl Agent {
         events: &dyn EventSink,
     ) -> Prompt {
         let mut message = Message::user_text(text);
-        let Some(hook) = &self.loop_hook else {
-            return Prompt::Send(message);
+        let added = match &self.loop_hook {
+            Some(hook) => match hook.user_prompt(text, events).await {
+                PromptVerdict::Block(reason) => return Prompt::Blocked(reason),
+                PromptVerdict::Send { context } => context,
+            },
+            None => Vec::new(),
         };
-        let added = match hook.user_prompt(text, events).await {
-            PromptVerdict::Block(reason) => return Prompt::Blocked(reason),
-            PromptVerdict::Send { context } => context,
-        };
+        // What the user attached, then the mode's note: mecha's words,
+        // each a block after the typed text, which stays the first.
+        let attached = std::mem::take(&mut session.attached);
+        message.content.extend(
+            attached
+                .into_iter()
+                .map(|text| Block::Text { text })
+                .chain(self.mode_note()),
+        );
         let waiting = std::mem::take(&mut session.hook_context);
         message.content.extend(
             (waiting.iter().map(|t| marked("session_start hook", t)))

@@ -17,11 +17,13 @@ mod gate;
 mod hook;
 mod hooking;
 mod journaling;
+mod planning;
 mod progress;
 mod retold;
 mod subagent;
 mod surface;
 mod toolset;
+mod typed;
 mod validate;
 mod window;
 
@@ -35,10 +37,12 @@ pub use events::{
 pub use gate::Gate;
 pub use hook::{Hook, HookVerdict, PromptVerdict, SessionSource};
 pub use hooking::MAX_SEND_BACKS;
+pub use planning::PLAN_NOTE;
 pub use retold::{Retold, retell, typed_prompt};
 pub use subagent::{
     AnswerShape, ChildJournals, DEFAULT_SUBAGENT_TURNS, Lineage, Profile, Runtime, SubagentTool,
 };
 pub use surface::Surface;
 pub use toolset::ToolRefresh;
+pub use typed::TypedCall;
 pub use window::AskedCompaction;

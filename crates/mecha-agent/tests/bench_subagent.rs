@@ -61,7 +61,7 @@ async fn one_delegation_in_harness_time() {
     let dir = tempfile::tempdir().unwrap();
     let provider: Arc<dyn Provider> = Arc::new(Instant_);
     let lineage = Arc::new(Lineage {
-        mode: PermissionMode::Allow,
+        mode: PermissionMode::Allow.into(),
         approver: Arc::new(ModeApprover(PermissionMode::Allow)),
         rules: Rules::default(),
         hook: None,

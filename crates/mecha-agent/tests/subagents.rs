@@ -164,7 +164,7 @@ fn profile(name: &str) -> Profile {
 
 fn lineage(approver: Arc<dyn Approver>) -> Arc<Lineage> {
     Arc::new(Lineage {
-        mode: PermissionMode::Allow,
+        mode: PermissionMode::Allow.into(),
         approver,
         rules: Rules::default(),
         hook: None,
@@ -745,7 +745,7 @@ async fn two_children_in_one_turn_run_at_once_and_approval_names_the_asker() {
     );
     let asked = Arc::new(Asked(Mutex::new(Vec::new())));
     let lineage = Arc::new(Lineage {
-        mode: PermissionMode::Ask,
+        mode: PermissionMode::Ask.into(),
         ..Arc::into_inner(lineage(asked.clone())).unwrap()
     });
     let one = subagent(profile("one"), vec![nap("nap_a")], &provider, &lineage);

@@ -3,10 +3,9 @@
 //! human); the approved calls then run concurrently.
 
 use async_trait::async_trait;
-use serde::Deserialize;
 use serde_json::Value;
 
-use crate::Tool;
+use crate::{ModeSwitch, PermissionMode, Tool};
 
 /// An approver's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,43 +84,20 @@ impl FreshReason {
     }
 }
 
-/// How much runs without asking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PermissionMode {
-    /// Everything runs.
-    Allow,
-    /// Only read-only tools run.
-    ReadOnly,
-    /// Read-only tools run; the rest need someone to say yes.
-    #[default]
-    Ask,
-}
-
-impl PermissionMode {
-    /// The mode as config spells it (`allow`, `read-only`, `ask`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Allow => "allow",
-            Self::ReadOnly => "read-only",
-            Self::Ask => "ask",
-        }
-    }
-}
-
 /// Answers from the mode alone, asking nobody: for runs with no one to ask.
 ///
-/// Read-only mode is not decided here: the gate refuses a changing tool in
-/// read-only mode before any rule or approver is consulted, so that one
-/// place decides it (see `read_only_refusal`). What reaches this approver
-/// and is not allowed outright needed a yes that nobody can give.
+/// Read-only and plan mode are not decided here: the gate refuses a
+/// changing tool in them before any rule or approver is consulted, so that
+/// one place decides it ([`PermissionMode::refusal`]). What reaches this
+/// approver and is not allowed outright
+/// ([`PermissionMode::runs_unasked`]) needed a yes that nobody can give.
 #[derive(Debug, Clone, Copy)]
 pub struct ModeApprover(pub PermissionMode);
 
 #[async_trait]
 impl Approver for ModeApprover {
     async fn approve(&self, tool: &dyn Tool, _input: &Value) -> Decision {
-        if self.0 == PermissionMode::Allow || tool.read_only() {
+        if self.0.runs_unasked(tool) {
             return Decision::Allow;
         }
         // Nothing is watching to answer, and the safe reading of a question
@@ -134,12 +110,13 @@ impl Approver for ModeApprover {
     }
 }
 
-/// The refusal for a non-read-only tool in read-only mode, which the gate
-/// gives before any rule or approver is consulted.
-pub fn read_only_refusal(tool: &str) -> String {
-    format!(
-        "`{tool}` changes things and this run is read-only; use a read-only tool or ask the user"
-    )
+/// The mode alone as it stands at each call: for a run with nobody to
+/// ask whose mode can still change (`/mode` in a chat on a pipe).
+#[async_trait]
+impl Approver for ModeSwitch {
+    async fn approve(&self, tool: &dyn Tool, input: &Value) -> Decision {
+        ModeApprover(self.get()).approve(tool, input).await
+    }
 }
 
 #[cfg(test)]

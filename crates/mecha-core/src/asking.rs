@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::{
-    Approver, Decision, FreshReason, ModeApprover, PermissionMode, RuleAction, Rules, Spellings,
+    Approver, Decision, FreshReason, ModeApprover, ModeSwitch, RuleAction, Rules, Spellings,
     StandingAnswer, Tool,
 };
 
@@ -63,16 +63,17 @@ pub trait Asker: Send + Sync {
 
 /// Approves by the mode, then by standing answers, then by asking.
 pub struct AskingApprover<A> {
-    mode: PermissionMode,
+    /// Read at each call: the session's mode can change while it runs.
+    mode: ModeSwitch,
     /// What the person said "always" to in this session, as allow rules.
     standing: Mutex<Rules>,
     asker: A,
 }
 
 impl<A: Asker> AskingApprover<A> {
-    pub fn new(mode: PermissionMode, asker: A) -> Self {
+    pub fn new(mode: impl Into<ModeSwitch>, asker: A) -> Self {
         Self {
-            mode,
+            mode: mode.into(),
             standing: Mutex::new(Rules::default()),
             asker,
         }
@@ -142,8 +143,9 @@ impl<A: Asker> Approver for AskingApprover<A> {
     }
 
     async fn approve_for(&self, who: Option<&str>, tool: &dyn Tool, input: &Value) -> Decision {
-        if self.mode != PermissionMode::Ask || tool.read_only() {
-            return ModeApprover(self.mode).approve(tool, input).await;
+        let mode = self.mode.get();
+        if mode.runs_unasked(tool) || !mode.asks() {
+            return ModeApprover(mode).approve(tool, input).await;
         }
         if self.stands(tool, input) {
             return Decision::Allow;
@@ -167,7 +169,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{ToolCtx, ToolOutput};
+    use crate::{PermissionMode, ToolCtx, ToolOutput};
 
     struct Shell;
 

@@ -23,6 +23,7 @@ mod forced;
 mod image;
 mod jail;
 mod journal;
+mod mode;
 mod order;
 mod output;
 mod panic_cleanup;
@@ -37,9 +38,7 @@ mod taint;
 mod threshold;
 mod tool;
 
-pub use approval::{
-    Approver, Decision, FreshReason, ModeApprover, PermissionMode, read_only_refusal,
-};
+pub use approval::{Approver, Decision, FreshReason, ModeApprover};
 pub use asking::{Asker, AskingApprover, Offer, Said};
 pub use batch::{Call, EXTERNAL_HEADER, Slot, run_turn, unknown_tool};
 pub use budget::{
@@ -60,6 +59,7 @@ pub use journal::{
     INTERRUPTED_RESULT, INTERRUPTED_TURN, Journal, LOST_RESULT, NOT_RUN_RESULT, Record,
     close_dangling_calls, results_for_open_calls,
 };
+pub use mode::{ModeSwitch, PermissionMode, only_edits};
 pub use output::{Narrowing, ToolOutput};
 pub use panic_cleanup::{clean_up_after_panic, install_panic_cleanup};
 pub use printable::{needs_escape, printable, rewrite};

@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::ask_user::UserQuestion;
 use crate::asking::{AskUserModal, Typed};
 use crate::bridge::{Question, ToScreen};
+use crate::complete::Completion;
 use crate::editor::{Edit, Editor};
 use crate::modal::{Answer, Approval};
 use crate::notify::{Attention, Need};
@@ -75,6 +76,10 @@ pub struct App {
     /// comes right after, a double tap or a key's repeat, is not taken as
     /// a wish to stop the turn.
     box_closed: Option<Instant>,
+    /// What Tab completes from (`None`: Tab does nothing).
+    pub completion: Option<Completion>,
+    /// What the last key had to say under the prompt (see `app_keys.rs`).
+    said: Option<String>,
 }
 
 /// How long after a box closed an Esc still belongs to it.
@@ -99,6 +104,8 @@ impl App {
             dirty: true,
             urgent: true,
             box_closed: None,
+            completion: None,
+            said: None,
         }
     }
 
@@ -340,6 +347,9 @@ impl App {
             self.editor.paste(&last);
             return Action::None;
         }
+        if self.prompt_key(key) {
+            return Action::None;
+        }
         match key.code {
             KeyCode::PageUp => self.scroll_back = self.scroll_back.saturating_add(10),
             KeyCode::PageDown => self.scroll_back = self.scroll_back.saturating_sub(10),
@@ -397,7 +407,9 @@ impl App {
                 picker: self.picking.as_mut(),
                 scroll_back: self.scroll_back,
                 theme: self.theme,
-                hint: self.quit_armed.then_some("press Ctrl-C again to quit"),
+                hint: (self.quit_armed)
+                    .then_some("press Ctrl-C again to quit")
+                    .or(self.said.as_deref()),
             },
         );
     }
@@ -464,6 +476,9 @@ enum Waiting {
     Approval(Question),
     User(UserQuestion),
 }
+
+#[path = "app_keys.rs"]
+mod keys;
 
 #[cfg(test)]
 #[path = "app_tests.rs"]

@@ -184,6 +184,23 @@ impl Editor {
             .map_or(self.text.len(), |i| self.cursor + i)
     }
 
+    /// Where the word that ends at the cursor starts, and the word (for
+    /// Tab's completion).
+    pub fn word_before_cursor(&self) -> (usize, &str) {
+        let before = &self.text[..self.cursor];
+        let start = before.rfind(char::is_whitespace).map_or(0, |i| {
+            i + before[i..].chars().next().map_or(1, char::len_utf8)
+        });
+        (start, &before[start..])
+    }
+
+    /// Puts `with` in place of the text from `start` to the cursor, the
+    /// cursor after it.
+    pub fn replace_before_cursor(&mut self, start: usize, with: &str) {
+        self.text.replace_range(start..self.cursor, with);
+        self.cursor = start + with.len();
+    }
+
     /// Rows the editor wants: its lines, up to [`MAX_LINES`].
     pub fn height(&self) -> u16 {
         let lines = self.text.split('\n').count();

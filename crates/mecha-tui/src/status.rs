@@ -7,7 +7,7 @@
 //! session, model, context); the interlock's part is the last to go and is
 //! cut with an ellipsis rather than dropped.
 
-use mecha_core::Taint;
+use mecha_core::{ModeSwitch, Taint};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -29,6 +29,9 @@ pub struct RunInfo {
     /// `block_sends_after_private`: any send is refused once private data
     /// is held.
     pub strict_sends: bool,
+    /// The session's permission mode, which Shift-Tab cycles and the line
+    /// opens with (`None`: not shown).
+    pub mode: Option<ModeSwitch>,
 }
 
 /// The interlock's state in words, from mecha-core's rule
@@ -60,6 +63,7 @@ pub fn render(
     area: Rect,
     buf: &mut Buffer,
 ) {
+    let area = crate::mode::render(info.mode.as_ref(), theme, area, buf);
     let (state, alarming) = interlock_state(taint, info.strict_sends);
     let interlock_style = if alarming { theme.alert() } else { theme.dim() };
     let context = match info.window {

@@ -19,6 +19,7 @@ fn frame(width: u16, height: u16, modal: &mut Approval) -> Terminal<TestBackend>
         session: "s".into(),
         sandbox: "none".into(),
         strict_sends: false,
+        mode: None,
     };
     let transcript = Transcript::new();
     let editor = Editor::new();

@@ -68,6 +68,7 @@ fn a_resumed_session() {
         session: "20261201-a1b2".into(),
         sandbox: "none".into(),
         strict_sends: false,
+        mode: None,
     };
     let editor = Editor::new();
     let mut terminal = Terminal::new(TestBackend::new(70, 8)).unwrap();

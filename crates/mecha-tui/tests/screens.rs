@@ -22,6 +22,7 @@ fn info() -> RunInfo {
         session: "20261201-a1b2".into(),
         sandbox: "bwrap".into(),
         strict_sends: false,
+        mode: None,
     }
 }
 

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mecha_core::{
-    Approver, Capabilities, Decision, FreshReason, Journal, PermissionMode, Registry, Rules, Tool,
+    Approver, Capabilities, Decision, FreshReason, Journal, ModeSwitch, Registry, Rules, Tool,
     ToolCtx, ToolOutput,
 };
 use mecha_provider::Provider;
@@ -53,7 +53,8 @@ pub struct Profile {
 /// What every child of a run inherits from its parent: the gate's parts
 /// and the turn budget, and where its conversation is kept.
 pub struct Lineage {
-    pub mode: PermissionMode,
+    /// The parent's switch: a child follows the mode as it changes.
+    pub mode: ModeSwitch,
     pub approver: Arc<dyn Approver>,
     pub rules: Rules,
     pub hook: Option<Arc<dyn Hook>>,
@@ -261,7 +262,7 @@ impl Tool for SubagentTool {
             who: self.profile.name.clone(),
         });
         let gate = Gate::new(
-            lineage.mode,
+            lineage.mode.clone(),
             approver,
             lineage.rules.clone(),
             lineage.hook.clone(),

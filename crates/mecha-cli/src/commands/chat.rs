@@ -6,11 +6,14 @@ use std::path::Path;
 
 use clap::Args;
 use mecha_agent::{Agent, AgentError, AskedCompaction, EventSink, Outcome, Session, SessionSource};
+use mecha_core::{PermissionMode, ToolCtx};
 
 use crate::Failure;
 use crate::commands::RunOptions;
+use crate::commands::modes::{APPROVED, PLAN_READY};
 use crate::commands::run::{EXIT_INTERRUPTED, INTERRUPTED, finish_with_notice, reported};
 use crate::commands::slash::{self, Front, Slash};
+use crate::commands::typed;
 use crate::config::Settings;
 use crate::output;
 use crate::render::{OutputFormat, sink};
@@ -51,6 +54,7 @@ pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, F
         toolbox,
         mut session,
         session_id,
+        ctx,
         ..
     } = started;
     let source = if loaded.is_some() {
@@ -59,14 +63,15 @@ pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, F
         SessionSource::Startup
     };
     runtime.block_on(agent.start_session(&mut session, source, events.as_ref()));
-    let ended = converse(
-        &runtime,
-        &agent,
-        &toolbox,
-        &mut session,
-        events.as_ref(),
+    let chat = Chat {
+        runtime: &runtime,
+        agent: &agent,
+        toolbox: &toolbox,
+        events: events.as_ref(),
         workspace,
-    );
+        ctx: &ctx,
+    };
+    let ended = converse(&chat, &mut session);
     if let Some(id) = session_id
         && !session.messages.is_empty()
     {
@@ -93,35 +98,40 @@ or Ctrl-D ends the session.";
 /// Where the line editor keeps prompts between chats, under MECHA_HOME.
 const HISTORY_FILE: &str = "chat_history";
 
+/// What one chat talks to, fixed while it runs.
+struct Chat<'a> {
+    runtime: &'a tokio::runtime::Runtime,
+    agent: &'a Agent,
+    toolbox: &'a Toolbox,
+    events: &'a dyn EventSink,
+    workspace: &'a Path,
+    /// The tools' context, whose jail judges an `@path`.
+    ctx: &'a ToolCtx,
+}
+
 /// Reads prompts until `/quit` or the end of input. An empty prompt is
 /// skipped: a stray Enter, or a blank line in pasted text, must not end the
 /// session and lose what follows.
-fn converse(
-    runtime: &tokio::runtime::Runtime,
-    agent: &Agent,
-    toolbox: &Toolbox,
-    session: &mut Session,
-    events: &dyn EventSink,
-    workspace: &Path,
-) -> Result<u8, Failure> {
+fn converse(chat: &Chat<'_>, session: &mut Session) -> Result<u8, Failure> {
     let history = crate::config::mecha_home()
         .ok()
         .map(|home| home.join(HISTORY_FILE));
     crate::stdin::edit_at_terminal(history);
     output::err_line(HELP);
-    let ended = prompts(runtime, agent, toolbox, session, events, workspace);
+    let ended = prompts(chat, session);
     crate::stdin::restore_terminal();
     ended
 }
 
-fn prompts(
-    runtime: &tokio::runtime::Runtime,
-    agent: &Agent,
-    toolbox: &Toolbox,
-    session: &mut Session,
-    events: &dyn EventSink,
-    workspace: &Path,
-) -> Result<u8, Failure> {
+fn prompts(chat: &Chat<'_>, session: &mut Session) -> Result<u8, Failure> {
+    let Chat {
+        runtime,
+        agent,
+        toolbox,
+        events,
+        workspace,
+        ctx,
+    } = *chat;
     // Ctrl-C on an empty line in the editor: once warns, twice leaves.
     let mut ctrl_c = false;
     loop {
@@ -154,20 +164,43 @@ fn prompts(
             continue;
         }
         let command = slash::command(prompt, Front::Chat, agent, session, toolbox, workspace);
-        if let Some(command) = command {
-            let answer = match command {
-                Slash::Quit => return Ok(0),
-                Slash::Answer(answer) => answer,
-                Slash::Skills => slash::skills(toolbox),
-                Slash::Compact => match runtime.block_on(agent.compact_now(session, events)) {
-                    // The compaction's own event said it, as its line.
-                    AskedCompaction::Done { .. } => continue,
-                    asked => slash::compacted(&asked),
-                },
-                // Chat is answered that these are the TUI's.
-                Slash::Switch(_) | Slash::PickSession => continue,
-            };
-            output::out(&crate::terminal::printable(&answer));
+        let prompt = match command {
+            None => prompt,
+            Some(Slash::Approved) => APPROVED,
+            Some(command) => {
+                let answer = match command {
+                    Slash::Quit => return Ok(0),
+                    Slash::Answer(answer) => answer,
+                    Slash::Skills => slash::skills(toolbox),
+                    Slash::Compact => match runtime.block_on(agent.compact_now(session, events)) {
+                        // The compaction's own event said it, as its line.
+                        AskedCompaction::Done { .. } => continue,
+                        asked => slash::compacted(&asked),
+                    },
+                    // Chat is answered that these are the TUI's.
+                    Slash::Switch(_) | Slash::PickSession | Slash::Approved => continue,
+                };
+                output::out(&crate::terminal::printable(&answer));
+                continue;
+            }
+        };
+        if let Some(command) = typed::shell_command(prompt) {
+            let ran = runtime.block_on(async {
+                tokio::select! {
+                    shown = typed::run_shell(agent, session, command, events) => Some(shown),
+                    () = crate::interrupted() => None,
+                }
+            });
+            match ran {
+                Some(shown) => output::out(&format!("{}\n", crate::terminal::printable(&shown))),
+                None => output::err_line(&format!("\nmecha: {INTERRUPTED}")),
+            }
+            continue;
+        }
+        let attached =
+            runtime.block_on(typed::attach_mentions(agent, session, ctx, prompt, events));
+        if let Err(line) = attached {
+            output::err_line(&crate::terminal::printable(&format!("mecha: {line}")));
             continue;
         }
         let before = session.messages.len();
@@ -193,8 +226,13 @@ fn prompts(
             Turn::Interrupted => output::err_line(&format!("\nmecha: {INTERRUPTED}")),
             Turn::Ended(Err(e)) => crate::terminal::report(&e.to_string()),
             Turn::Ended(Ok(outcome)) => {
+                let planned = matches!(outcome, Outcome::Answered { .. })
+                    && agent.mode().get() == PermissionMode::Plan;
                 let (text, end) = reported(outcome, true);
                 finish_with_notice(events, session, text, end, true);
+                if planned {
+                    output::err_line(&format!("mecha: {PLAN_READY}"));
+                }
             }
         }
     }

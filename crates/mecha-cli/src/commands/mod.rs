@@ -6,14 +6,17 @@ pub mod config;
 pub mod doctor;
 pub mod hooks;
 pub mod mcp;
+mod modes;
 pub mod run;
 pub mod sessions;
 pub mod skills;
 mod slash;
 pub mod tools;
 pub mod tui;
+mod typed;
 
 use clap::Args;
+use mecha_core::PermissionMode;
 
 /// Options of every command that runs the agent.
 #[derive(Args, Debug, Clone, Default)]
@@ -25,9 +28,13 @@ pub struct RunOptions {
     /// Keep only this tool (repeatable); narrows config, never widens it.
     #[arg(long = "tool", value_name = "NAME")]
     pub tools: Vec<String>,
-    /// Plan: send only the read-only tools.
+    /// Plan: send only the read-only tools, for the whole run.
     #[arg(long)]
     pub plan: bool,
+    /// Start in this permission mode instead of [agent] permission_mode:
+    /// ask, accept-edits, plan, read-only or allow.
+    #[arg(long, value_name = "MODE", value_parser = permission_mode)]
+    pub permission_mode: Option<PermissionMode>,
     /// Model requests per prompt before stopping (at least 1).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: Option<u32>,
@@ -48,4 +55,15 @@ pub struct RunOptions {
     /// answer, warnings and errors still show).
     #[arg(long, short = 'q')]
     pub quiet: bool,
+}
+
+/// `--permission-mode`'s value, spelt as config spells it.
+fn permission_mode(name: &str) -> Result<PermissionMode, String> {
+    PermissionMode::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = PermissionMode::names().collect();
+        format!(
+            "`{name}` is no permission mode; use one of {}",
+            names.join(", ")
+        )
+    })
 }

@@ -1,7 +1,8 @@
 //! The slash commands of `mecha chat` and the TUI, answered by mecha and
 //! never sent to the model: `/help`, `/quit` (`/exit`), those that ask what
 //! this run carries (`/tools`, `/skills`, `/skills NAME`), `/cost`, `/sessions`
-//! (this workspace's, or `all`), `/compact`, and the TUI's own `/clear`,
+//! (this workspace's, or `all`), `/compact`, `/mode` and `/approve` (see
+//! `modes.rs`), and the TUI's own `/clear`,
 //! `/resume [ID]` and `/model NAME`, which change the conversation itself.
 //! What the run carries comes from the running agent (its tools, its skill
 //! tool and the session's surface), not from config again: `--skill` and a
@@ -23,6 +24,7 @@ use mecha_session::{Listing, Store};
 use mecha_tui::{OnPick, PickItem, Switch};
 
 use crate::Failure;
+use crate::commands::modes;
 use crate::commands::sessions::{failure, started, store};
 use crate::commands::tools::ARMED_MARK;
 use crate::wiring::Toolbox;
@@ -51,6 +53,9 @@ pub enum Slash {
     /// `/resume` without an id: the TUI lets one pick from
     /// [`sessions_to_pick`].
     PickSession,
+    /// `/approve`: plan mode was left for this mode; the front end sends
+    /// [`modes::APPROVED`] as the next prompt.
+    Approved,
 }
 
 /// The commands, as `/help` lists them, and whether chat has them.
@@ -96,14 +101,34 @@ const COMMANDS: &[(&str, &str, bool)] = &[
         "go on with this session on another model",
         false,
     ),
+    (
+        "/mode [NAME]",
+        "the permission mode, or change it: ask, accept-edits, plan",
+        true,
+    ),
+    (
+        "/approve [edits]",
+        "carry out the plan made in plan mode (edits: with file edits accepted)",
+        true,
+    ),
     ("/quit, /exit", "end the session", true),
 ];
 
 /// Every command's name, without its slash.
 const NAMES: &[&str] = &[
-    "help", "tools", "skills", "compact", "cost", "sessions", "resume", "clear", "model", "quit",
-    "exit",
+    "help", "tools", "skills", "compact", "cost", "sessions", "resume", "clear", "model", "mode",
+    "approve", "quit", "exit",
 ];
+
+/// The commands `front` has, each with its slash: what Tab completes.
+pub fn names(front: Front) -> Vec<String> {
+    let tui_only = ["resume", "clear", "model"];
+    NAMES
+        .iter()
+        .filter(|name| front == Front::Tui || !tui_only.contains(name))
+        .map(|name| format!("/{name}"))
+        .collect()
+}
 
 /// The most sessions `/sessions` lists.
 const SESSIONS_SHOWN: usize = 20;
@@ -143,6 +168,16 @@ pub fn command(
         ("clear", []) => return Some(Slash::Switch(Switch::Fresh)),
         ("model", [name]) => return Some(Slash::Switch(Switch::Model((*name).to_owned()))),
         ("model", _) => "/model takes the model's name: /model NAME\n".to_owned(),
+        ("mode", []) => modes::mode_command(agent, None),
+        ("mode", [name]) => modes::mode_command(agent, Some(name)),
+        ("mode", _) => "/mode takes one mode at most: /mode plan\n".to_owned(),
+        ("approve", []) | ("approve", ["edits"]) => {
+            match modes::approval(agent, !args.is_empty()) {
+                Ok(_) => return Some(Slash::Approved),
+                Err(why) => why,
+            }
+        }
+        ("approve", _) => "/approve takes `edits` at most: /approve edits\n".to_owned(),
         (known, _) if NAMES.contains(&known) => format!("/{known} takes no arguments\n"),
         (unknown, _) => format!("/{unknown} is not a command here.\n{}", help(front)),
     };
@@ -181,6 +216,16 @@ fn help(front: Front) -> String {
              empty prompt quits.\n"
         }
     });
+    out.push_str(
+        "A line that starts with ! runs a shell command as you; its output goes to the model \
+         with your next prompt. @path in a prompt attaches that workspace file.\n",
+    );
+    if front == Front::Tui {
+        out.push_str(
+            "Tab completes a /command or an @path; Shift-Tab cycles the permission mode (ask, \
+             accept-edits, plan).\n",
+        );
+    }
     out
 }
 

@@ -8,9 +8,11 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use clap::Args;
-use mecha_agent::{Agent, AskedCompaction, Session, SessionSource};
+use mecha_agent::{Agent, AskedCompaction, Outcome, Session, SessionSource};
+use mecha_core::{PermissionMode, ToolCtx};
 use mecha_sandbox::Sandbox;
 use mecha_session::Loaded;
+use mecha_tui::complete::Completion;
 use mecha_tui::run::{Conversation, Exit, Inputs, drive};
 use mecha_tui::{
     App, Attention, ChannelSink, Entry, NoticeKind, Notify, Picker, Preview, Reply, RunInfo,
@@ -23,8 +25,10 @@ use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 use crate::Failure;
 use crate::commands::RunOptions;
+use crate::commands::modes;
 use crate::commands::run::{EXIT_INTERRUPTED, finish_with_notice, reported};
 use crate::commands::slash::{self, Front, Slash};
+use crate::commands::typed;
 use crate::config::Settings;
 use crate::output;
 use crate::raw_screen::{self, RawScreen};
@@ -244,6 +248,7 @@ impl Sessions<'_> {
                 .as_ref()
                 .map_or_else(|| "none".to_owned(), Sandbox::describe),
             strict_sends,
+            mode: Some(agent.mode().clone()),
         };
         let switched = self.app.is_some();
         // `/model` goes on with the conversation on screen: its past is
@@ -256,10 +261,13 @@ impl Sessions<'_> {
                 app
             }
             None => {
+                let shown_in = ctx.clone();
                 let preview: Preview =
-                    Box::new(move |tool, input| crate::approve::preview(tool, input, &ctx));
+                    Box::new(move |tool, input| crate::approve::preview(tool, input, &shown_in));
                 let mut app = App::new(info, Theme::from_env(), preview);
                 app.notify_by(Attention::new(self.notify, Box::new(ring)));
+                let commands = slash::names(Front::Tui);
+                app.completion = Some(Completion::new(commands, self.workspace));
                 app
             }
         };
@@ -287,6 +295,7 @@ impl Sessions<'_> {
         }
         let mut talk = Talk {
             agent: &agent,
+            ctx,
             toolbox: &toolbox,
             workspace: self.workspace,
             session_id: session_id.as_deref(),
@@ -375,6 +384,8 @@ fn ring(bytes: &str) {
 /// The agent and its session, as the screen talks to them.
 struct Talk<'a> {
     agent: &'a Agent,
+    /// The tools' context, whose jail judges an `@path`.
+    ctx: ToolCtx,
     toolbox: &'a Toolbox,
     workspace: &'a Path,
     /// This conversation's stored session, if it is stored.
@@ -407,6 +418,8 @@ impl Talk<'_> {
                 asked => Reply::Show(slash::compacted(&asked)),
             },
             Slash::Switch(switch) => Reply::Switch(switch),
+            // Sent as a prompt by `send`, never answered here.
+            Slash::Approved => return None,
             Slash::PickSession => match slash::sessions_to_pick(self.workspace, self.session_id) {
                 Ok(items) => Reply::Pick(Picker::new(
                     "sessions of this workspace",
@@ -429,19 +442,30 @@ impl Conversation for Talk<'_> {
             self.toolbox,
             self.workspace,
         );
-        if let Some(command) = command {
-            return Ok(self.command(command).await);
+        let input = match command {
+            None => input,
+            Some(Slash::Approved) => modes::APPROVED,
+            Some(command) => return Ok(self.command(command).await),
+        };
+        if let Some(command) = typed::shell_command(input) {
+            let shown = typed::run_shell(self.agent, &mut self.session, command, &self.sink).await;
+            return Ok(Some(Reply::Show(shown)));
         }
+        typed::attach_mentions(self.agent, &mut self.session, &self.ctx, input, &self.sink).await?;
         self.before = Some(self.session.messages.len());
         let sent = self.agent.send(&mut self.session, input, &self.sink).await;
         match sent {
             Ok(outcome) => {
                 self.before = None;
+                let planned = matches!(outcome, Outcome::Answered { .. })
+                    && self.agent.mode().get() == PermissionMode::Plan;
                 // The final event says why there is no whole answer, if
                 // there is none: the screen shows it.
                 let (text, end) = reported(outcome, true);
                 finish_with_notice(&self.sink, &self.session, text, end, false);
-                Ok(None)
+                // A plan is answered with the question whether to carry
+                // it out.
+                Ok(planned.then(|| Reply::Pick(modes::plan_picker())))
             }
             Err(e) => {
                 // A failed turn can leave calls without results, which no

@@ -191,8 +191,16 @@ impl Settings {
                 .values
                 .insert("agent.max_turns", Origin::Flag("--max-turns"));
         }
-        // --yes stands in for the one mode that asks; read-only holds.
-        if options.yes && self.permission_mode == PermissionMode::Ask {
+        // The mode named on the command line, then --yes for the modes
+        // that ask; read-only and plan hold. Only a run started in allow
+        // can go back to it on the screen, so --yes is the way in.
+        if let Some(mode) = options.permission_mode {
+            self.permission_mode = mode;
+            self.origins
+                .values
+                .insert("agent.permission_mode", Origin::Flag("--permission-mode"));
+        }
+        if options.yes && self.permission_mode.asks() {
             self.permission_mode = PermissionMode::Allow;
             self.origins
                 .values

@@ -58,9 +58,10 @@ impl<'a> Narrowing<'a> {
         if rank(wanted) > rank(*current) {
             self.unheeded(
                 "[agent] permission_mode",
-                format!("{:?}", mode_name(wanted)),
-                format!("{:?}", mode_name(*current)),
-                "a project may only make the mode stricter (read-only, then ask, then allow)",
+                format!("{:?}", wanted.as_str()),
+                format!("{:?}", current.as_str()),
+                "a project may only make the mode stricter (read-only, plan, ask, accept-edits, \
+                 allow)",
             );
         }
         if rank(wanted) < rank(*current) {
@@ -133,20 +134,14 @@ impl<'a> Narrowing<'a> {
     }
 }
 
-/// Strictest first: read-only, then ask, then allow.
+/// Strictest first: read-only, plan (which the person at the screen may
+/// leave for a plan they approve), ask, accept-edits, allow.
 fn rank(mode: PermissionMode) -> u8 {
     match mode {
         PermissionMode::ReadOnly => 0,
-        PermissionMode::Ask => 1,
-        PermissionMode::Allow => 2,
-    }
-}
-
-/// The mode as config spells it.
-fn mode_name(mode: PermissionMode) -> &'static str {
-    match mode {
-        PermissionMode::ReadOnly => "read-only",
-        PermissionMode::Ask => "ask",
-        PermissionMode::Allow => "allow",
+        PermissionMode::Plan => 1,
+        PermissionMode::Ask => 2,
+        PermissionMode::AcceptEdits => 3,
+        PermissionMode::Allow => 4,
     }
 }

@@ -6,9 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use mecha_agent::{Agent, ChildJournals, Gate, Hook, Limits, Lineage, Runtime, Session};
-use mecha_core::{
-    Approver, AskingApprover, Journal, ModeApprover, PermissionMode, Taint, Tool, ToolCtx,
-};
+use mecha_core::{Approver, AskingApprover, Journal, ModeSwitch, Taint, Tool, ToolCtx};
 use mecha_hooks::{HookContext, HookSet};
 use mecha_provider::{Provider, ProviderError, Script, ScriptedProvider};
 use mecha_session::{Loaded, RecallTool};
@@ -97,13 +95,14 @@ pub enum Asking {
 }
 
 impl Asking {
-    fn approver(self, mode: PermissionMode, ctx: &ToolCtx) -> Arc<dyn Approver> {
+    fn approver(self, mode: &ModeSwitch, ctx: &ToolCtx) -> Arc<dyn Approver> {
         match self {
-            Self::Modal(screen) => Arc::new(ModalApprover::new(mode, ModalAsker(screen))),
-            Self::Terminal if crate::stdin::someone_to_ask() => {
-                Arc::new(AskingApprover::new(mode, TerminalAsker::new(ctx.clone())))
-            }
-            Self::Terminal => Arc::new(ModeApprover(mode)),
+            Self::Modal(screen) => Arc::new(ModalApprover::new(mode.clone(), ModalAsker(screen))),
+            Self::Terminal if crate::stdin::someone_to_ask() => Arc::new(AskingApprover::new(
+                mode.clone(),
+                TerminalAsker::new(ctx.clone()),
+            )),
+            Self::Terminal => Arc::new(mode.clone()),
         }
     }
 }
@@ -298,20 +297,22 @@ async fn wire(
     )?;
     let ctx = protected.apply(ctx);
     let ctx = distrust_session_store(ctx)?;
-    let mode = settings.permission_mode;
-    let approver = asking.approver(mode, &ctx);
+    // One switch for the gate, the approver and every subagent's child,
+    // so a change of mode on the screen reaches them all.
+    let mode = ModeSwitch::from(settings.permission_mode);
+    let approver = asking.approver(&mode, &ctx);
     let hook: Option<Arc<dyn Hook>> = (!hooks.is_empty()).then(|| {
         Arc::new(UserHooks {
             set: Arc::new(hooks),
             context: HookContext {
                 session_id: parent_session.clone().unwrap_or_default(),
                 cwd: workspace.to_path_buf(),
-                permission_mode: mode.as_str().to_owned(),
+                permission_mode: settings.permission_mode.as_str().to_owned(),
             },
         }) as Arc<dyn Hook>
     });
     let lineage = Arc::new(Lineage {
-        mode,
+        mode: mode.clone(),
         approver: Arc::clone(&approver),
         rules: toolbox.rules.clone(),
         hook: hook.clone(),

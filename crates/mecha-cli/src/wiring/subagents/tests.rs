@@ -204,7 +204,7 @@ fn a_child_plans_and_loads_skills_in_tools_of_its_own() {
     ];
     let provider = Arc::new(ScriptedProvider::new(Script { turns: child_turns }));
     let lineage = Arc::new(Lineage {
-        mode: PermissionMode::Allow,
+        mode: PermissionMode::Allow.into(),
         approver: Arc::new(ModeApprover(PermissionMode::Allow)),
         rules: Rules::compile(&[]).unwrap(),
         hook: None,

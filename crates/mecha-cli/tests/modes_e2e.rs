@@ -1,0 +1,131 @@
+//! Permission modes and typed calls outside the TUI: `--permission-mode`
+//! and `permission_mode = "plan"` for `run`, and in line-mode `chat`
+//! `/mode`, `/approve`, `!command` and `@path`, as the TUI has them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Api, stderr, stdout};
+use mecha_testkit::{MockModel, MockReply};
+use serde_json::Value;
+
+fn offered(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+const READ_ONLY: [&str; 5] = ["compact", "fs_list", "fs_read", "http_fetch", "todo"];
+
+#[tokio::test]
+async fn run_starts_in_the_mode_the_flag_or_config_names() {
+    let mut e = common::env();
+    let mock = MockModel::start(vec![MockReply::text("a plan"), MockReply::text("b")]).await;
+    let out = e
+        .run(
+            Api::Anthropic,
+            &mock,
+            "k",
+            &["--permission-mode", "plan", "make a plan"],
+        )
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(offered(&mock.requests()[0].body), READ_ONLY);
+    let sent = mock.requests()[0].body["messages"].to_string();
+    assert!(sent.contains("[mecha: plan mode]"), "{sent}");
+    e.extra_config = "[agent]\npermission_mode = \"plan\"\n".into();
+    e.run(Api::Anthropic, &mock, "k", &["again"]).await;
+    assert_eq!(offered(&mock.requests()[1].body), READ_ONLY);
+    let bad = e
+        .run(
+            Api::Anthropic,
+            &mock,
+            "k",
+            &["--permission-mode", "yolo", "x"],
+        )
+        .await;
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("accept-edits"),
+        "the error lists the modes: {}",
+        stderr(&bad)
+    );
+}
+
+#[tokio::test]
+async fn chat_plans_with_mode_and_goes_on_with_every_tool_after_approve() {
+    let e = common::env();
+    let mock = MockModel::start(vec![MockReply::text("1. do it"), MockReply::text("did it")]).await;
+    let out = e
+        .mecha(
+            Api::Anthropic,
+            &mock,
+            "k",
+            "chat",
+            &[],
+            "/mode plan\nplan it\n/approve edits\n/mode\n",
+        )
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 2, "{}", stderr(&out));
+    let planning = offered(&requests[0].body);
+    assert!(planning.contains(&"fs_read".to_owned()), "{planning:?}");
+    for writer in ["fs_write", "fs_edit", "shell"] {
+        assert!(!planning.contains(&writer.to_owned()), "{planning:?}");
+    }
+    assert!(stderr(&out).contains("/approve carries the plan out"));
+    let tools = offered(&requests[1].body);
+    assert!(tools.contains(&"fs_write".to_owned()), "{tools:?}");
+    let messages = requests[1].body["messages"].to_string();
+    assert!(messages.contains("1. do it"), "{messages}");
+    assert!(messages.contains("The plan is approved"), "{messages}");
+    let approval = requests[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap();
+    assert!(
+        !approval.to_string().contains("[mecha: plan mode]"),
+        "{approval}"
+    );
+    assert!(
+        stdout(&out).contains("permission mode: accept-edits"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[tokio::test]
+async fn chat_runs_a_bang_command_and_attaches_a_mention_as_the_tui_does() {
+    let e = common::env();
+    std::fs::write(e.ws.join("notes.txt"), "note-body\n").unwrap();
+    std::fs::write(e.ws.parent().unwrap().join("outside.txt"), "outside-body\n").unwrap();
+    let mock = MockModel::start(vec![MockReply::text("ok")]).await;
+    let out = e
+        .mecha(
+            Api::Anthropic,
+            &mock,
+            "k",
+            "chat",
+            &[],
+            "!echo shell-$((2+3))\nlook at @../outside.txt\nand @notes.txt\n",
+        )
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("shell-5"), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("@../outside.txt was not attached (outside the workspace)"),
+        "{}",
+        stderr(&out)
+    );
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 1, "the refused prompt was sent");
+    let sent = requests[0].body["messages"].to_string();
+    assert!(sent.contains("shell-5"), "{sent}");
+    assert!(sent.contains("note-body"), "{sent}");
+    assert!(!sent.contains("outside-body"), "{sent}");
+}
