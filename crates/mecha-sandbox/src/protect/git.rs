@@ -82,13 +82,15 @@ enum Place {
     ObjectStore,
 }
 
-/// [`find`], into object stores' fan-out as well when `fan_out` (after a
-/// job, which could have hidden a git directory there), handing each
-/// directory it cannot list (or search) to `open_up`, and listing it again
-/// when that says it made it listable.
+/// [`find`], or, when `thorough` (after a job, which could have hidden a
+/// git directory anywhere it could write), into every part of every git
+/// directory too: its object store's fan-out, and the hooks, modules and
+/// worktrees, which no mount kept read-only in a repository the job made
+/// itself. Each directory it cannot list (or search) goes to `open_up`,
+/// and is listed again when that made it listable.
 pub(crate) fn find_opening(
     root: &Path,
-    fan_out: bool,
+    thorough: bool,
     open_up: &mut dyn FnMut(&Path) -> bool,
 ) -> Vec<Found> {
     let mut found = Vec::new();
@@ -120,7 +122,7 @@ pub(crate) fn find_opening(
                     found.push(Found::File(path));
                 }
             } else if kind.is_dir() {
-                if fan_out || !(place == Place::ObjectStore && is_fan_out(&name)) {
+                if thorough || !(place == Place::ObjectStore && is_fan_out(&name)) {
                     subdirs.push(entry.path());
                 }
             } else if name == "HEAD" {
@@ -135,7 +137,7 @@ pub(crate) fn find_opening(
             let name = sub.file_name().unwrap_or_default();
             let place = match name.to_str() {
                 Some("objects") if gitdir => Place::ObjectStore,
-                Some(name) if gitdir && READ_ONLY_INSIDE.contains(&name) => continue,
+                Some(name) if gitdir && !thorough && READ_ONLY_INSIDE.contains(&name) => continue,
                 _ => Place::Plain,
             };
             pending.push((sub, place));
@@ -167,35 +169,29 @@ pub(crate) fn is_git_directory(dir: &Path) -> bool {
     if fs::symlink_metadata(dir.join("HEAD")).map_or(true, |m| m.is_dir()) {
         return false;
     }
-    let named = read_commondir(dir);
-    let common = match &named {
-        Some(named) => dir.join(named),
-        // A `commondir` mecha cannot read (not a regular file, a name too
-        // long to resolve) is one git may read and follow: the directory
-        // counts, so that what is in it is looked at.
-        None if fs::symlink_metadata(dir.join("commondir")).is_ok() => return true,
-        None => dir.to_path_buf(),
-    };
-    let searchable = |name: &str| match rustix::fs::access(common.join(name), Access::EXEC_OK) {
-        Ok(()) => true,
-        Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => false,
-        // Nothing mecha can resolve, where git may: it counts.
-        Err(_) => named.is_some(),
-    };
-    ["objects", "refs"].iter().all(|name| searchable(name))
+    // A `commondir` beside a `HEAD` counts whatever it names: one mecha
+    // cannot read or resolve may be one git follows, and one that names
+    // nothing yet is a git directory as soon as a writer fills what it
+    // names (which no check of that writer's own path would see).
+    if fs::symlink_metadata(dir.join("commondir")).is_ok() {
+        return true;
+    }
+    ["objects", "refs"]
+        .iter()
+        .all(|name| rustix::fs::access(dir.join(name), Access::EXEC_OK).is_ok())
 }
 
-/// What `dir/commondir` says, as git reads it: the file as a C string (to
-/// its first NUL), less the line ends at its end.
+/// What `dir/commondir` says, as git reads it (see [`read_pointer`]).
 pub(crate) fn read_commondir(dir: &Path) -> Option<PathBuf> {
-    let text = read_c_string(&dir.join("commondir"))?;
-    Some(PathBuf::from(OsString::from_vec(trim_line_ends(text))))
+    let text = read_pointer(&dir.join("commondir"))?;
+    Some(PathBuf::from(OsString::from_vec(text)))
 }
 
-/// A small regular file's bytes up to the first NUL: git reads its pointer
-/// files as C strings, so what follows a NUL is not there.
-fn read_c_string(file: &Path) -> Option<Vec<u8>> {
-    let mut text = read_small(file)?;
+/// A pointer file (`commondir`, a `.git` file) as git reads one: the line
+/// ends at the end of the whole file taken off, and then the rest as a C
+/// string, to its first NUL. In that order: `c\n\0x` is `c\n` to git.
+fn read_pointer(file: &Path) -> Option<Vec<u8>> {
+    let mut text = trim_line_ends(read_small(file)?);
     if let Some(nul) = text.iter().position(|b| *b == 0) {
         text.truncate(nul);
     }
@@ -285,7 +281,7 @@ pub(crate) fn pointed(dot_git: &Path) -> Result<Option<Named>, (PathBuf, std::io
 /// ends, byte for byte, as git takes it (a second space is part of the
 /// path).
 fn gitfile_target(file: &Path) -> Option<PathBuf> {
-    let text = trim_line_ends(read_c_string(file)?);
+    let text = read_pointer(file)?;
     let named = text.strip_prefix(b"gitdir: ")?;
     (!named.is_empty()).then(|| PathBuf::from(OsString::from_vec(named.to_vec())))
 }

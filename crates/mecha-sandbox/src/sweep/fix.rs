@@ -158,8 +158,11 @@ pub(super) fn quarantine_hooks(
     let mut names = Vec::new();
     while let Some(Ok(entry)) = listing.read() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name != "." && name != ".." && !name.ends_with(".sample") && !name.ends_with(QUARANTINE)
-        {
+        // A sample git never runs is a file; anything else named so (a
+        // directory holding a repository of its own) goes aside too.
+        let sample =
+            name.ends_with(".sample") && entry.file_type() == rustix::fs::FileType::RegularFile;
+        if name != "." && name != ".." && !sample && !name.ends_with(QUARANTINE) {
             names.push(name);
         }
     }
