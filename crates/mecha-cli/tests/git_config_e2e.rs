@@ -133,3 +133,51 @@ async fn hooks_path_in_the_global_config_is_protected() {
     assert!(is_error, "{write}");
     assert!(!e.ws.join(".githooks/pre-commit").exists());
 }
+
+/// With the same global `core.hooksPath = .githooks`, a repository the
+/// command makes keeps its live hooks in its work tree, not its `.git`:
+/// the undo renames those too (the fourth review), and the user's first
+/// commit there runs nothing.
+#[tokio::test]
+async fn a_new_repositorys_hooks_where_the_global_config_points_are_undone() {
+    if !common::have("bwrap", "the sandbox tests", "bubblewrap") {
+        return;
+    }
+    let mut e = env();
+    e.extra_config = "[sandbox]\nkind = \"bwrap\"\n".into();
+    let gitconfig = "[core]\n\thooksPath = .githooks\n[user]\n\tname = a\n\temail = a@b\n";
+    std::fs::write(e.home.join(".gitconfig"), gitconfig).unwrap();
+    let marker = e.home.join("RAN");
+    let plant = format!(
+        "git init -q newproj && echo hi > newproj/README && mkdir newproj/.githooks && \
+         printf '#!/bin/sh\\ntouch {}\\n' > newproj/.githooks/pre-commit && \
+         chmod +x newproj/.githooks/pre-commit && echo PLANTED",
+        marker.display()
+    );
+    let mock = MockModel::start(vec![
+        tool_turn(&[("shell", json!({ "command": plant }))]),
+        MockReply::text("done"),
+    ])
+    .await;
+    let out = e.run(Api::OpenAi, &mock, "sk-test", &["--yes", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (text, _) = results_in(&mock, 1).remove(0);
+    assert!(text.contains("PLANTED"), "{text}");
+    assert!(
+        text.contains("newproj/.githooks/pre-commit: renamed"),
+        "{text}"
+    );
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(e.ws.join("newproj"))
+            .env("HOME", &e.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap()
+    };
+    git(&["add", "README"]);
+    let commit = git(&["commit", "-qm", "first"]);
+    assert!(commit.status.success(), "{commit:?}");
+    assert!(!marker.exists(), "the user's commit ran the planted hook");
+}

@@ -27,6 +27,7 @@
 //! against after the job: a repository that was not there before is one
 //! the job made.
 
+mod config;
 mod follow;
 mod git;
 mod home;
@@ -42,9 +43,8 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::sweep::{Baseline, KeptLink};
 use crate::{Lease, SandboxError};
-pub(crate) use git::{
-    CONFIG_LIMIT, Found, common_dir, find, find_opening, is_git_directory, pointed,
-};
+pub(crate) use config::{CONFIG_LIMIT, hooks_dirs};
+pub(crate) use git::{Found, common_dir, find, find_opening, is_git_directory, pointed};
 pub(crate) use home::{STARTUP_FILES, relative_entry as relative_path_entry};
 
 /// One protection mount, applied after the writable mounts, in order.
@@ -174,7 +174,7 @@ pub(crate) struct Scope<'a> {
     pub records: Option<&'a Path>,
 }
 
-/// The hosts of [`git::config_targets`] for the git directory of
+/// The hosts of [`config::config_targets`] for the git directory of
 /// `workspace`'s own `.git` (a directory, or what a `.git` file names).
 /// A config it cannot read adds nothing here: the file tools cannot write
 /// the config itself, and the sandbox refuses every command while it
@@ -186,7 +186,7 @@ pub(crate) fn root_config_targets(workspace: &Path, home: Option<&Path>) -> Vec<
         _ if dot_git.is_dir() => dot_git,
         _ => return Vec::new(),
     };
-    git::config_targets(&gitdir, workspace, home)
+    config::config_targets(&gitdir, workspace, home)
         .0
         .into_iter()
         .map(|target| target.host)
@@ -209,7 +209,7 @@ pub(crate) fn plan(
         inside: w.as_path(),
     }));
     let found = find(scope.host);
-    let mut baseline = Baseline::of(scope.host, &found, scope.records);
+    let mut baseline = Baseline::of(scope.host, &found, scope.records, scope.home);
     let records = placeholder::Records::in_dir(scope.records);
     let mut targets = vec![Target::existing(scope.host.join("mecha.toml"))];
     targets.extend(repos::repository_targets(scope, &found, &records)?);

@@ -110,7 +110,7 @@ fn named_targets(
             shown: Some(shown),
             ..Target::existing(canonical.clone())
         });
-        targets.extend(git::config_targets_or_refuse(
+        targets.extend(super::config::config_targets_or_refuse(
             canonical, worktree, scope.home,
         )?);
     }

@@ -106,10 +106,13 @@ pub(super) fn sanitize_config(
     ));
 }
 
-/// Renames every hook of a new repository (a `.sample` runs never), or the
-/// hooks directory itself when it is a symlink.
+/// Renames every hook in `dir/hooks_dir` of a new repository (its git
+/// directory's `hooks`, or the one the user's `core.hooksPath` names in its
+/// work tree; a `.sample` runs never), or that directory itself when it is
+/// a symlink.
 pub(super) fn quarantine_hooks(
     dir: &OwnedFd,
+    hooks_dir: &str,
     shown: &str,
     opened: &mut Opened,
     undone: &mut Vec<String>,
@@ -117,14 +120,14 @@ pub(super) fn quarantine_hooks(
     let open = || {
         rustix::fs::openat(
             dir,
-            "hooks",
+            hooks_dir,
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::empty(),
         )
     };
     let hooks = match open() {
         Err(rustix::io::Errno::ACCESS)
-            if opened.open_up_at(dir, "hooks", Mode::RUSR | Mode::XUSR) =>
+            if opened.open_up_at(dir, hooks_dir, Mode::RUSR | Mode::XUSR) =>
         {
             open()
         }
@@ -133,25 +136,33 @@ pub(super) fn quarantine_hooks(
     let hooks = match hooks {
         Ok(hooks) => hooks,
         Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => {
-            if opened.rename_in(dir, "hooks", &aside("hooks")).is_ok() {
+            if opened.rename_in(dir, hooks_dir, &aside(hooks_dir)).is_ok() {
                 undone.push(format!(
-                    "{shown}/hooks was not a directory in a repository the command made; moved \
+                    "{shown}/{hooks_dir} was not a directory in a repository the command made; moved \
                      aside to {}, so git on the host runs nothing from it",
-                    aside("hooks")
+                    aside(hooks_dir)
                 ));
             }
             return;
         }
         Err(rustix::io::Errno::NOENT) => return,
         Err(e) => {
-            undone.push(could_not(&format!("{shown}/hooks"), "look at its hooks", e));
+            undone.push(could_not(
+                &format!("{shown}/{hooks_dir}"),
+                "look at its hooks",
+                e,
+            ));
             return;
         }
     };
     let mut listing = match rustix::fs::Dir::read_from(&hooks) {
         Ok(listing) => listing,
         Err(e) => {
-            undone.push(could_not(&format!("{shown}/hooks"), "list its hooks", e));
+            undone.push(could_not(
+                &format!("{shown}/{hooks_dir}"),
+                "list its hooks",
+                e,
+            ));
             return;
         }
     };
@@ -169,12 +180,12 @@ pub(super) fn quarantine_hooks(
     for name in names {
         match opened.rename_in(&hooks, &name, &aside(&name)) {
             Ok(()) => undone.push(format!(
-                "{shown}/hooks/{name}: renamed to {}, a hook in a repository the command made \
+                "{shown}/{hooks_dir}/{name}: renamed to {}, a hook in a repository the command made \
                  (git on the host would run it)",
                 aside(&name)
             )),
             Err(e) => undone.push(could_not(
-                &format!("{shown}/hooks/{name}"),
+                &format!("{shown}/{hooks_dir}/{name}"),
                 "rename the hook aside",
                 e,
             )),

@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
-use crate::protect::{Found, common_dir, find_opening, is_git_directory, pointed};
+use crate::protect::{Found, common_dir, find_opening, hooks_dirs, is_git_directory, pointed};
 use access::Opened;
 pub(crate) use links::KeptLink;
 use made::{Id, Made, id_of};
@@ -57,15 +57,23 @@ pub(crate) struct Baseline {
     links: Vec<KeptLink>,
     /// Where what a job made is written down.
     made: Made,
+    /// The user's home directory, for the git config there.
+    home: Option<PathBuf>,
 }
 
 impl Baseline {
     /// `records`: where sweeps write down what jobs made, for other mecha
     /// processes (a directory no job can write).
-    pub(crate) fn of(workspace: &Path, found: &[Found], records: Option<&Path>) -> Self {
+    pub(crate) fn of(
+        workspace: &Path,
+        found: &[Found],
+        records: Option<&Path>,
+        home: Option<&Path>,
+    ) -> Self {
         let mut baseline = Self {
             workspace: workspace.to_path_buf(),
             made: Made::in_dir(records),
+            home: home.map(Path::to_path_buf),
             ..Self::default()
         };
         for repo in found {
@@ -145,7 +153,8 @@ impl Baseline {
             for name in ["config", "config.worktree"] {
                 fix::sanitize_config(&fd, &shown, name, &mut opened, &mut undone);
             }
-            fix::quarantine_hooks(&fd, &shown, &mut opened, &mut undone);
+            fix::quarantine_hooks(&fd, "hooks", &shown, &mut opened, &mut undone);
+            self.quarantine_user_hooks(&root, &dir, &mut opened, &mut undone);
             // The common directory it names: a fake one inside the
             // workspace is new too; one elsewhere, or none that exists, the
             // sweep cannot vouch for.
@@ -170,6 +179,36 @@ impl Baseline {
             queue.extend(held_gitdirs(&dir, &mut opened));
         }
         undone
+    }
+
+    /// The hooks a new repository's work tree holds where the user's own
+    /// git config points every repository (`core.hooksPath = .githooks`):
+    /// git on the host runs those, not its `hooks`.
+    fn quarantine_user_hooks(
+        &self,
+        root: &OwnedFd,
+        gitdir: &Path,
+        opened: &mut Opened,
+        undone: &mut Vec<String>,
+    ) {
+        let Some(worktree) = gitdir
+            .parent()
+            .filter(|_| gitdir.file_name().is_some_and(|n| n == ".git"))
+        else {
+            return;
+        };
+        for hooks in hooks_dirs(gitdir, worktree, self.home.as_deref()) {
+            let Ok(rel) = hooks.strip_prefix(&self.workspace) else {
+                continue;
+            };
+            let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+                continue;
+            };
+            if let Ok(dir) = open_dir(root, parent) {
+                let name = name.to_string_lossy();
+                fix::quarantine_hooks(&dir, &name, &shown(parent), opened, undone);
+            }
+        }
     }
 
     /// A `.git` file or symlink: the git directories it leads to inside
