@@ -137,7 +137,10 @@ async fn what_the_bashrc_sources_cannot_be_planted() {
         "export TOOL_DIR=\"$HOME/.tool\"\n\
          [ -s \"$HOME/.nvm/nvm.sh\" ] && \\. \"$HOME/.nvm/nvm.sh\"\n\
          [ -f ~/.fzf.bash ] && source ~/.fzf.bash\n\
-         [ -f \"$TOOL_DIR/init.sh\" ] && . \"$TOOL_DIR/init.sh\"\n",
+         [ -f \"$TOOL_DIR/init.sh\" ] && . \"$TOOL_DIR/init.sh\"\n\
+         for file in ~/.{path,extra}; do\n\
+         \t[ -r \"$file\" ] && [ -f \"$file\" ] && source \"$file\";\n\
+         done;\n",
     )
     .unwrap();
     let Some(sandbox) = home.sandbox(&[]) else {
@@ -145,7 +148,7 @@ async fn what_the_bashrc_sources_cannot_be_planted() {
     };
     let script = format!(
         "{TRY}try 'echo {p} >> .nvm/nvm.sh'\ntry 'echo {p} > .fzf.bash'\n\
-         try 'mkdir -p .tool && echo {p} > .tool/init.sh'\necho DONE",
+         try 'mkdir -p .tool && echo {p} > .tool/init.sh'\ntry 'echo {p} > .extra'\necho DONE",
         p = home.payload.display()
     );
     let (out, _) = plant(&sandbox, ws, &script).await;
