@@ -31,6 +31,7 @@ mod config;
 mod follow;
 mod git;
 mod home;
+mod managers;
 mod placeholder;
 mod repos;
 mod sourced;
@@ -186,9 +187,12 @@ pub(crate) fn root_config_targets(workspace: &Path, home: Option<&Path>) -> Vec<
         _ if dot_git.is_dir() => dot_git,
         _ => return Vec::new(),
     };
+    let mut hooks_dirs = config::hooks_dirs(&gitdir, workspace, home);
+    hooks_dirs.push(gitdir.join("hooks"));
     config::config_targets(&gitdir, workspace, home)
         .0
         .into_iter()
+        .chain(managers::targets(workspace, &hooks_dirs))
         .map(|target| target.host)
         .collect()
 }
