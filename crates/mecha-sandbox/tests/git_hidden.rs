@@ -132,3 +132,29 @@ async fn a_commondir_naming_nothing_yet_is_moved_aside() {
     assert!(undone.join("\n").contains("src/commondir"), "{undone:?}");
     assert!(!ws.join("src/commondir").exists());
 }
+
+/// `refs` and `objects` as symlinks that lead nowhere yet: a git directory
+/// as soon as a file tool makes where they lead (the fifth review), so it
+/// is undone now.
+#[tokio::test]
+async fn a_head_beside_dangling_refs_and_objects_is_undone() {
+    let Some(c) = case() else { return };
+    let ws = c.ws.path();
+    host_git(ws, &["init", "-q"]);
+    let script = format!(
+        "mkdir src && cd src && echo 'ref: refs/heads/main' > HEAD && \
+         ln -s ../.cache/o objects && ln -s ../.cache/r refs && \
+         printf '[alias]\\n\\tst = !{p}\\n' > config && echo PLANTED",
+        p = c.payload
+    );
+    let (out, undone) = plant(ws, &script).await;
+    assert!(out.contains("PLANTED"), "{out}");
+    assert!(
+        undone.join("\n").contains("src/config: removed alias.st"),
+        "{undone:?}"
+    );
+    std::fs::create_dir_all(ws.join(".cache/o")).unwrap();
+    std::fs::create_dir_all(ws.join(".cache/r")).unwrap();
+    host_git(&ws.join("src"), &["st"]);
+    assert!(!c.marker.exists(), "host git ran the planted alias");
+}

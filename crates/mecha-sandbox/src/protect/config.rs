@@ -4,10 +4,7 @@
 //! system ones, and from what they include, as git reads them.
 
 use std::ffi::OsStr;
-use std::fs;
-use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::{Kind, Target};
@@ -173,12 +170,9 @@ pub(crate) const CONFIG_LIMIT: u64 = 1 << 20;
 /// forever); why not, where one is there and mecha cannot read it as git
 /// would.
 pub(crate) fn read_config(file: &Path) -> Result<Option<Vec<gitconfig::Entry>>, String> {
-    let opened = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-        .open(file);
-    let opened = match opened {
-        Ok(opened) => opened,
+    let bytes = match super::read_regular(file, CONFIG_LIMIT + 1) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return Ok(None),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error()) => {
             return Ok(None);
@@ -190,14 +184,6 @@ pub(crate) fn read_config(file: &Path) -> Result<Option<Vec<gitconfig::Entry>>, 
             ));
         }
     };
-    if !opened.metadata().is_ok_and(|m| m.is_file()) {
-        return Ok(None);
-    }
-    let mut bytes = Vec::new();
-    opened
-        .take(CONFIG_LIMIT + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("it cannot be read: {}", mecha_core::system_words(&e)))?;
     if bytes.len() as u64 > CONFIG_LIMIT {
         return Err("it is larger than 1 MiB".into());
     }

@@ -14,9 +14,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
-use std::io::Read;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::Access;
@@ -176,9 +174,13 @@ pub(crate) fn is_git_directory(dir: &Path) -> bool {
     if fs::symlink_metadata(dir.join("commondir")).is_ok() {
         return true;
     }
-    ["objects", "refs"]
-        .iter()
-        .all(|name| rustix::fs::access(dir.join(name), Access::EXEC_OK).is_ok())
+    // A symlink counts as well, wherever it leads: one that leads nowhere
+    // yet makes a git directory as soon as a writer makes where it leads.
+    ["objects", "refs"].iter().all(|name| {
+        let path = dir.join(name);
+        rustix::fs::access(&path, Access::EXEC_OK).is_ok()
+            || fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink())
+    })
 }
 
 /// What `dir/commondir` says, as git reads it (see [`read_pointer`]).
@@ -208,17 +210,7 @@ pub(crate) fn common_dir(gitdir: &Path) -> Option<PathBuf> {
 /// else (a FIFO, which would block the open forever; a device) is no
 /// pointer git follows.
 fn read_small(file: &Path) -> Option<Vec<u8>> {
-    let opened = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-        .open(file)
-        .ok()?;
-    if !opened.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    opened.take(1 << 16).read_to_end(&mut bytes).ok()?;
-    Some(bytes)
+    super::read_regular(file, 1 << 16).ok().flatten()
 }
 
 fn trim_line_ends(mut bytes: Vec<u8>) -> Vec<u8> {

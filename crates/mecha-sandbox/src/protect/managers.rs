@@ -12,22 +12,28 @@ use std::path::{Path, PathBuf};
 use super::{Kind, Target};
 
 /// What an installed hook says when a manager wrote it, and the work
-/// tree's files that manager runs from.
-const MANAGERS: &[(&str, &[&str])] = &[
-    ("pre-commit.com", &[".pre-commit-config.yaml"]),
-    (
-        "lefthook",
-        &[
-            "lefthook.yml",
-            ".lefthook.yml",
-            "lefthook.yaml",
-            ".lefthook.yaml",
-            "lefthook-local.yml",
-            ".lefthook-local.yml",
-        ],
-    ),
-    ("overcommit", &[".overcommit.yml"]),
-];
+/// tree's files and folders that manager runs from.
+fn managers() -> Vec<(&'static str, Vec<(String, Kind)>)> {
+    let file = |name: &str| (name.to_owned(), Kind::File(b""));
+    // lefthook reads any of these names, in either folder, and merges the
+    // `-local` ones in; its scripts live in `.lefthook/`.
+    let mut lefthook = vec![
+        (".lefthook".to_owned(), Kind::Dir),
+        (".lefthook-local".to_owned(), Kind::Dir),
+    ];
+    for dir in ["", ".config/"] {
+        for base in ["lefthook", ".lefthook", "lefthook-local", ".lefthook-local"] {
+            for ext in ["yml", "yaml", "toml", "json"] {
+                lefthook.push(file(&format!("{dir}{base}.{ext}")));
+            }
+        }
+    }
+    vec![
+        ("pre-commit.com", vec![file(".pre-commit-config.yaml")]),
+        ("lefthook", lefthook),
+        ("overcommit", vec![file(".overcommit.yml")]),
+    ]
+}
 
 /// What the hook managers installed in `hooks_dirs` run from, in
 /// `worktree`: a husky directory whole (its `_` is what git runs), and the
@@ -42,12 +48,15 @@ pub(crate) fn targets(worktree: &Path, hooks_dirs: &[PathBuf]) -> Vec<Target> {
             targets.push(Target::placeheld(husky.to_path_buf(), Kind::Dir));
         }
         let installed = installed_hooks(dir);
-        for (marker, files) in MANAGERS {
+        if installed.is_empty() {
+            continue;
+        }
+        for (marker, runs_from) in managers() {
             if installed.iter().any(|text| text.contains(marker)) {
                 targets.extend(
-                    files
-                        .iter()
-                        .map(|f| Target::placeheld(worktree.join(f), Kind::File(b""))),
+                    runs_from
+                        .into_iter()
+                        .map(|(name, kind)| Target::placeheld(worktree.join(name), kind)),
                 );
             }
         }

@@ -394,6 +394,24 @@ fn refuse_symlinks_below(root: &Path, path: &Path) -> Result<(), SandboxError> {
     Ok(())
 }
 
+/// A regular file's first `limit` bytes; `None` for anything else there
+/// (a FIFO, which would block a plain open forever; a device; a
+/// directory). Opened without blocking, so nothing a job left can stall it.
+pub(crate) fn read_regular(file: &Path, limit: u64) -> io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(file)?;
+    if !opened.metadata()?.is_file() {
+        return Ok(None);
+    }
+    let mut bytes = Vec::new();
+    opened.take(limit).read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
+}
+
 /// `.` and `..` resolved without the filesystem, as git resolves a
 /// relative gitdir against the directory it was found in.
 pub(crate) fn normalize(path: &Path) -> PathBuf {

@@ -10,9 +10,6 @@
 //! NVM_DIR="$HOME/.nvm"`); anything else is left alone.
 
 use std::collections::HashMap;
-use std::fs;
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::{Kind, Target};
@@ -70,16 +67,7 @@ pub(crate) fn targets(home: &Path) -> Vec<Target> {
 }
 
 fn read(file: &Path) -> Option<String> {
-    let opened = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-        .open(file)
-        .ok()?;
-    if !opened.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    opened.take(LIMIT).read_to_end(&mut bytes).ok()?;
+    let bytes = super::read_regular(file, LIMIT).ok().flatten()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 

@@ -31,7 +31,7 @@ mod fix;
 mod links;
 pub(crate) mod made;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -125,10 +125,18 @@ impl Baseline {
         // Put back as they were once the sweep is done (see access.rs).
         let mut opened = Opened::default();
         let mut queue = Vec::new();
+        // The work tree of each git directory a `.git` file or symlink
+        // names (`--separate-git-dir`, a linked worktree).
+        let mut worktrees: HashMap<PathBuf, PathBuf> = HashMap::new();
         for repo in find_opening(&self.workspace, true, &mut |dir| opened.open_up_dir(dir)) {
             match repo {
                 Found::Dir(dir) => queue.push(dir),
                 Found::File(pointer) | Found::Link(pointer) => {
+                    if let Some(worktree) = pointer.parent() {
+                        for gitdir in pointed_dirs(&pointer) {
+                            worktrees.insert(gitdir, worktree.to_path_buf());
+                        }
+                    }
                     self.through(&root, &pointer, &made, &mut queue, &mut opened, &mut undone);
                 }
             }
@@ -154,7 +162,15 @@ impl Baseline {
                 fix::sanitize_config(&fd, &shown, name, &mut opened, &mut undone);
             }
             fix::quarantine_hooks(&fd, "hooks", &shown, &mut opened, &mut undone);
-            self.quarantine_user_hooks(&root, &dir, &mut opened, &mut undone);
+            // Where its hooks run: its work tree, or, bare, itself.
+            let worktree = match worktrees.get(&dir) {
+                Some(worktree) => worktree.clone(),
+                None if dir.file_name().is_some_and(|n| n == ".git") => {
+                    dir.parent().unwrap_or(&dir).to_path_buf()
+                }
+                None => dir.clone(),
+            };
+            self.quarantine_user_hooks(&root, &dir, &worktree, &mut opened, &mut undone);
             // The common directory it names: a fake one inside the
             // workspace is new too; one elsewhere, or none that exists, the
             // sweep cannot vouch for.
@@ -188,15 +204,10 @@ impl Baseline {
         &self,
         root: &OwnedFd,
         gitdir: &Path,
+        worktree: &Path,
         opened: &mut Opened,
         undone: &mut Vec<String>,
     ) {
-        let Some(worktree) = gitdir
-            .parent()
-            .filter(|_| gitdir.file_name().is_some_and(|n| n == ".git"))
-        else {
-            return;
-        };
         for hooks in hooks_dirs(gitdir, worktree, self.home.as_deref()) {
             let Ok(rel) = hooks.strip_prefix(&self.workspace) else {
                 continue;
