@@ -22,16 +22,16 @@ fn as_root() -> bool {
 }
 
 /// `command` as the ordinary user: itself when the tests are not root, or
-/// through `setpriv` with the same program, arguments, environment and
-/// directory.
-fn as_user(command: Command) -> Command {
+/// through `setpriv` with the same arguments, environment and directory,
+/// and the same program unless `program` names another.
+fn as_user(command: Command, program: Option<&Path>) -> Command {
     if !as_root() {
         return command;
     }
     let mut wrapped = Command::new("setpriv");
     wrapped
         .args(["--reuid", USER, "--regid", USER, "--clear-groups", "--"])
-        .arg(command.get_program())
+        .arg(program.map_or(command.get_program(), Path::as_os_str))
         .args(command.get_args())
         .env_clear();
     for (key, value) in command.get_envs() {
@@ -53,7 +53,7 @@ fn git_status(e: &Env, repo: &Path) -> Output {
         .env("PATH", std::env::var("PATH").unwrap())
         .env("HOME", &e.home)
         .env("GIT_CONFIG_NOSYSTEM", "1");
-    as_user(git).output().unwrap()
+    as_user(git, None).output().unwrap()
 }
 
 #[tokio::test]
@@ -102,7 +102,12 @@ async fn a_repository_closed_to_its_owner_is_still_undone() {
     .await;
     let mut run = e.command(Api::OpenAi, &mock, "sk-test", "run", &["--yes", "go"]);
     run.stdin(Stdio::null());
-    let mut run = as_user(run);
+    // The build tree may lie where the ordinary user cannot reach it (a
+    // checkout under /root): the user runs a copy in the test's own tree.
+    let copy = e.ws.parent().unwrap().join("mecha");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("mecha"), &copy).unwrap();
+    let mut run = as_user(run, Some(&copy));
+
     let out = tokio::task::spawn_blocking(move || run.output().unwrap())
         .await
         .unwrap();
