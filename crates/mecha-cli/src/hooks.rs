@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use mecha_agent::{Event, EventSink, Hook, HookSaid, HookVerdict, PromptVerdict, SessionSource};
-use mecha_core::{Tool, ToolOutput};
+use mecha_core::{ModeSwitch, Tool, ToolOutput};
 use mecha_hooks::{Decision, HookContext, HookEvent, HookSet, Verdicts};
 use serde_json::{Value, json};
 
@@ -15,6 +15,18 @@ use serde_json::{Value, json};
 pub struct UserHooks {
     pub set: Arc<HookSet>,
     pub context: HookContext,
+    /// The session's mode, which Shift-Tab or `/mode` may change on the
+    /// way: each hook is told the mode as it is when it runs.
+    pub mode: ModeSwitch,
+}
+
+impl UserHooks {
+    fn context(&self) -> HookContext {
+        HookContext {
+            permission_mode: self.mode.get().as_str().to_owned(),
+            ..self.context.clone()
+        }
+    }
 }
 
 #[async_trait]
@@ -28,7 +40,7 @@ impl Hook for UserHooks {
     ) -> HookVerdict {
         let verdicts = self
             .set
-            .pre_tool(&self.context, tool.name(), input, call_id)
+            .pre_tool(&self.context(), tool.name(), input, call_id)
             .await;
         report(
             events,
@@ -59,7 +71,7 @@ impl Hook for UserHooks {
         let response = json!({"content": output.content, "is_error": output.is_error});
         let verdicts = self
             .set
-            .post_tool(&self.context, tool.name(), input, call_id, &response)
+            .post_tool(&self.context(), tool.name(), input, call_id, &response)
             .await;
         report(
             events,
@@ -86,7 +98,7 @@ impl Hook for UserHooks {
                 context: Vec::new(),
             };
         }
-        let verdicts = self.set.user_prompt(&self.context, prompt).await;
+        let verdicts = self.set.user_prompt(&self.context(), prompt).await;
         report(events, HookEvent::UserPrompt, None, &verdicts);
         match verdicts.decision {
             Decision::Block(reason) => PromptVerdict::Block(reason),
@@ -100,7 +112,7 @@ impl Hook for UserHooks {
         if !self.set.has(HookEvent::Stop) {
             return None;
         }
-        let verdicts = self.set.stop(&self.context, sent_back, answer).await;
+        let verdicts = self.set.stop(&self.context(), sent_back, answer).await;
         report(events, HookEvent::Stop, None, &verdicts);
         match verdicts.decision {
             Decision::Block(reason) => Some(reason),
@@ -112,7 +124,10 @@ impl Hook for UserHooks {
         if !self.set.has(HookEvent::SessionStart) {
             return Vec::new();
         }
-        let verdicts = self.set.session_start(&self.context, source.as_str()).await;
+        let verdicts = self
+            .set
+            .session_start(&self.context(), source.as_str())
+            .await;
         report(events, HookEvent::SessionStart, None, &verdicts);
         verdicts.contexts
     }

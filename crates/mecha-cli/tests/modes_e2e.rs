@@ -129,3 +129,43 @@ async fn chat_runs_a_bang_command_and_attaches_a_mention_as_the_tui_does() {
     assert!(sent.contains("note-body"), "{sent}");
     assert!(!sent.contains("outside-body"), "{sent}");
 }
+
+/// A hook is told the mode as it is when it runs: after `/mode`, the new
+/// one, not the mode the chat started in.
+#[tokio::test]
+async fn hooks_are_told_the_mode_as_it_is_now() {
+    let mut e = common::env();
+    let hooks = e.home.join("hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    let record = hooks.join("record.sh");
+    std::fs::write(
+        &record,
+        "#!/bin/sh\ncat >> \"$HOME/seen\"\necho >> \"$HOME/seen\"\n",
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .args(["755"])
+        .arg(&record)
+        .status()
+        .unwrap();
+    e.extra_config = "[[hook]]\nevent = \"user_prompt\"\ncommand = \"~/hooks/record.sh\"\n".into();
+    let mock = MockModel::start(vec![MockReply::text("one"), MockReply::text("two")]).await;
+    let out = e
+        .mecha(
+            Api::Anthropic,
+            &mock,
+            "k",
+            "chat",
+            &[],
+            "first\n/mode accept-edits\nsecond\n",
+        )
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let seen = std::fs::read_to_string(e.home.join("seen")).unwrap();
+    let modes: Vec<String> = seen
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["permission_mode"].to_string())
+        .collect();
+    assert_eq!(modes, ["\"ask\"", "\"accept-edits\""], "{seen}");
+}

@@ -309,6 +309,7 @@ async fn wire(
                 cwd: workspace.to_path_buf(),
                 permission_mode: settings.permission_mode.as_str().to_owned(),
             },
+            mode: mode.clone(),
         }) as Arc<dyn Hook>
     });
     let lineage = Arc::new(Lineage {
