@@ -39,20 +39,30 @@ pub(crate) struct Unreadable {
 /// `includeIf.*.path` names (relative to the config file), in the config
 /// files of `gitdir` and in the files they include. A missing one gets a
 /// placeholder: a command could otherwise create what the config already
-/// points at. Beside them, each config file that exists and cannot be read.
+/// points at. And what a hook manager installed in one of those hooks
+/// directories (or the git directory's own) runs from (managers.rs).
+/// Beside them, each config file that exists and cannot be read.
 pub(crate) fn config_targets(
     gitdir: &Path,
     worktree: &Path,
     home: Option<&Path>,
 ) -> (Vec<Target>, Vec<Unreadable>) {
     let (named, unreadable) = named_by_config(gitdir, worktree, home);
-    let targets = named
+    let mut hooks: Vec<PathBuf> = named
+        .iter()
+        .filter(|(names, _)| *names == Names::Hooks)
+        .map(|(_, path)| path.clone())
+        .chain([gitdir.join("hooks")])
+        .collect();
+    hooks.dedup();
+    let mut targets: Vec<Target> = named
         .into_iter()
         .map(|(names, path)| match names {
             Names::Include => Target::placeheld(path, Kind::File(b"")),
             Names::Hooks | Names::Template => Target::placeheld(path, Kind::Dir),
         })
         .collect();
+    targets.extend(super::managers::targets(worktree, &hooks));
     (targets, unreadable)
 }
 

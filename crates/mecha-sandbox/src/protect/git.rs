@@ -292,8 +292,5 @@ pub(crate) fn gitdir_targets(
     targets.extend(super::config::config_targets_or_refuse(
         gitdir, worktree, home,
     )?);
-    let mut hooks_dirs = super::config::hooks_dirs(gitdir, worktree, home);
-    hooks_dirs.push(gitdir.join("hooks"));
-    targets.extend(super::managers::targets(worktree, &hooks_dirs));
     Ok(targets)
 }

@@ -187,12 +187,9 @@ pub(crate) fn root_config_targets(workspace: &Path, home: Option<&Path>) -> Vec<
         _ if dot_git.is_dir() => dot_git,
         _ => return Vec::new(),
     };
-    let mut hooks_dirs = config::hooks_dirs(&gitdir, workspace, home);
-    hooks_dirs.push(gitdir.join("hooks"));
     config::config_targets(&gitdir, workspace, home)
         .0
         .into_iter()
-        .chain(managers::targets(workspace, &hooks_dirs))
         .map(|target| target.host)
         .collect()
 }
