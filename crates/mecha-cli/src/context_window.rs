@@ -25,9 +25,7 @@ pub fn policy(
             return Err(Failure::Usage(format!("[provider] compact_at_tokens: {e}")));
         }
         Err(e) => {
-            crate::output::err_line(&format!(
-                "mecha: warning: this run will not compact its conversation: {e}"
-            ));
+            crate::output::warning(&format!("this run will not compact its conversation: {e}"));
             return Ok(None);
         }
     };
@@ -35,7 +33,7 @@ pub fn policy(
         return Ok(None);
     };
     if let Some(warning) = &threshold.warning {
-        crate::output::err_line(&format!("mecha: warning: {warning}"));
+        crate::output::warning(warning);
     }
     // Without a window there is nothing to check a request against: the
     // server says when one is too big.

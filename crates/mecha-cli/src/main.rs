@@ -246,8 +246,12 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         true => Vec::new(),
         false => settings.hooks.problems(),
     };
-    for warning in settings.warnings.iter().chain(&broken_hooks) {
-        output::err_line(&format!("mecha: warning: {warning}"));
+    // The screen says its own, once it is up: written here they would be
+    // hidden behind it.
+    if !matches!(command, Configured::Tui(_)) {
+        for warning in settings.warnings.iter().chain(&broken_hooks) {
+            output::warning(warning);
+        }
     }
     match command {
         Configured::Run(args) => commands::run::run(args, settings, &workspace),
@@ -370,8 +374,8 @@ fn keep_inherited_descriptors_from_children() {
             .filter(|fd| *fd > 2)
             .collect(),
         Err(e) => {
-            output::err_line(&format!(
-                "mecha: warning: cannot list the descriptors this process inherited ({e}); \
+            output::warning(&format!(
+                "cannot list the descriptors this process inherited ({e}); \
                  the programs it runs may inherit them too"
             ));
             return;
@@ -393,9 +397,7 @@ fn hide_environment() {
     if let Err(e) =
         rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
     {
-        output::err_line(&format!(
-            "mecha: warning: cannot protect this process's environment: {e}"
-        ));
+        output::warning(&format!("cannot protect this process's environment: {e}"));
     }
 }
 
@@ -404,10 +406,10 @@ fn hide_environment() {
 fn adopt_orphans() {
     mecha_core::install_panic_cleanup();
     if let Err(e) = mecha_core::become_subreaper() {
-        eprintln!(
-            "mecha: warning: cannot become a child subreaper ({e}); a process a command detaches \
-             with setsid may outlive it"
-        );
+        output::warning(&format!(
+            "cannot become a child subreaper ({e}); a process a command detaches with setsid \
+             may outlive it"
+        ));
     }
 }
 

@@ -9,9 +9,10 @@
 //! (a long tool call). The run and chat loops stop on [`closed`] as they
 //! do on Ctrl-C, and `main` exits with [`exit_code`].
 
+use std::collections::HashSet;
 use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Mutex, MutexGuard, Once, PoisonError};
+use std::sync::{LazyLock, Mutex, MutexGuard, Once, PoisonError};
 
 use tokio::sync::Notify;
 
@@ -116,6 +117,29 @@ pub fn err_line(line: &str) {
     buf.push_str(line);
     buf.push('\n');
     err(&buf);
+}
+
+/// Lines [`once`] has written in this process.
+static SAID_ONCE: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Mutex::default);
+
+/// Writes `line` to stderr unless this process already wrote it. The
+/// screen reloads the configuration for each conversation it starts
+/// (`/clear`, `/resume`, `/model`), and a warning the user has already
+/// read on it is not news the second time.
+pub fn once(line: &str) {
+    let fresh = SAID_ONCE
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .insert(line.to_owned());
+    if fresh {
+        err_line(line);
+    }
+}
+
+/// A warning, `mecha: warning: …`, made printable and said once per
+/// process ([`once`]).
+pub fn warning(text: &str) {
+    once(&mecha_core::printable(&format!("mecha: warning: {text}")));
 }
 
 /// The exit code the run earned by losing its output, if it did.

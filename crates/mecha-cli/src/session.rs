@@ -58,7 +58,7 @@ pub fn load(resume: &Resume, workspace: &Path) -> Result<Option<Loaded>, Failure
             })?,
     };
     for warning in &loaded.warnings {
-        crate::output::err_line(&printable(&format!("mecha: warning: {warning}")));
+        crate::output::warning(warning);
     }
     same_workspace(&loaded, workspace)?;
     Ok(Some(loaded))
@@ -119,9 +119,7 @@ pub fn writer(
 ) -> Result<Option<Arc<Writer>>, Failure> {
     let report = || -> Box<dyn Fn(&str) + Send + Sync> {
         Box::new(|problem: &str| {
-            crate::output::err_line(&printable(&format!(
-                "mecha: warning: the session is no longer being saved: {problem}"
-            )));
+            crate::output::warning(&format!("the session is no longer being saved: {problem}"));
         })
     };
     match resumed {
@@ -138,9 +136,7 @@ pub fn writer(
             match store()?.create(new) {
                 Ok(w) => Ok(Some(Arc::new(w.on_failure(report())))),
                 Err(e) => {
-                    crate::output::err_line(&printable(&format!(
-                        "mecha: warning: this session is not saved: {e}"
-                    )));
+                    crate::output::warning(&format!("this session is not saved: {e}"));
                     Ok(None)
                 }
             }
@@ -181,7 +177,7 @@ pub fn restore(loaded: &Loaded, registry: &Registry, journal: Option<&dyn Journa
             )),
         };
         if let Some(problem) = problem {
-            crate::output::err_line(&printable(&format!("mecha: warning: {problem}")));
+            crate::output::warning(&problem);
         }
     }
     session
@@ -238,17 +234,17 @@ impl ChildJournals for ChildSessions {
             Ok(writer) => {
                 let who = subagent.to_owned();
                 let writer = writer.on_failure(Box::new(move |problem: &str| {
-                    crate::output::err_line(&printable(&format!(
-                        "mecha: warning: subagent `{who}`'s conversation is no longer being \
+                    crate::output::warning(&format!(
+                        "subagent `{who}`'s conversation is no longer being \
                          saved: {problem}"
-                    )));
+                    ));
                 }));
                 Some(Arc::new(writer) as Arc<dyn Journal>)
             }
             Err(e) => {
-                crate::output::err_line(&printable(&format!(
-                    "mecha: warning: subagent `{subagent}`'s conversation is not saved: {e}"
-                )));
+                crate::output::warning(&format!(
+                    "subagent `{subagent}`'s conversation is not saved: {e}"
+                ));
                 None
             }
         }

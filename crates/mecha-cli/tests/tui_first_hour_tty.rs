@@ -144,3 +144,34 @@ async fn a_wrapped_choice_line_keeps_its_indentation() {
     tui.wait_answered("written").await;
     tui.quit().await;
 }
+
+/// The configuration's warnings are on the screen (not written behind it),
+/// and a new conversation in the same screen (`/clear`) does not say them
+/// again.
+#[tokio::test]
+async fn warnings_are_shown_on_the_screen_once_for_all_its_conversations() {
+    if !common::have_setsid() {
+        return;
+    }
+    let mut e = common::env();
+    e.extra_config = "\n[tools]\ndisabled = [\"htp_fetch\"]\n".into();
+    std::fs::write(e.ws.join("mecha.toml"), "[provider]\nmodel = \"x\"\n").unwrap();
+    let mock = MockModel::start(vec![MockReply::text("first"), MockReply::text("second")]).await;
+    let mut tui = Tui::start(&e, &mock, "");
+    tui.wait_written(READY).await;
+    let typo = "[tools] names `htp_fetch`, which is no tool";
+    let project = "[provider] model = \"x\" has no effect";
+    tui.wait_for(typo).await;
+    tui.wait_for(project).await;
+    tui.type_keys(b"hi\r");
+    tui.wait_answered("first").await;
+    tui.type_keys(b"/clear\r");
+    tui.wait_for("a new session").await;
+    tui.type_keys(b"again\r");
+    tui.wait_answered("second").await;
+    let screen = cells(&tui.terminal.screen());
+    for warning in [typo, project] {
+        assert_eq!(screen.matches(warning).count(), 1, "{warning}:\n{screen}");
+    }
+    tui.quit().await;
+}

@@ -98,7 +98,7 @@ fn show(store: &Store, id: &str) -> Result<u8, Failure> {
     let loaded = store.load_salvaging(id).map_err(failure)?;
     crate::output::out(&printable(&transcript(&loaded)));
     for warning in &loaded.warnings {
-        crate::output::err_line(&printable(&format!("mecha: warning: {warning}")));
+        crate::output::warning(warning);
     }
     Ok(0)
 }

@@ -47,7 +47,7 @@ pub fn run(args: SkillsArgs, settings: Settings) -> Result<u8, Failure> {
         crate::output::err_line(&printable(&format!("mecha: {why}")));
     }
     for line in selection.warnings.iter().chain(&size_warning) {
-        crate::output::err_line(&printable(&format!("mecha: warning: {line}")));
+        crate::output::warning(line);
     }
     Ok(u8::from(selection.failed()))
 }

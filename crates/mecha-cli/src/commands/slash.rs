@@ -199,10 +199,15 @@ fn parse(line: &str) -> Option<(&str, Vec<&str>)> {
 
 fn help(front: Front) -> String {
     let mut out = String::from("commands (answered by mecha, not sent to the model):\n");
-    for (name, what, in_chat) in COMMANDS {
-        if front == Front::Tui || *in_chat {
-            out.push_str(&format!("  {name:<16}{what}\n"));
-        }
+    let shown: Vec<_> = COMMANDS
+        .iter()
+        .filter(|(_, _, in_chat)| front == Front::Tui || *in_chat)
+        .collect();
+    // The widest name and two spaces, so a long one never runs into its
+    // description.
+    let width = shown.iter().map(|(name, ..)| name.len()).max().unwrap_or(0) + 2;
+    for (name, what, _) in shown {
+        out.push_str(&format!("  {name:<width$}{what}\n"));
     }
     out.push_str(match front {
         Front::Chat => {
@@ -449,7 +454,19 @@ pub fn compacted(asked: &AskedCompaction) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::parse;
+    use super::{COMMANDS, Front, help, parse};
+
+    #[test]
+    fn help_keeps_a_gap_between_every_command_and_its_description() {
+        let text = help(Front::Tui);
+        for (name, what, _) in COMMANDS {
+            let row = text
+                .lines()
+                .find(|l| l.ends_with(what))
+                .unwrap_or_else(|| panic!("no row for {name}: {text}"));
+            assert!(row.starts_with(&format!("  {name}  ")), "{row:?}");
+        }
+    }
 
     #[test]
     fn commands_are_told_from_prompts_that_start_with_a_path() {

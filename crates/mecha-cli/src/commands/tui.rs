@@ -191,6 +191,9 @@ impl Sessions<'_> {
                 Some(settings) => settings,
                 None => reload()?,
             };
+            for warning in &settings.warnings {
+                output::warning(warning);
+            }
             let strict_sends = settings.block_sends_after_private;
             let start = Start {
                 command: "tui",

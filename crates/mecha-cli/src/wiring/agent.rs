@@ -24,7 +24,6 @@ use crate::config::Settings;
 use crate::hooks::UserHooks;
 use crate::session::{self, ChildSessions};
 use crate::skills::{SkillFlags, level1_warning};
-use crate::terminal::printable;
 
 /// The system prompt: fixed for a workspace, a set of skills and the
 /// project's instructions file, so the cached prefix holds. mecha's own
@@ -280,11 +279,11 @@ async fn wire(
     .await?;
     let block = level1_block(toolbox.carried_skills());
     if let Some(warning) = level1_warning(&block, provider.context_window()) {
-        crate::output::err_line(&format!("mecha: warning: {warning}"));
+        crate::output::warning(&warning);
     }
     let instructions = crate::instructions::find(workspace, &settings.instructions_files);
     if let Some(warning) = instructions.warning() {
-        crate::output::err_line(&printable(&format!("mecha: warning: {warning}")));
+        crate::output::warning(&warning);
     }
     let project_section = instructions.prompt_section();
     let ctx = ToolCtx::new(workspace, settings.turn_budget)

@@ -151,7 +151,7 @@ pub async fn build_toolbox(
     let mut skills = Selection::load(&settings.skills, skills);
     if servers.report {
         for line in skills.report_lines() {
-            crate::output::err_line(&printable(&line));
+            crate::output::once(&printable(&line));
         }
     }
     let mut skill_tool =
@@ -205,15 +205,15 @@ fn warn_unmatched_rules(settings: &Settings, rules: &Rules, registry: &Registry)
     let names: Vec<&str> = registry.names().chain(profile_names(settings)).collect();
     for pattern in rules.unmatched_tools(&names) {
         if of_a_server(settings, pattern) {
-            eprintln!(
-                "mecha: warning: a [[rule]] names `{pattern}`, which its MCP server did not offer"
-            );
+            crate::output::warning(&format!(
+                "a [[rule]] names `{pattern}`, which its MCP server did not offer"
+            ));
         } else {
-            eprintln!(
-                "mecha: warning: a [[rule]] names `{pattern}`, which matches no tool; check the \
-                 spelling (the tools are: {})",
+            crate::output::warning(&format!(
+                "a [[rule]] names `{pattern}`, which matches no tool; check the spelling (the \
+                 tools are: {})",
                 names.join(", ")
-            );
+            ));
         }
     }
 }
@@ -277,8 +277,8 @@ fn check_names(settings: &Settings, flags: &[String], registry: &Registry) -> Re
                 meant(name)
             )
         };
-        crate::output::err_line(&format!(
-            "mecha: warning: [tools.{name}] forces capabilities on `{name}`, which is not \
+        crate::output::warning(&format!(
+            "[tools.{name}] forces capabilities on `{name}`, which is not \
              available: {why}"
         ));
     }
@@ -290,12 +290,12 @@ fn check_names(settings: &Settings, flags: &[String], registry: &Registry) -> Re
         .chain(flags);
     for name in configured.filter(|n| !exists(n)) {
         if of_a_server(name) {
-            crate::output::err_line(&format!(
-                "mecha: warning: `{name}` is not available: its MCP server did not offer it"
+            crate::output::warning(&format!(
+                "`{name}` is not available: its MCP server did not offer it"
             ));
         } else {
-            crate::output::err_line(&format!(
-                "mecha: warning: [tools] names `{name}`, which is no tool; check the \
+            crate::output::warning(&format!(
+                "[tools] names `{name}`, which is no tool; check the \
                  spelling{}",
                 meant(name)
             ));

@@ -68,8 +68,8 @@ impl Protected {
         {
             match canonical_protected(&path) {
                 Ok(canonical) => protected.add(canonical),
-                Err(e) => crate::output::err_line(&format!(
-                    "mecha: warning: cannot protect {} from the file tools: {e}",
+                Err(e) => crate::output::warning(&format!(
+                    "cannot protect {} from the file tools: {e}",
                     path.display()
                 )),
             }

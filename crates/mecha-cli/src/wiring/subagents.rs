@@ -44,8 +44,8 @@ pub(super) fn check_profiles(settings: &Settings, registry: &Registry) -> Result
                 continue;
             }
             if of_a_server(settings, tool) {
-                crate::output::err_line(&format!(
-                    "mecha: warning: [[subagent]] `{name}` lists `{tool}`, which is not \
+                crate::output::warning(&format!(
+                    "[[subagent]] `{name}` lists `{tool}`, which is not \
                      available: its MCP server did not offer it"
                 ));
                 continue;
