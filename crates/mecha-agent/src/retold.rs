@@ -23,6 +23,9 @@ pub enum Retold {
     Prompt(String),
     /// What the loop emitted.
     Event(Event),
+    /// What the user attached at the prompt and no prompt has taken yet
+    /// (each block with its label, as the model will get it).
+    Attached(Vec<String>),
 }
 
 /// The text a person typed, if `message` is a prompt: the first block of
@@ -99,6 +102,21 @@ pub fn retell<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Retold> 
                 tools: tools.clone(),
             })),
             Record::ToolState { .. } => {}
+            Record::Attached { attached } => {
+                // The list as it now stands: it replaces the one recorded
+                // since the last prompt, if any.
+                let since = told
+                    .iter()
+                    .rposition(|t| matches!(t, Retold::Prompt(_)))
+                    .map_or(0, |at| at + 1);
+                if let Some(at) = told[since..]
+                    .iter()
+                    .position(|t| matches!(t, Retold::Attached(_)))
+                {
+                    told.remove(since + at);
+                }
+                told.push(Retold::Attached(attached.clone()));
+            }
         }
     }
     told

@@ -57,7 +57,7 @@ fn prompts(told: &[Retold]) -> Vec<&str> {
     told.iter()
         .filter_map(|t| match t {
             Retold::Prompt(p) => Some(p.as_str()),
-            Retold::Event(_) => None,
+            Retold::Event(_) | Retold::Attached(_) => None,
         })
         .collect()
 }
@@ -181,4 +181,31 @@ fn narrowing_and_taint_are_told() {
         Retold::Event(Event::Narrowed { by, tools }) if by == "deploy" && tools == &["shell"]
     ));
     assert!(matches!(&told[2], Retold::Event(Event::Tainted { taint: t }) if *t == taint));
+}
+
+#[test]
+fn what_waits_for_the_next_prompt_is_told_as_it_last_stood() {
+    let attached = |blocks: &[&str]| Record::Attached {
+        attached: blocks.iter().map(|b| (*b).to_owned()).collect(),
+    };
+    let records = [
+        attached(&["one"]),
+        message(Message::user_text("a prompt")),
+        message(said("ok")),
+        attached(&["two"]),
+        Record::Taint {
+            taint: mecha_core::Taint::default(),
+        },
+        attached(&["two", "three"]),
+    ];
+    let told: Vec<Vec<String>> = retell(&records)
+        .into_iter()
+        .filter_map(|t| match t {
+            Retold::Attached(blocks) => Some(blocks),
+            _ => None,
+        })
+        .collect();
+    // What went with the prompt stays told before it; after it, only the
+    // list as it now stands.
+    assert_eq!(told, [vec!["one"], vec!["two", "three"]]);
 }

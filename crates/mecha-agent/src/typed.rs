@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use mecha_core::{
-    Approver, Call, Decision, FreshReason, Slot, Tool, ToolCall, ToolOutput, run_turn,
+    Approver, Call, Decision, FreshReason, Record, Slot, Tool, ToolCall, ToolOutput, run_turn,
 };
 use serde_json::Value;
 
@@ -147,5 +147,16 @@ impl Agent {
         }
         self.note_changes(session, registry, before, false, events);
         done
+    }
+
+    /// Journals what waits to go with the next prompt (after a
+    /// `!command`), so that leaving before that prompt loses nothing: the
+    /// resumed session sends it then. An `@path` goes with the prompt it is
+    /// in at once, and needs no record of its own.
+    pub fn journal_attached(&self, session: &Session) {
+        self.note(&Record::Attached {
+            attached: session.attached.clone(),
+        });
+        self.sync();
     }
 }

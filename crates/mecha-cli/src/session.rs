@@ -160,6 +160,7 @@ pub fn restore(loaded: &Loaded, registry: &Registry, journal: Option<&dyn Journa
         usage: state.usage,
         turns: state.turns,
         saved: state.tool_states.clone(),
+        attached: state.attached.clone(),
         ..Session::default()
     };
     if let (Some(added), Some(journal)) = (close_dangling_calls(&mut session.messages), journal) {

@@ -130,6 +130,54 @@ async fn chat_runs_a_bang_command_and_attaches_a_mention_as_the_tui_does() {
     assert!(!sent.contains("outside-body"), "{sent}");
 }
 
+/// A `!command` with no prompt after it is kept in the session: left
+/// there, it goes with the first prompt of the resumed chat, and
+/// `sessions show` says it waits.
+#[tokio::test]
+async fn a_bang_command_left_without_a_prompt_goes_with_the_resumed_sessions_next() {
+    let e = common::env();
+    let mock = MockModel::start(vec![MockReply::text("seen")]).await;
+    let left = e
+        .mecha(
+            Api::Anthropic,
+            &mock,
+            "k",
+            "chat",
+            &[],
+            "!echo kept-$((6*7))\n",
+        )
+        .await;
+    assert!(left.status.success(), "{}", stderr(&left));
+    assert!(stdout(&left).contains("kept-42"), "{}", stdout(&left));
+    assert!(mock.requests().is_empty());
+    let id = common::only_session(&e);
+    let shown = e
+        .mecha(Api::Anthropic, &mock, "k", "sessions", &["show", &id], "")
+        .await;
+    assert!(
+        stdout(&shown).contains("waiting for the next prompt")
+            && stdout(&shown).contains("kept-42"),
+        "{}",
+        stdout(&shown)
+    );
+    let resumed = e
+        .mecha(
+            Api::Anthropic,
+            &mock,
+            "k",
+            "chat",
+            &["--continue"],
+            "what did it print?\n",
+        )
+        .await;
+    assert!(resumed.status.success(), "{}", stderr(&resumed));
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 1, "{}", stderr(&resumed));
+    let sent = requests[0].body["messages"].to_string();
+    assert!(sent.contains("kept-42"), "{sent}");
+    assert!(sent.contains("what did it print?"), "{sent}");
+}
+
 /// A hook is told the mode as it is when it runs: after `/mode`, the new
 /// one, not the mode the chat started in.
 #[tokio::test]

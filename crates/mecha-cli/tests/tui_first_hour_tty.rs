@@ -34,14 +34,7 @@ async fn the_first_screen_says_what_to_type_and_leaving_says_how_to_resume() {
     // `quit` checks the exit status is 130.
     let ended = tui.quit().await;
     let left = left_in_scrollback(&ended);
-    let id = std::fs::read_dir(e.home.join("sessions"))
-        .unwrap()
-        .flatten()
-        .find_map(|d| {
-            let name = d.file_name().into_string().unwrap();
-            name.strip_suffix(".jsonl").map(str::to_owned)
-        })
-        .expect("a stored session");
+    let id = common::only_session(&e);
     assert!(
         left.contains(&format!(
             "mecha: to go on with this session: `mecha --resume {id}` (or `mecha --continue`"

@@ -46,6 +46,11 @@ pub enum Record {
     },
     /// A model request finished: its turn number and what it cost.
     Turn { turn: u32, usage: Usage },
+    /// What the user brought in at the prompt (a `!command`'s output) and
+    /// waits to go with their next prompt, as the list now stands; that
+    /// prompt's message takes it. A session left before the prompt (quit,
+    /// `/clear`, a crash) still gives it to the model when resumed.
+    Attached { attached: Vec<String> },
 }
 
 /// Where a session's records go. Appending is one write per record;

@@ -212,7 +212,10 @@ fn recorded(entries: &[Entry]) -> (Vec<Recorded<'_>>, CallNames, u32) {
                 history = vec![None; messages.len()];
             }
             Record::Turn { .. } => turns_done += 1,
-            Record::Taint { .. } | Record::Surface { .. } | Record::ToolState { .. } => {}
+            Record::Taint { .. }
+            | Record::Surface { .. }
+            | Record::ToolState { .. }
+            | Record::Attached { .. } => {}
         }
     }
     let kept = all

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use mecha_core::{Message, Record, Taint, Usage};
+use mecha_core::{Message, Record, Role, Taint, Usage};
 use serde_json::Value;
 
 use crate::Entry;
@@ -27,6 +27,8 @@ pub struct Restored {
     pub turns: u32,
     /// What every recorded turn cost, added up.
     pub usage: Usage,
+    /// What the user attached and no prompt has taken yet.
+    pub attached: Vec<String>,
 }
 
 impl Restored {
@@ -42,6 +44,10 @@ impl Restored {
     fn apply(&mut self, record: &Record) {
         match record {
             Record::Message { message, external } => {
+                // A prompt takes what waited for it.
+                if message.role == Role::User {
+                    self.attached.clear();
+                }
                 self.messages.push(message.clone());
                 self.external.extend(external.iter().cloned());
                 // The taint record of a turn follows its results: a crash
@@ -64,6 +70,7 @@ impl Restored {
                 self.turns = self.turns.max(*turn);
                 self.usage.add(*usage);
             }
+            Record::Attached { attached } => self.attached = attached.clone(),
         }
     }
 }

@@ -79,6 +79,18 @@ pub fn transcript(loaded: &Loaded) -> String {
             Record::ToolState { tool, state } => {
                 let _ = writeln!(out, "--- {tool} saved its state: {state} ---");
             }
+            Record::Attached { attached } => {
+                let _ = writeln!(
+                    out,
+                    "--- waiting for the next prompt, as the user attached it: ---"
+                );
+                for text in attached {
+                    for line in text.lines() {
+                        let _ = writeln!(out, "  {line}");
+                    }
+                }
+                out.push_str("--- end of what waits ---\n");
+            }
             Record::Turn { .. } if markers.values().any(|&t| t == index) => {}
             Record::Turn { turn, usage } => turn_line(&mut out, *turn, usage),
         }

@@ -40,6 +40,9 @@ fn every_record() -> Vec<Record> {
             tokens_after: 100,
         },
         turn(1),
+        Record::Attached {
+            attached: vec!["[mecha: the user ran `ls`]\na.txt".into()],
+        },
     ]
 }
 
@@ -52,7 +55,7 @@ fn every_record_reads_back_as_written() {
     let records: Vec<Record> = loaded.entries.iter().map(|e| e.record.clone()).collect();
     assert_eq!(records, every_record());
     let seqs: Vec<u64> = loaded.entries.iter().map(|e| e.seq).collect();
-    assert_eq!(seqs, (1..=9).collect::<Vec<u64>>());
+    assert_eq!(seqs, (1..=10).collect::<Vec<u64>>());
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
 
     let h = &loaded.header;
@@ -395,6 +398,32 @@ fn replay_applies_rewinds_compactions_and_the_last_of_each_state() {
     let state = t.store.load(writer.id()).unwrap().state;
     let texts: Vec<String> = state.messages.iter().map(Message::text).collect();
     assert_eq!(texts, ["a", "c"]);
+}
+
+#[test]
+fn what_the_user_attached_waits_until_a_prompt_takes_it() {
+    let t = tmp();
+    let attached = |blocks: &[&str]| Record::Attached {
+        attached: blocks.iter().map(|b| (*b).to_owned()).collect(),
+    };
+    let writer = t.create();
+    write_all(
+        &writer,
+        &[
+            attached(&["one"]),
+            attached(&["one", "two"]),
+            user("a prompt takes them"),
+            assistant("ok"),
+            attached(&["three"]),
+        ],
+    );
+    let state = t.store.load(writer.id()).unwrap().state;
+    assert_eq!(state.attached, ["three"]);
+
+    let writer = t.create();
+    write_all(&writer, &[attached(&["one"]), user("taken")]);
+    let state = t.store.load(writer.id()).unwrap().state;
+    assert!(state.attached.is_empty(), "{:?}", state.attached);
 }
 
 #[test]

@@ -184,6 +184,21 @@ impl Transcript {
             match step {
                 Retold::Prompt(text) => self.prompt(&text),
                 Retold::Event(event) => self.apply(&event),
+                Retold::Attached(attached) => {
+                    let what = attached
+                        .iter()
+                        .map(|block| {
+                            let label = block.lines().next().unwrap_or_default();
+                            let label = label.strip_prefix("[mecha: ").unwrap_or(label);
+                            label.split(';').next().unwrap_or(label).to_owned()
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    self.notice(
+                        NoticeKind::Info,
+                        format!("waiting to go with your next prompt:\n{what}"),
+                    );
+                }
             }
         }
         self.interrupted();

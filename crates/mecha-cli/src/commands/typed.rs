@@ -56,6 +56,7 @@ pub async fn run_shell(
         ),
     };
     let ran = agent.run_typed(session, &[call], events).await;
+    agent.journal_attached(session);
     match ran.into_iter().next() {
         Some(Ok(output)) => shown(&output),
         Some(Err(refusal)) => format!("!{command} did not run: {refusal}"),

@@ -115,6 +115,20 @@ impl Env {
     }
 }
 
+/// The id of the one session stored in `e`'s home.
+pub fn only_session(e: &Env) -> String {
+    let ids: Vec<String> = std::fs::read_dir(e.home.join("sessions"))
+        .unwrap()
+        .flatten()
+        .filter_map(|d| {
+            let name = d.file_name().into_string().unwrap();
+            name.strip_suffix(".jsonl").map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(ids.len(), 1, "one stored session: {ids:?}");
+    ids.into_iter().next().unwrap()
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
