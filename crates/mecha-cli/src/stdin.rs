@@ -73,12 +73,12 @@ static EDITOR: OnceLock<Option<LineEditor>> = OnceLock::new();
 /// Reads through the line editor from now on, with history in `history`,
 /// if stdin and stdout are both a terminal (the editor draws on stdout).
 /// Called before the first read, or not at all.
-pub fn edit_at_terminal(history: Option<PathBuf>) {
+pub fn edit_at_terminal(history: Option<PathBuf>, completion: mecha_tui::complete::Completion) {
     EDITOR.get_or_init(|| {
         if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
             return None;
         }
-        match LineEditor::start(history) {
+        match LineEditor::start(history, completion) {
             Ok(editor) => Some(editor),
             Err(e) => {
                 crate::terminal::report(&format!("no line editing, reading plain lines: {e}"));

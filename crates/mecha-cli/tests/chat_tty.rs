@@ -201,6 +201,29 @@ async fn slash_commands_are_answered_by_mecha_and_never_reach_the_model() {
     assert!(mock.requests().is_empty(), "{:?}", mock.requests());
 }
 
+/// Tab completes a `/command` and an `@path` from the workspace, as in the
+/// TUI; nothing outside the workspace is offered.
+#[tokio::test]
+async fn tab_completes_a_command_and_a_mention() {
+    if !common::have_setsid() {
+        return;
+    }
+    let e = common::env();
+    std::fs::write(e.ws.join("notes-for-tab.txt"), "the note's body\n").unwrap();
+    let mock = MockModel::start(vec![MockReply::text("ok")]).await;
+    let mut chat = Chat::start(&e, &mock);
+    chat.type_at(1, b"/too\t\r").await;
+    chat.type_at(2, b"read @notes-f\t\r").await;
+    let request = chat.next_request().await;
+    let sent = request.body["messages"].to_string();
+    assert!(sent.contains("read @notes-for-tab.txt"), "{sent}");
+    assert!(sent.contains("the note's body"), "{sent}");
+    chat.type_at(3, b"/quit\r").await;
+    let (status, screen) = chat.end().await;
+    assert!(status.success(), "{screen}");
+    assert!(screen.contains("tools this run offers"), "{screen}");
+}
+
 #[tokio::test]
 async fn an_unknown_command_lists_the_commands_and_a_path_is_a_prompt() {
     if !common::have_setsid() {

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use mecha_core::Jail;
 
-use crate::editor::Editor;
+use crate::editor::{Editor, last_word_start};
 
 /// The most choices shown under the prompt.
 const SHOWN: usize = 8;
@@ -34,23 +34,12 @@ impl Completion {
     /// prompt (the choices, or that there are none), if any.
     pub fn complete(&self, editor: &mut Editor) -> Option<String> {
         let (start, word) = editor.word_before_cursor();
-        let mut choices: Vec<String> = match word.strip_prefix('@') {
-            Some(path) => self.paths(path),
-            None if start == 0 && word.starts_with('/') => self
-                .commands
-                .iter()
-                .filter(|c| c.starts_with(word))
-                .cloned()
-                .collect(),
-            None => return None,
-        };
-        choices.sort();
         let word = word.to_owned();
+        let choices = self.choices(start, &word)?;
         match choices.as_slice() {
             [] => Some(format!("nothing to complete `{word}` with")),
             [only] => {
-                let space = if only.ends_with('/') { "" } else { " " };
-                editor.replace_before_cursor(start, &format!("{only}{space}"));
+                editor.replace_before_cursor(start, &finished(only));
                 None
             }
             [first, rest @ ..] => {
@@ -65,6 +54,35 @@ impl Completion {
                 Some(line)
             }
         }
+    }
+
+    /// What `before_cursor` (the line up to the cursor) can complete to:
+    /// where its last word starts, and the words it can become, sorted;
+    /// `None` when that word is neither a `/command` at the line's start
+    /// nor an `@path`. For a line editor that does the rest itself (chat).
+    pub fn candidates(&self, before_cursor: &str) -> Option<(usize, Vec<String>)> {
+        let start = last_word_start(before_cursor);
+        let mut choices = self.choices(start, &before_cursor[start..])?;
+        if let [only] = choices.as_mut_slice() {
+            *only = finished(only);
+        }
+        Some((start, choices))
+    }
+
+    /// The words `word`, starting at `start` in the line, can become.
+    fn choices(&self, start: usize, word: &str) -> Option<Vec<String>> {
+        let mut choices: Vec<String> = match word.strip_prefix('@') {
+            Some(path) => self.paths(path),
+            None if start == 0 && word.starts_with('/') => self
+                .commands
+                .iter()
+                .filter(|c| c.starts_with(word))
+                .cloned()
+                .collect(),
+            None => return None,
+        };
+        choices.sort();
+        Some(choices)
     }
 
     /// `@` completions of `partial`: the entries of its directory (in the
@@ -107,6 +125,13 @@ impl Completion {
             })
             .collect()
     }
+}
+
+/// A lone choice as it goes in the line: a space after it, so the next
+/// word can be typed, unless it is a directory to go on into.
+fn finished(only: &str) -> String {
+    let space = if only.ends_with('/') { "" } else { " " };
+    format!("{only}{space}")
 }
 
 /// The longest start `a` and `b` share, on a character boundary.

@@ -188,9 +188,7 @@ impl Editor {
     /// Tab's completion).
     pub fn word_before_cursor(&self) -> (usize, &str) {
         let before = &self.text[..self.cursor];
-        let start = before.rfind(char::is_whitespace).map_or(0, |i| {
-            i + before[i..].chars().next().map_or(1, char::len_utf8)
-        });
+        let start = last_word_start(before);
         (start, &before[start..])
     }
 
@@ -242,3 +240,10 @@ impl Editor {
 #[cfg(test)]
 #[path = "editor_tests.rs"]
 mod tests;
+
+/// Where the last word of `text` starts: after its last whitespace.
+pub(crate) fn last_word_start(text: &str) -> usize {
+    text.rfind(char::is_whitespace).map_or(0, |i| {
+        i + text[i..].chars().next().map_or(1, char::len_utf8)
+    })
+}

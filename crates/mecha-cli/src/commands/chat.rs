@@ -116,7 +116,9 @@ fn converse(chat: &Chat<'_>, session: &mut Session) -> Result<u8, Failure> {
     let history = crate::config::mecha_home()
         .ok()
         .map(|home| home.join(HISTORY_FILE));
-    crate::stdin::edit_at_terminal(history);
+    let completion =
+        mecha_tui::complete::Completion::new(slash::names(Front::Chat), chat.workspace);
+    crate::stdin::edit_at_terminal(history, completion);
     output::err_line(HELP);
     let ended = prompts(chat, session);
     crate::stdin::restore_terminal();

@@ -225,12 +225,13 @@ fn help(front: Front) -> String {
         "A line that starts with ! runs a shell command as you; its output goes to the model \
          with your next prompt. @path in a prompt attaches that workspace file.\n",
     );
-    if front == Front::Tui {
-        out.push_str(
+    out.push_str(match front {
+        Front::Chat => "Tab completes a /command or an @path (twice: lists the choices).\n",
+        Front::Tui => {
             "Tab completes a /command or an @path; Shift-Tab cycles the permission mode (ask, \
-             accept-edits, plan).\n",
-        );
-    }
+             accept-edits, plan).\n"
+        }
+    });
     out
 }
 

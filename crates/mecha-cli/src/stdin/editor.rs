@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
+use mecha_tui::complete::Completion;
 use rustyline::completion::Completer;
 use rustyline::error::ReadlineError;
 use rustyline::highlight::{CmdKind, Highlighter};
@@ -17,8 +18,8 @@ use rustyline::hint::Hinter;
 use rustyline::history::FileHistory;
 use rustyline::validate::Validator;
 use rustyline::{
-    Cmd, ColorMode, ConditionalEventHandler, Config, Editor, Event, EventContext, EventHandler,
-    Helper, KeyEvent, Movement, RepeatCount,
+    Cmd, ColorMode, CompletionType, ConditionalEventHandler, Config, Context, Editor, Event,
+    EventContext, EventHandler, Helper, KeyEvent, Movement, RepeatCount,
 };
 use tokio::sync::oneshot;
 
@@ -50,19 +51,26 @@ pub struct LineEditor {
 }
 
 impl LineEditor {
-    /// Starts the editor, with its history in `history` (`None`: none kept).
-    pub fn start(history: Option<PathBuf>) -> Result<Self, ReadlineError> {
+    /// Starts the editor, with its history in `history` (`None`: none kept)
+    /// and Tab completing from `completion`.
+    pub fn start(history: Option<PathBuf>, completion: Completion) -> Result<Self, ReadlineError> {
         let asking = Arc::new(AtomicBool::new(false));
         let config = Config::builder()
             .max_history_size(HISTORY_ENTRIES)?
             .auto_add_history(false)
             .bracketed_paste(true)
+            // As a shell does: Tab completes what the choices share, a
+            // second Tab lists them.
+            .completion_type(CompletionType::List)
             // The helper's highlight is what escapes the echoed line; it is
             // used only when colours are on.
             .color_mode(ColorMode::Forced)
             .build();
         let mut editor: Editor<Echo, FileHistory> = Editor::with_config(config)?;
-        editor.set_helper(Some(Echo));
+        editor.set_helper(Some(Echo {
+            completion,
+            asking: Arc::clone(&asking),
+        }));
         editor.bind_sequence(
             KeyEvent::ctrl('C'),
             EventHandler::Conditional(Box::new(CtrlC {
@@ -246,9 +254,14 @@ impl ConditionalEventHandler for CtrlC {
     }
 }
 
-/// Shows the line being edited through the terminal escaper: pasted text
-/// can carry control characters the terminal would obey.
-struct Echo;
+/// Shows the line being edited through the terminal escaper (pasted text
+/// can carry control characters the terminal would obey), and completes a
+/// `/command` or an `@path` on Tab, as the TUI does.
+struct Echo {
+    completion: Completion,
+    /// An approval question is being answered: nothing to complete.
+    asking: Arc<AtomicBool>,
+}
 
 impl Highlighter for Echo {
     fn highlight<'l>(&self, line: &'l str, _: usize) -> Cow<'l, str> {
@@ -263,6 +276,18 @@ impl Highlighter for Echo {
 
 impl Completer for Echo {
     type Candidate = String;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _: &Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<String>)> {
+        let found = (!self.asking.load(Ordering::Relaxed))
+            .then(|| self.completion.candidates(&line[..pos]))
+            .flatten();
+        Ok(found.unwrap_or((pos, Vec::new())))
+    }
 }
 impl Hinter for Echo {
     type Hint = String;
