@@ -124,6 +124,56 @@ async fn prompts_typed_during_a_turn_are_queued_and_sent_in_order_after_it() {
     assert_eq!(prompt_in(&mock, 3), "third");
 }
 
+/// A queued `/resume` opens its list when the turn ends, and the prompt
+/// queued behind it waits for the list to close instead of going to the
+/// conversation the user is about to leave.
+#[tokio::test]
+async fn a_prompt_queued_behind_a_list_waits_until_the_list_closes() {
+    if !common::have_setsid() {
+        return;
+    }
+    let e = common::env();
+    let shell =
+        serde_json::json!({"command": "touch started; while [ ! -e go ]; do sleep 0.05; done"});
+    let mock = MockModel::start(vec![
+        MockReply::text("an earlier session"),
+        common::tool_turn(&[("shell", shell)]),
+        MockReply::text("first done"),
+        MockReply::text("after the list"),
+    ])
+    .await;
+    // A session of this workspace for `/resume` to list.
+    let earlier = e
+        .run(common::Api::Anthropic, &mock, "k", &["earlier"])
+        .await;
+    assert!(earlier.status.success(), "{}", common::stderr(&earlier));
+    let mut tui = Tui::start(&e, &mock, "--yes");
+    tui.wait_written(READY).await;
+    tui.type_keys(b"first\r");
+    wait_for_file(&e.ws.join("started")).await;
+    tui.type_keys(b"/resume\r");
+    tui.type_keys(b"later\r");
+    tui.wait_for("  › later").await;
+    std::fs::write(e.ws.join("go"), "").unwrap();
+    tui.wait_answered("first done").await;
+    tui.wait_for("first").await;
+    tui.terminal
+        .wait_until("the list of sessions", |s| {
+            common::tui::cells(s).contains("Esc closes")
+        })
+        .await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(
+        mock.requests().len(),
+        3,
+        "nothing sent while the list is open"
+    );
+    tui.type_keys(b"\x1b");
+    tui.wait_answered("after the list").await;
+    assert_eq!(prompt_in(&mock, 3), "later");
+    tui.quit().await;
+}
+
 /// Ctrl-G writes the prompt in `$VISUAL`: what the file holds after is
 /// the prompt; an editor that fails says so and the prompt stays.
 #[tokio::test]

@@ -168,9 +168,14 @@ impl App {
         }
     }
 
-    /// After a turn that ended well: the next queued prompt, sent as if
-    /// entered now.
+    /// Between turns: the next queued prompt, sent as if entered now. Not
+    /// while a list is open (a queued `/resume` opened it): the prompt
+    /// waits until the user has picked or closed it, so it goes to the
+    /// conversation they chose.
     pub fn next_queued(&mut self) -> Option<String> {
+        if self.busy || self.picking.is_some() {
+            return None;
+        }
         let prompt = self.prompts.take_first()?;
         self.send(prompt.clone());
         Some(prompt)

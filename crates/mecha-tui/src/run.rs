@@ -97,11 +97,13 @@ pub async fn drive<B: Backend, C: Conversation>(
         app.send(prompt.clone());
     });
     loop {
+        if next.is_none() {
+            next = app.next_queued();
+        }
         if let Some(prompt) = next.take() {
             if let Some(exit) = turn(terminal, app, conversation, inputs, &prompt).await? {
                 return Ok(exit);
             }
-            next = app.next_queued();
             continue;
         }
         draw(terminal, app)?;
