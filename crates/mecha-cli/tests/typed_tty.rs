@@ -2,7 +2,8 @@
 //! command run as the user, through the gate, confined by the sandbox,
 //! counted in the taint, its output given to the model with the next
 //! prompt), `@path` mentions (a workspace file attached through the jail,
-//! as private data, within the budget) and Tab completion.
+//! as private data, within the budget), Tab completion, and a prompt wider
+//! than the screen, which wraps.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -232,4 +233,23 @@ async fn tab_completes_commands_and_workspace_paths() {
     tui.quit().await;
     assert!(screen.contains("› read @src/main.rs"), "{screen}");
     assert!(sent(&mock, 0).contains("fn main() {}"));
+}
+
+#[tokio::test]
+async fn a_prompt_wider_than_the_screen_wraps_so_its_end_stays_in_sight() {
+    if !common::have_setsid() {
+        return;
+    }
+    let e = common::env();
+    let mock = MockModel::start(vec![MockReply::text("seen")]).await;
+    let mut tui = Tui::start(&e, &mock, "tui");
+    tui.wait_written(READY).await;
+    // 150 characters on a 100-column screen, the last words past its edge.
+    let prompt = format!("{} the-very-end", "x".repeat(136));
+    tui.type_keys(prompt.as_bytes());
+    tui.wait_for("the-very-end").await;
+    tui.type_keys(b"\r");
+    tui.wait_answered("seen").await;
+    tui.quit().await;
+    assert!(sent(&mock, 0).contains(&prompt));
 }

@@ -127,7 +127,9 @@ impl AskUserModal {
     /// the whole question, the answer and the keys.
     pub fn height(&mut self, theme: Theme, width: u16) -> u16 {
         self.rows = usize::from(frame::rows(self.lines(), width));
-        let below = self.input.height() + frame::rows(vec![Self::help(theme)], width) + 2;
+        let below = self.input.height(frame::inner_width(width))
+            + frame::rows(vec![Self::help(theme)], width)
+            + 2;
         u16::try_from(self.rows)
             .unwrap_or(u16::MAX)
             .saturating_add(below)
@@ -145,7 +147,7 @@ impl AskUserModal {
         };
         let help = Self::help(theme);
         let help_rows = frame::rows(vec![help.clone()], area.width);
-        let input_rows = self.input.height();
+        let input_rows = self.input.height(frame::inner_width(area.width));
         let inner = frame::open(area, self.title.clone(), buf);
         let [question, note, input, foot] = Layout::vertical([
             Constraint::Fill(1),

@@ -199,34 +199,40 @@ impl Editor {
         self.cursor = start + with.len();
     }
 
-    /// Rows the editor wants: its lines, up to [`MAX_LINES`].
-    pub fn height(&self) -> u16 {
-        let lines = self.text.split('\n').count();
-        u16::try_from(lines).unwrap_or(MAX_LINES).min(MAX_LINES)
+    /// Rows the editor wants at `width` columns: its lines as they wrap,
+    /// up to [`MAX_LINES`].
+    pub fn height(&self, width: u16) -> u16 {
+        let rows = self.rows(width).len();
+        u16::try_from(rows).unwrap_or(MAX_LINES).min(MAX_LINES)
     }
 
-    /// Draws the prompt, scrolled so the cursor's line shows; returns where
-    /// the terminal's cursor goes.
+    /// Draws the prompt, its long lines wrapped, scrolled so the cursor's
+    /// row shows; returns where the terminal's cursor goes.
     pub fn render(&self, theme: Theme, area: Rect, buf: &mut Buffer) -> Position {
-        let row = self.text[..self.cursor].matches('\n').count();
+        let rows = self.rows(area.width);
+        // The cursor sits on the last row that starts at or before it, so
+        // at a wrap it is at the start of the next row, not past the end
+        // of this one.
+        let row = rows
+            .iter()
+            .rposition(|r| r.start <= self.cursor)
+            .unwrap_or(0);
         let top = row.saturating_sub(usize::from(area.height.saturating_sub(1)));
-        let lines: Vec<Line<'_>> = self
-            .text
-            .split('\n')
-            .enumerate()
+        let lines: Vec<Line<'_>> = rows
+            .iter()
             .skip(top)
             .take(usize::from(area.height))
-            .map(|(i, line)| {
-                let mark = if i == 0 { "› " } else { "  " };
+            .map(|r| {
+                let mark = if r.start == 0 { "› " } else { "  " };
                 Line::from(vec![
                     Span::styled(mark, theme.prompt()),
-                    Span::raw(escape::line(line)),
+                    Span::raw(escape::line(&self.text[r.start..r.end])),
                 ])
             })
             .collect();
         Paragraph::new(lines).render(area, buf);
-        let before = escape::line(&self.text[self.line_start()..self.cursor]);
-        let column = 2 + Span::raw(before).width();
+        let start = rows.get(row).map_or(0, |r| r.start);
+        let column = MARK + Span::raw(escape::line(&self.text[start..self.cursor])).width();
         Position {
             x: area.x
                 + u16::try_from(column)
@@ -235,6 +241,66 @@ impl Editor {
             y: area.y + u16::try_from(row - top).unwrap_or(0),
         }
     }
+
+    /// The text cut into the rows it takes at `width` columns: each line
+    /// on its own rows, wrapped at a character when it is wider than what
+    /// is left beside the mark (a prompt is not prose; a path or a command
+    /// line cut at a space would read no better).
+    fn rows(&self, width: u16) -> Vec<Row> {
+        let room = usize::from(width).saturating_sub(MARK).max(1);
+        let mut rows = Vec::new();
+        let mut line_start = 0;
+        for line in self.text.split('\n') {
+            let mut row = Row {
+                start: line_start,
+                end: line_start,
+            };
+            let mut used = 0;
+            let mut previous = 0;
+            for (i, c) in line.char_indices() {
+                let end = i + c.len_utf8();
+                // Escaping looks at the character before (a variation
+                // selector after a plain letter), so a character's width is
+                // what it adds to the one before it.
+                let cell = Span::raw(escape::line(&line[previous..end]))
+                    .width()
+                    .saturating_sub(Span::raw(escape::line(&line[previous..i])).width());
+                if used + cell > room && used > 0 {
+                    rows.push(row);
+                    row = Row {
+                        start: line_start + i,
+                        end: line_start + i,
+                    };
+                    used = 0;
+                }
+                used += cell;
+                row.end = line_start + end;
+                previous = i;
+            }
+            let full = used >= room;
+            rows.push(row);
+            // A cursor after a full row goes on the row below, as the next
+            // character will, not on the row's last cell.
+            if full && self.cursor == row.end {
+                rows.push(Row {
+                    start: row.end,
+                    end: row.end,
+                });
+            }
+            line_start += line.len() + 1;
+        }
+        rows
+    }
+}
+
+/// The columns the prompt mark (`› `) and the indent under it take.
+const MARK: usize = 2;
+
+/// One row of the prompt on screen: a byte range of its text.
+#[derive(Debug, Clone, Copy)]
+struct Row {
+    start: usize,
+    end: usize,
 }
 
 #[cfg(test)]

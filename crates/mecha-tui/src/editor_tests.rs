@@ -89,3 +89,65 @@ fn editing_respects_multibyte_characters() {
     typed(&mut e, "→");
     assert_eq!(e.text(), "h→é");
 }
+
+/// The editor drawn at `width` columns and as many rows as it wants: its
+/// rows as text, and where the cursor is.
+fn drawn(e: &Editor, width: u16) -> (Vec<String>, Position) {
+    let height = e.height(width);
+    let mut buf = Buffer::empty(Rect::new(0, 0, width, height));
+    let cursor = e.render(Theme::new(false), buf.area, &mut buf);
+    let rows = (0..height)
+        .map(|y| {
+            let mut row = String::new();
+            let mut x = 0;
+            while x < width {
+                let symbol = buf[(x, y)].symbol();
+                row.push_str(symbol);
+                // A wide character covers the cell after it too.
+                x += unicode_width::UnicodeWidthStr::width(symbol).max(1) as u16;
+            }
+            row.trim_end().to_string()
+        })
+        .collect();
+    (rows, cursor)
+}
+
+#[test]
+fn a_line_wider_than_the_screen_wraps_and_its_end_stays_in_sight() {
+    let mut e = Editor::new();
+    typed(&mut e, "abcdefghijklmnop");
+    let (rows, cursor) = drawn(&e, 8);
+    assert_eq!(rows, ["› abcdef", "  ghijkl", "  mnop"]);
+    assert_eq!(cursor, Position { x: 6, y: 2 }, "after the p");
+    e.key(key(KeyCode::Home));
+    for _ in 0..6 {
+        e.key(key(KeyCode::Right));
+    }
+    assert_eq!(drawn(&e, 8).1, Position { x: 2, y: 1 }, "before the g");
+}
+
+#[test]
+fn a_full_row_puts_the_cursor_on_the_row_below() {
+    let mut e = Editor::new();
+    typed(&mut e, "abcdef");
+    let (rows, cursor) = drawn(&e, 8);
+    assert_eq!(rows, ["› abcdef", ""]);
+    assert_eq!(cursor, Position { x: 2, y: 1 });
+}
+
+#[test]
+fn wide_characters_wrap_by_their_cells_and_the_height_is_capped() {
+    let mut e = Editor::new();
+    typed(&mut e, "漢字漢字");
+    assert_eq!(drawn(&e, 7).0, ["› 漢字", "  漢字"], "two cells each");
+    e.clear();
+    typed(&mut e, &"x".repeat(200));
+    assert_eq!(e.height(10), MAX_LINES);
+    let (rows, cursor) = drawn(&e, 10);
+    assert_eq!(
+        cursor.y,
+        MAX_LINES - 1,
+        "the cursor's row is the last shown"
+    );
+    assert_eq!(rows[0], "  xxxxxxxx", "scrolled past the first row");
+}

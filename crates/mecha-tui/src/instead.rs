@@ -47,9 +47,9 @@ impl Instead {
         Line::styled(ASKED, theme.warn())
     }
 
-    /// Rows the input wants.
-    pub fn height(&self) -> u16 {
-        self.input.height()
+    /// Rows the input wants at `width` columns.
+    pub fn height(&self, width: u16) -> u16 {
+        self.input.height(width)
     }
 
     /// Draws the input; where the terminal's cursor goes.

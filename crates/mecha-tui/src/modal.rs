@@ -131,11 +131,14 @@ impl Approval {
         let footer = frame::rows(self.footer(theme, false, width), width);
         u16::try_from(rows)
             .unwrap_or(u16::MAX)
-            .saturating_add(footer + self.instead_rows() + 2)
+            .saturating_add(footer + self.instead_rows(width) + 2)
     }
 
-    fn instead_rows(&self) -> u16 {
-        self.instead.as_ref().map_or(0, Instead::height)
+    fn instead_rows(&self, width: u16) -> u16 {
+        let inner = frame::inner_width(width);
+        self.instead
+            .as_ref()
+            .map_or(0, |instead| instead.height(inner))
     }
 
     /// Draws the modal as a box filling `area`; where the terminal's
@@ -158,7 +161,7 @@ impl Approval {
         let [body, foot, typed] = Layout::vertical([
             Constraint::Fill(1),
             Constraint::Length(footer_rows.min(inner.height)),
-            Constraint::Length(self.instead_rows()),
+            Constraint::Length(self.instead_rows(area.width)),
         ])
         .areas(inner);
         self.scroll.shown(usize::from(body.height), rows);

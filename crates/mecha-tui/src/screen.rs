@@ -52,7 +52,7 @@ pub struct View<'a> {
 /// Draws one frame.
 pub fn draw(frame: &mut Frame<'_>, mut view: View<'_>) {
     let area = frame.area();
-    let editor_rows = view.editor.height();
+    let editor_rows = view.editor.height(area.width);
     let queued_rows = view.queued.height();
     // The rows above the prompt, which the transcript and a box share.
     let above = area.height.saturating_sub(editor_rows + queued_rows + 1);
