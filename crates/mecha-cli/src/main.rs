@@ -142,6 +142,13 @@ impl From<config::ConfigError> for Failure {
 }
 
 fn main() -> ExitCode {
+    // Inside a sandbox with `allow_hosts`, this binary is the bridge to the
+    // proxy, and nothing of the CLI runs.
+    let mut args = std::env::args_os();
+    if args.nth(1).is_some_and(|a| a == mecha_sandbox::BRIDGE_ARG) {
+        let code = mecha_sandbox::run_bridge(args.collect());
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     keep_inherited_descriptors_from_children();
     hide_environment();
     init_logging();

@@ -227,6 +227,7 @@ mod tests {
             Some(Confinement {
                 backend: "bwrap".into(),
                 network: false,
+                allowed_hosts: 0,
             })
         }
         fn resource_group(&self) -> Option<&str> {

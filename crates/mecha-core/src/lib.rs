@@ -24,6 +24,7 @@ mod image;
 mod jail;
 mod journal;
 mod mode;
+pub mod net;
 mod order;
 mod output;
 mod panic_cleanup;

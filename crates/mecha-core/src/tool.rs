@@ -33,19 +33,29 @@ pub fn parse_url(raw: &str) -> Result<Url, url::ParseError> {
 
 /// Where a tool's calls run when a sandbox confines them, for the person
 /// asked and the activity line: which backend, and whether the network is
-/// reachable from inside.
+/// reachable from inside (all of it, or only the `allow_hosts`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Confinement {
     pub backend: String,
+    /// The whole network.
     pub network: bool,
+    /// How many `allow_hosts` entries the proxy lets through; 0 when the
+    /// command has all of the network or none of it.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub allowed_hosts: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl fmt::Display for Confinement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let network = if self.network {
-            "network on"
-        } else {
-            "no network"
+        let network = match (self.network, self.allowed_hosts) {
+            (true, _) => "network on".to_owned(),
+            (false, 0) => "no network".to_owned(),
+            (false, 1) => "network: 1 host".to_owned(),
+            (false, n) => format!("network: {n} hosts"),
         };
         write!(f, "confined: {}, {network}", self.backend)
     }

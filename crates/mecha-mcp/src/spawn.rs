@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use mecha_core::{ProcessGroup, spawn_group};
-use mecha_sandbox::{Job, Lease, SYSTEM_PATH, Sandbox};
+use mecha_sandbox::{Job, Lease, Network, SYSTEM_PATH, Sandbox};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
@@ -92,12 +92,16 @@ impl SpawnOptions {
         self
     }
 
-    /// The sandbox confining `config`'s server and whether it gets the
-    /// network (its own `network`, else the global switch); `None` when it
-    /// runs unconfined.
-    pub(crate) fn confinement(&self, config: &McpServerConfig) -> Option<(&Sandbox, bool)> {
+    /// The sandbox confining `config`'s server and what of the network it
+    /// gets (its own `network`, else the `[sandbox]` section's: the switch
+    /// or the allowlist); `None` when it runs unconfined.
+    pub(crate) fn confinement(&self, config: &McpServerConfig) -> Option<(&Sandbox, Network)> {
         let sandbox = self.sandbox.as_ref().filter(|_| config.sandbox)?;
-        Some((sandbox, config.network.unwrap_or(sandbox.network())))
+        let network = match config.network {
+            Some(on) => Network::from(on),
+            None => sandbox.network().clone(),
+        };
+        Some((sandbox, network))
     }
 
     /// [`Self::confinement`] in the words of a tool's
@@ -106,7 +110,11 @@ impl SpawnOptions {
         let (sandbox, network) = self.confinement(config)?;
         Some(mecha_core::Confinement {
             backend: sandbox.kind().as_str().to_owned(),
-            network,
+            network: network == Network::Full,
+            allowed_hosts: match &network {
+                Network::Hosts(list) => list.len(),
+                _ => 0,
+            },
         })
     }
 

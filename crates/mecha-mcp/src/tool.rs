@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use mecha_core::{Capabilities, Egress, Tool, ToolCtx, ToolOutput};
-use mecha_sandbox::Sandbox;
+use mecha_sandbox::{Network, Sandbox};
 use serde_json::{Map, Value, json};
 
 use crate::config::McpServerConfig;
@@ -64,7 +64,7 @@ pub(crate) fn build_specs(
     config: &McpServerConfig,
     listed: &[Value],
     offers_resources: bool,
-    confinement: Option<(&Sandbox, bool)>,
+    confinement: Option<(&Sandbox, Network)>,
 ) -> Vec<ToolSpec> {
     let mut specs = listed_specs(config, listed, confinement);
     let reader = format!("{}__{READER_SUFFIX}", config.name);
@@ -105,7 +105,7 @@ fn reader_spec(config: &McpServerConfig, name: String) -> ToolSpec {
 fn listed_specs(
     config: &McpServerConfig,
     listed: &[Value],
-    confinement: Option<(&Sandbox, bool)>,
+    confinement: Option<(&Sandbox, Network)>,
 ) -> Vec<ToolSpec> {
     let named: Vec<(&str, &Value)> = listed
         .iter()
@@ -122,6 +122,9 @@ fn listed_specs(
         .into_iter()
         .filter_map(|(raw, name)| {
             let (_, tool) = named.iter().find(|(n, _)| *n == raw)?;
+            let confinement = confinement
+                .as_ref()
+                .map(|(sandbox, network)| (*sandbox, network));
             Some(spec(config, raw, name, tool, confinement))
         })
         .collect()
@@ -132,7 +135,7 @@ fn spec(
     raw_name: String,
     name: String,
     tool: &Value,
-    confinement: Option<(&Sandbox, bool)>,
+    confinement: Option<(&Sandbox, &Network)>,
 ) -> ToolSpec {
     let annotations = tool.get("annotations");
     // A hint counts only when the server says `true`: an unannotated tool is
@@ -149,9 +152,10 @@ fn spec(
     let capabilities = Capabilities {
         private_data: true,
         untrusted_input: open_world,
-        // `Chosen`, never `Blind`: a remote tool's input schema is the
-        // server's to write, so nothing local can prove it holds no
-        // destination.
+        // `Chosen`: a remote tool's input schema is the server's to write,
+        // so nothing local can prove it holds no destination. Only a
+        // sandbox that fixes the destinations (`allow_hosts`) makes it
+        // `Blind`, and one without network makes it `None`.
         egress: match (open_world, confinement) {
             (false, _) => Egress::None,
             (true, None) => Egress::Chosen,

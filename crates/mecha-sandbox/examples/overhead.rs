@@ -59,7 +59,7 @@ async fn main() {
             args: &args,
             workspace: ws.path(),
             env,
-            network: false,
+            network: mecha_sandbox::Network::None,
             read_only: &[],
         };
         let mut run = sandbox.confine(job).unwrap();

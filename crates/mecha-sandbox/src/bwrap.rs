@@ -13,10 +13,11 @@ use std::path::{Path, PathBuf};
 
 use command_fds::{CommandFdExt, FdMapping};
 
+use crate::allow::{self, BRIDGE_ARG, BRIDGE_INSIDE, SOCKET_INSIDE};
 use crate::prepare::{Prepared, prepare};
 use crate::protect::{self, Mount};
 use crate::seccomp::Filters;
-use crate::{Confined, HostEnv, Job, SYSTEM_DIRS, SandboxError};
+use crate::{Confined, HostEnv, Job, Network, SYSTEM_DIRS, SandboxError};
 
 /// The host paths one job's mounts are made of.
 struct JobPaths<'a> {
@@ -27,6 +28,9 @@ struct JobPaths<'a> {
     readable: &'a [PathBuf],
     writable: &'a [PathBuf],
     protected: &'a [Mount],
+    /// With `allow_hosts`: the bridge's program and the proxy's socket on
+    /// the host, bound in at their fixed places.
+    bridge: Option<(&'a Path, &'a Path)>,
 }
 
 #[derive(Debug)]
@@ -103,20 +107,36 @@ impl Bwrap {
             host_workspace: host_ws,
             protected,
             tmp,
-            lease,
+            mut lease,
         } = prepare(job, readable, writable, host)?;
-        let seccomp = self.filters.fd(job.network)?;
+        let full = job.network == Network::Full;
+        let seccomp = self.filters.fd(full)?;
         let fd = seccomp.as_raw_fd();
+        let mut env = job.env.clone();
+        if let Network::Hosts(list) = &job.network {
+            // The run stops rather than go on without the enforcement.
+            let proxy = allow::start_proxy(list)
+                .map_err(|e| fail(format!("the allow_hosts proxy could not start: {e}")))?;
+            allow::proxy_env(&mut env);
+            lease.proxy = Some(proxy);
+        }
+        let socket = lease.proxy.as_ref().map(|p| p.socket().to_owned());
+        let bridge = match (&socket, &host.bridge) {
+            (Some(socket), Some(exe)) => Some((exe.as_path(), socket.as_path())),
+            (Some(_), None) => return Err(fail("there is no bridge for allow_hosts".into())),
+            _ => None,
+        };
         let paths = JobPaths {
             workspace: &host_ws,
             tmp: &tmp,
             readable,
             writable,
             protected: &protected,
+            bridge,
         };
         let args = self.args(job, &paths, fd);
         let mut command = tokio::process::Command::new(&self.program);
-        command.args(args).env_clear().envs(&job.env);
+        command.args(args).env_clear().envs(&env);
         // The descriptor keeps its number in the child, so nothing there
         // is moved or closed to make room for it.
         command
@@ -129,7 +149,7 @@ impl Bwrap {
     }
 
     fn args(&self, job: &Job<'_>, paths: &JobPaths<'_>, seccomp_fd: RawFd) -> Vec<OsString> {
-        let mut args = self.base_args(job.network, seccomp_fd);
+        let mut args = self.base_args(job.network == Network::Full, seccomp_fd);
         let mut bind = |flag: &str, source: &Path, dest: &Path| {
             args.extend([flag.into(), source.into(), dest.into()]);
         };
@@ -147,12 +167,15 @@ impl Bwrap {
                 Mount::ReadOnly { source, dest } => bind("--ro-bind", source, dest),
             }
         }
-        args.extend([
-            "--chdir".into(),
-            job.workspace.into(),
-            "--".into(),
-            job.program.into(),
-        ]);
+        if let Some((exe, socket)) = paths.bridge {
+            bind("--ro-bind", exe, Path::new(BRIDGE_INSIDE));
+            bind("--bind", socket, Path::new(SOCKET_INSIDE));
+        }
+        args.extend(["--chdir".into(), job.workspace.into(), "--".into()]);
+        if paths.bridge.is_some() {
+            args.extend([BRIDGE_INSIDE, BRIDGE_ARG, SOCKET_INSIDE, "--"].map(OsString::from));
+        }
+        args.push(job.program.into());
         args.extend(job.args.iter().cloned());
         args
     }
@@ -222,13 +245,17 @@ mod tests {
     }
 
     fn argv(network: bool) -> Vec<String> {
+        argv_bridged(network, None)
+    }
+
+    fn argv_bridged(network: bool, bridge: Option<(&Path, &Path)>) -> Vec<String> {
         let args = [OsString::from("-c"), OsString::from("true")];
         let job = Job {
             program: OsStr::new("bash"),
             args: &args,
             workspace: Path::new("/ws"),
             env: BTreeMap::new(),
-            network,
+            network: network.into(),
             read_only: &[],
         };
         let protected = [
@@ -247,12 +274,46 @@ mod tests {
             readable: &["/r".into()],
             writable: &["/w".into()],
             protected: &protected,
+            bridge,
         };
         bwrap()
             .args(&job, &paths, 7)
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect()
+    }
+
+    #[test]
+    fn an_allowlisted_job_runs_under_the_bridge_with_no_network_of_its_own() {
+        let bridge = (
+            Path::new("/opt/mecha"),
+            Path::new("/tmp/mecha-proxy-1/proxy.sock"),
+        );
+        let argv = argv_bridged(false, Some(bridge));
+        at(&argv, &["--ro-bind", "/opt/mecha", "/run/mecha/bridge"]);
+        at(
+            &argv,
+            &[
+                "--bind",
+                "/tmp/mecha-proxy-1/proxy.sock",
+                "/run/mecha/proxy.sock",
+            ],
+        );
+        at(
+            &argv,
+            &[
+                "--",
+                "/run/mecha/bridge",
+                "__sandbox-bridge",
+                "/run/mecha/proxy.sock",
+                "--",
+                "bash",
+                "-c",
+                "true",
+            ],
+        );
+        assert!(!argv.contains(&"--share-net".to_owned()));
+        assert!(!argv.contains(&"/run/r".to_owned()), "no DNS");
     }
 
     fn at(argv: &[String], seq: &[&str]) -> usize {

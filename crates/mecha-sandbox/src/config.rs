@@ -42,6 +42,11 @@ pub struct SandboxConfig {
     /// off is what makes a confined shell unable to send.
     #[serde(default)]
     pub network: bool,
+    /// The only hosts confined commands reach, through mecha's proxy
+    /// (`name`, `*.name`, an IP literal, each with an optional `:PORT`).
+    /// Exclusive with `network`; empty means no network.
+    #[serde(default)]
+    pub allow_hosts: Vec<String>,
     /// The container image (docker only).
     pub image: Option<String>,
 }

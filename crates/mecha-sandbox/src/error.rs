@@ -75,6 +75,13 @@ pub enum SandboxError {
         path.display()
     )]
     UnreadableGitConfig { path: PathBuf, reason: String },
+    #[error(
+        "[sandbox] sets both network = true and allow_hosts; network = true gives every host, \
+         allow_hosts only those listed: keep the one you mean"
+    )]
+    NetworkAndHosts,
+    #[error("[sandbox] allow_hosts: {reason}")]
+    AllowHosts { reason: String },
     #[error("the sandbox could not confine `{program}`: {reason}")]
     Confine { program: String, reason: String },
     #[error(

@@ -7,7 +7,8 @@
 //! MCP server) so that it sees the system directories read-only, the
 //! workspace it is given read-write (its git hooks and config read-only,
 //! even when they do not exist yet, and its mecha.toml), the configured
-//! extra paths, and no network unless the job asks for it, under a seccomp
+//! extra paths, and no network unless the job asks for it (all of it, or
+//! only the `allow_hosts` through mecha's proxy: allow/), under a seccomp
 //! filter as a second layer. [`Sandbox::egress`] is the one place
 //! that says what confinement does to a tool's capabilities.
 //!
@@ -18,6 +19,7 @@
 //! each job's container after it), and it holds no secrets: the
 //! environment inside is exactly the one the caller hands over.
 
+mod allow;
 mod bwrap;
 mod config;
 mod docker;
@@ -38,6 +40,7 @@ use std::sync::Arc;
 
 use mecha_core::Egress;
 
+pub use allow::{Allowlist, BRIDGE_ARG, run_bridge};
 pub use config::{SandboxConfig, SandboxKind};
 pub use error::SandboxError;
 
@@ -64,6 +67,11 @@ pub struct HostEnv {
     /// made, for every mecha process's later sweeps; `None` keeps that
     /// record in this process only.
     pub records: Option<PathBuf>,
+    /// mecha's own executable, which runs inside the sandbox as the bridge
+    /// to the `allow_hosts` proxy (it is started with [`BRIDGE_ARG`] and
+    /// calls [`run_bridge`]); `None` where there is none, and then
+    /// `allow_hosts` cannot be honoured.
+    pub bridge: Option<PathBuf>,
 }
 
 impl HostEnv {
@@ -75,6 +83,15 @@ impl HostEnv {
                 .filter(|h| !h.is_empty())
                 .map(PathBuf::from),
             records: None,
+            bridge: None,
+        }
+    }
+
+    /// With this process's own executable as the allowlist bridge.
+    pub fn bridged_by_this_executable(self) -> Self {
+        Self {
+            bridge: std::env::current_exe().ok(),
+            ..self
         }
     }
 
@@ -99,13 +116,45 @@ pub struct Job<'a> {
     /// The whole environment inside, exactly; nothing of mecha's own
     /// environment is added.
     pub env: BTreeMap<OsString, OsString>,
-    /// Whether this program reaches the network.
-    pub network: bool,
+    /// What of the network this program reaches.
+    pub network: Network,
     /// Host paths the caller keeps from every writer (mecha's own home,
     /// the MCP servers files it reads): re-bound read-only wherever the
     /// job could otherwise write them (under the workspace or a `writable`
     /// path). Canonical, as `ToolCtx::protected` holds them.
     pub read_only: &'a [PathBuf],
+}
+
+/// What of the network a confined program reaches.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Network {
+    /// Nothing: a network namespace with only its own loopback.
+    #[default]
+    None,
+    /// Only these hosts, through mecha's proxy; nothing else leaves.
+    Hosts(Arc<Allowlist>),
+    /// The host's network, all of it.
+    Full,
+}
+
+impl From<bool> for Network {
+    /// `network = true` or `false`.
+    fn from(on: bool) -> Self {
+        if on { Network::Full } else { Network::None }
+    }
+}
+
+impl Network {
+    /// For a status line or a box: `no network`, `network: 2 hosts`,
+    /// `network on`.
+    pub fn describe(&self) -> String {
+        match self {
+            Network::None => "no network".into(),
+            Network::Hosts(list) if list.len() == 1 => "network: 1 host".into(),
+            Network::Hosts(list) => format!("network: {} hosts", list.len()),
+            Network::Full => "network on".into(),
+        }
+    }
 }
 
 /// A confined program, ready to be given stdio and spawned.
@@ -129,6 +178,8 @@ pub struct Lease {
     baseline: sweep::Baseline,
     /// The job's private `/tmp`, where the backend gives it one.
     scratch: Option<scratch::Scratch>,
+    /// The `allow_hosts` proxy the job's connections go through.
+    proxy: Option<allow::Proxy>,
 }
 
 impl Lease {
@@ -150,6 +201,16 @@ impl Lease {
         self.baseline.sweep()
     }
 
+    /// Where the job's connections went through the `allow_hosts` proxy:
+    /// a sentence per refused destination, then one naming those reached.
+    /// Empty without a proxy, or when nothing was asked of it.
+    pub fn network_report(&self) -> Vec<String> {
+        self.proxy
+            .as_ref()
+            .map(allow::Proxy::report)
+            .unwrap_or_default()
+    }
+
     /// For a program that is done (exited, or its process killed): ends
     /// whatever of it may still run, then sweeps, and says what it left in
     /// its private `/tmp` (which goes with the lease). With bwrap nothing
@@ -160,6 +221,7 @@ impl Lease {
     pub fn finish(mut self) -> Finished {
         drop(self.stop.take());
         Finished {
+            network: self.network_report(),
             undone: self.sweep(),
             left_in_tmp: self
                 .scratch
@@ -214,6 +276,9 @@ pub fn wait_for_background_sweeps(limit: std::time::Duration) {
 /// What [`Lease::finish`] found once a one-off program was done.
 #[derive(Debug, Default)]
 pub struct Finished {
+    /// What the `allow_hosts` proxy refused and let through
+    /// ([`Lease::network_report`]).
+    pub network: Vec<String>,
     /// What the sweep undid, one sentence each.
     pub undone: Vec<String>,
     /// One sentence naming what the program left in its `/tmp`, which is
@@ -231,7 +296,7 @@ pub struct Sandbox {
 #[derive(Debug)]
 struct Inner {
     kind: SandboxKind,
-    network: bool,
+    network: Network,
     readable: Vec<PathBuf>,
     writable: Vec<PathBuf>,
     host: HostEnv,
@@ -269,6 +334,7 @@ impl Sandbox {
         if let Some(entry) = protect::relative_path_entry(&host.path) {
             return Err(SandboxError::RelativeOnPath { entry });
         }
+        let network = network_of(config, &host)?;
         let backend = match kind {
             SandboxKind::Bwrap => Backend::Bwrap(bwrap::Bwrap::start(&host)?),
             SandboxKind::Docker => Backend::Docker(docker::Docker::start(config, &host)?),
@@ -276,7 +342,7 @@ impl Sandbox {
         Ok(Some(Self {
             inner: Arc::new(Inner {
                 kind,
-                network: config.network,
+                network,
                 readable,
                 writable,
                 host,
@@ -289,26 +355,35 @@ impl Sandbox {
         self.inner.kind
     }
 
-    /// The global network switch (`[sandbox] network`).
-    pub fn network(&self) -> bool {
-        self.inner.network
+    /// What `[sandbox]` gives confined commands of the network
+    /// (`network`, `allow_hosts`).
+    pub fn network(&self) -> &Network {
+        &self.inner.network
     }
 
     /// What confinement makes of a declared egress: without network there
-    /// is no way out, so nothing is sent; with it, the declaration stands.
-    pub fn egress(&self, declared: Egress, network: bool) -> Egress {
-        if network { declared } else { Egress::None }
+    /// is no way out, so nothing is sent; through the allowlist it leaves
+    /// only to a destination the config fixed (a blind send); with the
+    /// whole network, the declaration stands.
+    pub fn egress(&self, declared: Egress, network: &Network) -> Egress {
+        match network {
+            Network::None => Egress::None,
+            Network::Hosts(_) if declared == Egress::None => Egress::None,
+            Network::Hosts(_) => Egress::Blind,
+            Network::Full => declared,
+        }
     }
 
     /// One line for `mecha tools`.
     pub fn describe(&self) -> String {
         let inner = &self.inner;
-        let network = if inner.network {
-            "network on"
-        } else {
-            "no network"
-        };
-        let mut line = format!("{} ({network}", inner.kind.as_str());
+        let mut line = format!("{} ({}", inner.kind.as_str(), inner.network.describe());
+        if let Network::Hosts(list) = &inner.network {
+            line.push_str(&format!(
+                ": {}",
+                list.written().collect::<Vec<_>>().join(", ")
+            ));
+        }
         let list = |paths: &[PathBuf]| {
             paths
                 .iter()
@@ -423,6 +498,34 @@ pub fn startup_files(home: &Path) -> Vec<PathBuf> {
 /// start cannot afford.
 pub fn git_config_targets(workspace: &Path, home: Option<&Path>) -> Vec<PathBuf> {
     protect::root_config_targets(workspace, home)
+}
+
+/// What `[sandbox] network` and `allow_hosts` give confined commands, or
+/// why they cannot be had together or honoured here.
+fn network_of(config: &SandboxConfig, host: &HostEnv) -> Result<Network, SandboxError> {
+    if config.allow_hosts.is_empty() {
+        return Ok(Network::from(config.network));
+    }
+    if config.network {
+        return Err(SandboxError::NetworkAndHosts);
+    }
+    let list = Allowlist::parse(&config.allow_hosts)
+        .map_err(|reason| SandboxError::AllowHosts { reason })?;
+    if config.kind == Some(SandboxKind::Docker) {
+        return Err(SandboxError::AllowHosts {
+            reason: "works with kind = \"bwrap\" only for now; use bwrap, or network = true \
+                     with docker"
+                .into(),
+        });
+    }
+    if !host.bridge.as_deref().is_some_and(Path::is_file) {
+        return Err(SandboxError::AllowHosts {
+            reason: "needs mecha's own executable to run inside the sandbox, and it cannot \
+                     be found; run mecha from its installed path"
+                .into(),
+        });
+    }
+    Ok(Network::Hosts(Arc::new(list)))
 }
 
 /// `~/x` against the user's home, as people write it in config.

@@ -187,6 +187,7 @@ async fn a_program_outside_gets_the_readable_line_that_brings_it_in() {
         path: std::env::join_paths([bin.as_os_str(), "/usr/bin".as_ref()]).unwrap(),
         home: Some(home.clone()),
         records: None,
+        bridge: None,
     };
     let ws = tmp.path().join("ws");
     std::fs::create_dir(&ws).unwrap();
@@ -225,6 +226,7 @@ fn without_bwrap_on_path_start_names_the_package() {
         path: "/nonexistent".into(),
         home: None,
         records: None,
+        bridge: None,
     };
     let err = mecha_sandbox::Sandbox::start(&config, host).unwrap_err();
     assert_eq!(err, SandboxError::BwrapMissing);
@@ -249,6 +251,7 @@ fn a_relative_entry_on_path_is_refused_at_start() {
             path: path.into(),
             home: None,
             records: None,
+            bridge: None,
         };
         let err = mecha_sandbox::Sandbox::start(&config, host).unwrap_err();
         assert_eq!(
@@ -279,6 +282,7 @@ fn start_fails_where_bwrap_cannot_mount_a_fresh_proc() {
         path: tmp.path().as_os_str().to_owned(),
         home: None,
         records: None,
+        bridge: None,
     };
     let err = mecha_sandbox::Sandbox::start(&config, host).unwrap_err();
     assert!(matches!(err, SandboxError::ProcUnavailable { .. }), "{err}");

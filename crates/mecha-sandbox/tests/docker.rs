@@ -71,6 +71,7 @@ impl Fake {
             path: self.dir.path().into(),
             home: Some(PathBuf::from("/home/someone")),
             records: None,
+            bridge: None,
         }
     }
 
@@ -141,7 +142,7 @@ fn job<'a>(workspace: &'a Path, args: &'a [OsString], network: bool) -> Job<'a> 
         args,
         workspace,
         env: job_env(),
-        network,
+        network: network.into(),
         read_only: &[],
     }
 }

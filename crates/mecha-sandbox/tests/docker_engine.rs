@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use mecha_sandbox::{Confined, HostEnv, Job, Sandbox, SandboxConfig, SandboxKind};
+use mecha_sandbox::{Confined, HostEnv, Job, Network, Sandbox, SandboxConfig, SandboxKind};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 const IMAGE: &str = "mecha-test:local";
@@ -101,7 +101,7 @@ fn confine(
             args: &args,
             workspace: ws,
             env,
-            network: false,
+            network: Network::None,
             read_only,
         })
         .unwrap();
@@ -386,7 +386,7 @@ async fn the_job_sees_exactly_its_own_environment() {
                 args: &[],
                 workspace: &ws,
                 env: job_env.clone(),
-                network: false,
+                network: Network::None,
                 read_only: &[],
             })
             .unwrap();

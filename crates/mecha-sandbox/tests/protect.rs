@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{bwrap, confine, eventually, run};
-use mecha_sandbox::{Job, SandboxError};
+use mecha_sandbox::{Job, Network, SandboxError};
 
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
@@ -181,7 +181,7 @@ async fn a_symlinked_dot_git_is_refused_with_the_fix() {
             args: &[],
             workspace: &ws,
             env: Default::default(),
-            network: false,
+            network: Network::None,
             read_only: &[],
         })
         .unwrap_err();

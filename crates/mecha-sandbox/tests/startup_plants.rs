@@ -61,6 +61,7 @@ impl Home {
             path: std::env::join_paths(path).unwrap(),
             home: Some(self.path().to_path_buf()),
             records: None,
+            bridge: None,
         };
         common::sandbox(SandboxConfig::default(), host)
     }

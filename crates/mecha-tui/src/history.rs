@@ -367,6 +367,7 @@ mod tests {
             confined: Some(mecha_core::Confinement {
                 backend: "docker".into(),
                 network: true,
+                allowed_hosts: 0,
             }),
         });
         assert_eq!(

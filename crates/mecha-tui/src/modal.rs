@@ -294,6 +294,7 @@ mod tests {
         let mut m = Approval::new(None, "shell", "  $ ls", offer).confined(Some(Confinement {
             backend: "bwrap".into(),
             network: false,
+            allowed_hosts: 0,
         }));
         let mut buf = Buffer::empty(Rect::new(0, 0, 60, 10));
         m.render(Theme::new(false), buf.area, &mut buf);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use clap::Args;
 use mecha_core::{Capabilities, Egress, Registry, Tool};
 use mecha_mcp::{McpHub, ServerState};
-use mecha_sandbox::Sandbox;
+use mecha_sandbox::{Network, Sandbox};
 use mecha_tools::Compact;
 use serde_json::json;
 
@@ -258,11 +258,15 @@ pub fn toolbox_json(toolbox: &Toolbox) -> serde_json::Value {
         })
         .collect();
     let sandbox = toolbox.sandbox.as_ref().map(|s| {
-        json!({
+        let mut sandbox = json!({
             "kind": s.kind().as_str(),
-            "network": s.network(),
+            "network": *s.network() == Network::Full,
             "description": s.describe(),
-        })
+        });
+        if let Network::Hosts(list) = s.network() {
+            sandbox["allow_hosts"] = json!(list.written().collect::<Vec<_>>());
+        }
+        sandbox
     });
     json!({"sandbox": sandbox, "tools": tools, "servers": servers})
 }

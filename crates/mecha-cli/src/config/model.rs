@@ -303,6 +303,8 @@ pub struct ProjectConfig {
 pub struct ProjectSandbox {
     pub kind: Option<SandboxKind>,
     pub network: Option<bool>,
+    /// Kept only where the user's own network or list already allows it.
+    pub allow_hosts: Option<Vec<String>>,
     pub readable: Option<toml::Value>,
     pub writable: Option<toml::Value>,
     pub image: Option<toml::Value>,

@@ -160,6 +160,7 @@ impl Settings {
             ),
             ("sandbox.kind", json!(self.sandbox.kind.map(|k| k.as_str()))),
             ("sandbox.network", json!(self.sandbox.network)),
+            ("sandbox.allow_hosts", json!(self.sandbox.allow_hosts)),
             ("skills.dir", json!(self.skills.dir.display().to_string())),
         ])
     }

@@ -108,9 +108,10 @@ impl Toolbox {
 
 /// The machine as the sandbox sees it, with its sweep's record of the
 /// repositories confined commands made kept in mecha's home (which every
-/// job sees read-only), so that every mecha process's sweeps share it.
+/// job sees read-only), so that every mecha process's sweeps share it, and
+/// this binary as the bridge an `allow_hosts` job reaches the proxy by.
 pub fn host_env() -> HostEnv {
-    let host = HostEnv::current();
+    let host = HostEnv::current().bridged_by_this_executable();
     match crate::config::mecha_home() {
         Ok(home) => host.keeping_records_in(home.join("sandbox")),
         Err(_) => host,

@@ -1,6 +1,7 @@
 //! Running the real `mecha` binary against the mock model server.
 #![allow(dead_code)]
 
+pub mod netns;
 pub mod pty;
 pub mod tui;
 

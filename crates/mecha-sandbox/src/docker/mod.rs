@@ -122,7 +122,7 @@ impl Docker {
             user: &self.user,
             name: &name,
             label: &self.label,
-            network: job.network,
+            network: job.network == crate::Network::Full,
             env_file: env_file.path(),
             env_names: &env_names,
             image_env: &self.image_env,

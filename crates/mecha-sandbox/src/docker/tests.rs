@@ -71,6 +71,7 @@ fn no_docker_client_is_an_error_naming_the_package() {
         path: empty.path().into(),
         home: None,
         records: None,
+        bridge: None,
     };
     let err = Docker::start_with(&config(Some("debian")), &host, |_| None).unwrap_err();
     assert_eq!(err, SandboxError::DockerMissing);
@@ -129,6 +130,7 @@ fn the_client_gets_only_what_it_needs_to_find_its_engine() {
         path: dir.path().into(),
         home: Some(PathBuf::from("/home/u")),
         records: None,
+        bridge: None,
     };
     let lookup = |name: &str| match name {
         "DOCKER_CONTEXT" => Some(OsString::from("remote")),

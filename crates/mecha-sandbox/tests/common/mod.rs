@@ -61,7 +61,7 @@ pub fn confine(sandbox: &Sandbox, workspace: &Path, script: &str, network: bool)
             args: &args,
             workspace,
             env,
-            network,
+            network: network.into(),
             read_only: &[],
         })
         .unwrap();

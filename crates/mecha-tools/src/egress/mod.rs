@@ -5,8 +5,9 @@
 //! [`Pinned`] then makes the HTTP client connect to the vetted addresses
 //! and nothing else.
 
-mod classify;
 mod resolve;
 
-pub use classify::{Blocked, Refused, classify, embedded_v4};
-pub use resolve::{EgressGuard, Pinned, Refusal, Resolver, SystemResolver, Vetted, vet};
+pub use mecha_core::net::{
+    Blocked, EgressGuard, Refused, Resolver, SystemResolver, classify, embedded_v4,
+};
+pub use resolve::{Pinned, Refusal, Vetted, vet};

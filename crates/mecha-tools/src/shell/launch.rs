@@ -59,7 +59,7 @@ pub(super) fn launch(
                     args: &args,
                     workspace: cwd,
                     env: confined_env(sandbox),
-                    network: sandbox.network(),
+                    network: sandbox.network().clone(),
                     read_only: protected,
                 })
                 .map_err(LaunchError::Sandbox)?;

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mecha_core::{Capabilities, Egress, ProcessGroup, SpillingSink, Tool, ToolCtx, ToolOutput};
-use mecha_sandbox::{Finished, Sandbox};
+use mecha_sandbox::{Finished, Network, Sandbox};
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
@@ -105,11 +105,17 @@ impl Shell {
                 } else {
                     ""
                 },
-                network = if sandbox.network() {
-                    "the network is reachable"
-                } else {
-                    "there is no network, so downloads and installs fail: use what is already \
-                     installed"
+                network = match sandbox.network() {
+                    Network::Full => "the network is reachable".to_owned(),
+                    Network::Hosts(list) => format!(
+                        "only these hosts are reachable, through a proxy the environment \
+                         already names (HTTP_PROXY): {}; connections anywhere else, and DNS \
+                         lookups, fail",
+                        list.written().collect::<Vec<_>>().join(", ")
+                    ),
+                    Network::None => "there is no network, so downloads and installs fail: use \
+                                      what is already installed"
+                        .to_owned(),
                 },
             ),
         };
@@ -169,7 +175,8 @@ impl Tool for Shell {
     fn capabilities(&self) -> Capabilities {
         // Unconfined, the shell can reach the network with a destination the
         // model writes, so it is a chosen send; confined without network it
-        // cannot send at all. It still reads the workspace (private) and
+        // cannot send at all, and through the allowlist only to hosts the
+        // config fixed. It still reads the workspace (private) and
         // writes it (destructive) either way. Taint tracking cannot see
         // inside a command, so it is deliberately not an untrusted source.
         let egress = match &self.config.sandbox {
@@ -188,7 +195,11 @@ impl Tool for Shell {
         let sandbox = self.config.sandbox.as_ref()?;
         Some(mecha_core::Confinement {
             backend: sandbox.kind().as_str().to_owned(),
-            network: sandbox.network(),
+            network: *sandbox.network() == Network::Full,
+            allowed_hosts: match sandbox.network() {
+                Network::Hosts(list) => list.len(),
+                _ => 0,
+            },
         })
     }
 
@@ -272,6 +283,11 @@ impl Tool for Shell {
         }
         if let Some(discarded) = finished.left_in_tmp {
             result.content.push_str(&format!("\n[{discarded}]"));
+        }
+        // Where its connections went through the allowlist: a refused host
+        // is named here, since the program's own error rarely says why.
+        for line in finished.network {
+            result.content.push_str(&format!("\n[{line}]"));
         }
         Ok(result)
     }

@@ -1,0 +1,169 @@
+//! What `[sandbox] allow_hosts` means for the rest of mecha, through the
+//! real binary: a confined shell that reaches only listed hosts is a blind
+//! send, so it runs in an armed conversation where a shell with the whole
+//! network is refused, and `block_sends_after_private` still refuses it;
+//! `mecha tools` shows the list; a bad list stops the run with the fix; a
+//! project may narrow the list and never widen it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Api, Env, env, results_in, stderr, stdout, tool_turn};
+use mecha_testkit::{MockModel, MockReply};
+use serde_json::{Value, json};
+
+const LISTED: &str =
+    "[sandbox]\nkind = \"bwrap\"\nallow_hosts = [\"crates.example\", \"*.npm.example:8443\"]\n";
+const FULL: &str = "[sandbox]\nkind = \"bwrap\"\nnetwork = true\n";
+const DISTRUST: &str = "[agent]\ndistrust_workspace = true\n";
+
+fn have_bwrap() -> bool {
+    common::have(
+        "bwrap",
+        "the allow_hosts tests",
+        "bubblewrap (apt-get install bubblewrap)",
+    )
+}
+
+/// Reads the workspace's README (private and, under distrust, untrusted:
+/// the conversation is armed), then runs one shell command that leaves a
+/// marker. Returns the shell's result and whether the marker is there.
+async fn armed_then_shell(config: &str) -> (String, bool) {
+    let mut e = env();
+    e.extra_config = config.to_owned();
+    std::fs::write(e.ws.join("README.md"), "agents: run the build\n").unwrap();
+    let mock = MockModel::start(vec![
+        tool_turn(&[("fs_read", json!({"path": "README.md"}))]),
+        tool_turn(&[("shell", json!({"command": "echo built > ran.txt"}))]),
+        MockReply::text("done"),
+    ])
+    .await;
+    let out = e
+        .run(Api::Anthropic, &mock, "k", &["--yes", "build it"])
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (result, _) = results_in(&mock, 2).pop().unwrap();
+    (result, e.ws.join("ran.txt").exists())
+}
+
+#[tokio::test]
+async fn an_armed_conversation_runs_the_allowlisted_shell_and_not_the_networked_one() {
+    if !have_bwrap() {
+        return;
+    }
+    let (result, ran) = armed_then_shell(&format!("{LISTED}{DISTRUST}")).await;
+    assert!(ran, "the allowlisted shell was refused: {result}");
+
+    let (result, ran) = armed_then_shell(&format!("{FULL}{DISTRUST}")).await;
+    assert!(!ran, "the shell with the whole network ran");
+    assert!(
+        result.contains("refused by mecha's interlock: `shell`"),
+        "{result}"
+    );
+
+    let (result, ran) = armed_then_shell(&format!(
+        "{LISTED}[agent]\nblock_sends_after_private = true\n"
+    ))
+    .await;
+    assert!(!ran, "block_sends_after_private let the blind send run");
+    assert!(result.contains("block_sends_after_private"), "{result}");
+}
+
+async fn mecha(e: &Env, args: &[&str]) -> std::process::Output {
+    let mock = MockModel::start(vec![MockReply::text("done")]).await;
+    let (command, rest) = args.split_first().unwrap();
+    e.mecha(Api::Anthropic, &mock, "k", command, rest, "").await
+}
+
+#[tokio::test]
+async fn mecha_tools_shows_the_list_and_the_shell_as_a_blind_send() {
+    if !have_bwrap() {
+        return;
+    }
+    let mut e = env();
+    e.extra_config = LISTED.to_owned();
+    let out = mecha(&e, &["tools", "--json"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let listing: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(listing["sandbox"]["network"], false);
+    assert_eq!(
+        listing["sandbox"]["allow_hosts"],
+        json!(["crates.example", "*.npm.example:8443"])
+    );
+    let shell = listing["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "shell")
+        .unwrap();
+    assert_eq!(shell["capabilities"]["egress"], "blind", "{shell}");
+    let human = stdout(&mecha(&e, &["tools"]).await);
+    assert!(
+        human.contains("network: 2 hosts: crates.example, *.npm.example:8443"),
+        "{human}"
+    );
+}
+
+#[tokio::test]
+async fn a_list_that_cannot_be_honoured_stops_the_run_with_the_fix() {
+    if !have_bwrap() {
+        return;
+    }
+    for (config, says) in [
+        (
+            "[sandbox]\nkind = \"bwrap\"\nnetwork = true\nallow_hosts = [\"crates.example\"]\n",
+            "keep the one you mean",
+        ),
+        (
+            "[sandbox]\nkind = \"bwrap\"\nallow_hosts = [\"*.com\"]\n",
+            "a whole top-level domain",
+        ),
+        (
+            "[sandbox]\nkind = \"bwrap\"\nallow_hosts = [\"crates.example:http\"]\n",
+            "a number from 1 to 65535",
+        ),
+    ] {
+        let mut e = env();
+        e.extra_config = config.to_owned();
+        let out = mecha(&e, &["run", "--yes", "go"]).await;
+        assert!(!out.status.success(), "{config}");
+        let err = stderr(&out);
+        assert!(
+            err.contains("[sandbox]") && err.contains(says),
+            "{config}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_project_narrows_the_list_and_never_widens_it() {
+    if !have_bwrap() {
+        return;
+    }
+    let mut e = env();
+    e.extra_config = LISTED.to_owned();
+    std::fs::write(
+        e.ws.join("mecha.toml"),
+        "[sandbox]\nallow_hosts = [\"crates.example\", \"evil.example\"]\n",
+    )
+    .unwrap();
+    let out = mecha(&e, &["tools", "--json"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let listing: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(listing["sandbox"]["allow_hosts"], json!(["crates.example"]));
+    let err = stderr(&out);
+    assert!(
+        err.contains("[sandbox] allow_hosts entry \"evil.example\" has no effect"),
+        "{err}"
+    );
+
+    // From the whole network, a project's list is a narrowing.
+    e.extra_config = FULL.to_owned();
+    let listing: Value =
+        serde_json::from_str(&stdout(&mecha(&e, &["tools", "--json"]).await)).unwrap();
+    assert_eq!(listing["sandbox"]["network"], false);
+    assert_eq!(
+        listing["sandbox"]["allow_hosts"],
+        json!(["crates.example", "evil.example"])
+    );
+}
