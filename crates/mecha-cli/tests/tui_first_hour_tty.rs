@@ -168,3 +168,28 @@ async fn warnings_are_shown_on_the_screen_once_for_all_its_conversations() {
     }
     tui.quit().await;
 }
+
+#[tokio::test]
+async fn the_box_and_the_status_line_say_how_many_hosts_a_confined_call_reaches() {
+    if !common::have_setsid() || !common::have("bwrap", "this test", "bubblewrap") {
+        return;
+    }
+    let mut e = common::env();
+    e.extra_config =
+        "[sandbox]\nkind = \"bwrap\"\nallow_hosts = [\"crates.example\", \"*.npm.example\"]\n"
+            .into();
+    let mock = MockModel::start(vec![
+        common::tool_turn(&[("shell", serde_json::json!({ "command": "echo built" }))]),
+        MockReply::text("built it"),
+    ])
+    .await;
+    let mut tui = Tui::start(&e, &mock, "tui");
+    tui.wait_written(READY).await;
+    tui.wait_for("sandbox bwrap (network: 2 hosts)").await;
+    tui.type_keys(b"build\r");
+    tui.wait_for("mecha wants to run `shell`").await;
+    tui.wait_for("confined: bwrap, network: 2 hosts").await;
+    tui.type_keys(b"y");
+    tui.wait_answered("built it").await;
+    tui.quit().await;
+}

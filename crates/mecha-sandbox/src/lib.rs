@@ -374,6 +374,15 @@ impl Sandbox {
         }
     }
 
+    /// A few words for a status line: `bwrap (network: 2 hosts)`.
+    pub fn brief(&self) -> String {
+        format!(
+            "{} ({})",
+            self.inner.kind.as_str(),
+            self.inner.network.describe()
+        )
+    }
+
     /// One line for `mecha tools`.
     pub fn describe(&self) -> String {
         let inner = &self.inner;

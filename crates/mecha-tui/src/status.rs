@@ -73,20 +73,21 @@ pub fn render(
     // Most important first, each with its place in reading order (model,
     // context, session, sandbox, then the interlock, where the eye lands
     // after the prompt); parts are dropped from the end until it fits, and
-    // a part with nothing to say (no model named) is no part at all.
+    // a part with nothing to say (no model named) is no part at all. What
+    // confines the calls outranks the session's id, which leaving prints.
     let mut parts: Vec<(String, Style, u8)> = vec![
         (state.to_owned(), interlock_style, 4),
         (context, Style::new(), 1),
         (escape::owned(&info.model), Style::new(), 0),
         (
-            format!("session {}", escape::line(&info.session)),
-            theme.dim(),
-            2,
-        ),
-        (
             format!("sandbox {}", escape::line(&info.sandbox)),
             theme.dim(),
             3,
+        ),
+        (
+            format!("session {}", escape::line(&info.session)),
+            theme.dim(),
+            2,
         ),
     ];
     if info.model.is_empty() {

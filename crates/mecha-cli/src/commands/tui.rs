@@ -249,7 +249,7 @@ impl Sessions<'_> {
             sandbox: toolbox
                 .sandbox
                 .as_ref()
-                .map_or_else(|| "none".to_owned(), Sandbox::describe),
+                .map_or_else(|| "none".to_owned(), Sandbox::brief),
             strict_sends,
             mode: Some(agent.mode().clone()),
         };
