@@ -167,3 +167,58 @@ async fn a_project_narrows_the_list_and_never_widens_it() {
         json!(["crates.example", "evil.example"])
     );
 }
+
+#[tokio::test]
+async fn a_servers_own_list_makes_its_open_world_tools_blind_and_is_checked() {
+    if !have_bwrap() {
+        return;
+    }
+    let fixture = mecha_testkit::fixture_mcp();
+    let dir = fixture.parent().unwrap().display().to_string();
+    let server = |extra: &str| {
+        format!(
+            "[sandbox]\nkind = \"bwrap\"\nnetwork = true\nreadable = [{dir:?}]\n\n\
+             [[mcp]]\nname = \"web\"\ncommand = {:?}\n{extra}",
+            fixture.display().to_string()
+        )
+    };
+    let mut e = env();
+    e.extra_config = server("sandbox = true\nallow_hosts = [\"registry.example\"]\n");
+    let out = mecha(&e, &["tools", "--json"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let listing: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let egress = |name: &str| {
+        listing["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {listing}"))["capabilities"]["egress"]
+            .clone()
+    };
+    assert_eq!(egress("web__fetch"), "blind");
+    assert_eq!(
+        egress("shell"),
+        "chosen",
+        "[sandbox] network = true stays for the shell"
+    );
+    for (extra, says) in [
+        (
+            "allow_hosts = [\"registry.example\"]\n",
+            "confine it with `sandbox = true`",
+        ),
+        (
+            "sandbox = true\nnetwork = true\nallow_hosts = [\"registry.example\"]\n",
+            "keep the one you mean",
+        ),
+        ("sandbox = true\nallow_hosts = [\"a b\"]\n", "a space"),
+    ] {
+        e.extra_config = server(extra);
+        let out = mecha(&e, &["tools"]).await;
+        let err = stderr(&out);
+        assert!(
+            !out.status.success() && err.contains(says),
+            "{extra}: {err}"
+        );
+    }
+}

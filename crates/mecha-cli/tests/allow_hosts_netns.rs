@@ -146,3 +146,50 @@ fn a_listed_host_answers_and_everything_else_is_refused_and_named() {
     assert!(session.contains("around-done"), "{session}");
     assert!(!session.contains("LEAK-"), "{session}");
 }
+
+#[test]
+fn a_sandboxed_server_with_its_own_list_reaches_only_that_list() {
+    if !have_bwrap_and_curl() {
+        return;
+    }
+    let Some(ns) = Netns::create("mcp", HOSTS) else {
+        return;
+    };
+    let public = ns.serve(&format!("{PUBLIC}:80"), "hello from the registry");
+    let e = common::env();
+    let fixture = mecha_testkit::fixture_mcp();
+    let dir = fixture.parent().unwrap().display().to_string();
+    // The server's own list is narrower than [sandbox]'s network = true.
+    let config = format!(
+        "[sandbox]\nkind = \"bwrap\"\nnetwork = true\nreadable = [{dir:?}]\n\n\
+         [[mcp]]\nname = \"web\"\ncommand = {:?}\nsandbox = true\n\
+         allow_hosts = [\"registry.test.example\"]\n",
+        fixture.display().to_string()
+    );
+    let fetch = |url: &str| json!({"name": "web__fetch", "input": {"url": url}});
+    let calls = [
+        fetch("http://registry.test.example/from-mcp"),
+        fetch("http://other.test.example/"),
+    ];
+    let (out, session) = run(&ns, &e, &calls, &config);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let session = unescaped(&session);
+    assert!(
+        session.contains("hello from the registry (GET /from-mcp HTTP/1.0)"),
+        "{session}"
+    );
+    assert!(
+        session
+            .contains("[mecha's sandbox proxy refused other.test.example:80: not in allow_hosts]"),
+        "{session}"
+    );
+    assert!(
+        session.contains("[mecha's sandbox proxy let through: registry.test.example:80]"),
+        "{session}"
+    );
+    assert_eq!(public.load(Ordering::SeqCst), 1);
+}

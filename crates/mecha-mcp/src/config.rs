@@ -4,6 +4,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
+use mecha_sandbox::Allowlist;
+
 use mecha_core::{ForcedCapabilities, is_tool_name_char, sanitize_tool_name};
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +48,11 @@ pub struct McpServerConfig {
     /// global one.
     #[serde(default)]
     pub network: Option<bool>,
+    /// For a sandboxed server: the only hosts it reaches, through mecha's
+    /// proxy, over the `[sandbox]` section's network; exclusive with
+    /// `network = true`.
+    #[serde(default)]
+    pub allow_hosts: Option<Vec<String>>,
     #[serde(default = "default_startup_timeout")]
     pub startup_timeout_s: u64,
     #[serde(default = "default_call_timeout")]
@@ -80,6 +87,7 @@ impl McpServerConfig {
             env: BTreeMap::new(),
             sandbox: false,
             network: None,
+            allow_hosts: None,
             startup_timeout_s: DEFAULT_STARTUP_TIMEOUT_S,
             call_timeout_s: DEFAULT_CALL_TIMEOUT_S,
             force: ForcedCapabilities::default(),
@@ -144,6 +152,18 @@ impl McpServerConfig {
         }
         if !self.sandbox && self.network == Some(false) {
             return Err(ConfigError::NetworkWithoutSandbox { name: name() });
+        }
+        if let Some(hosts) = &self.allow_hosts {
+            if !self.sandbox {
+                return Err(ConfigError::HostsWithoutSandbox { name: name() });
+            }
+            if self.network == Some(true) {
+                return Err(ConfigError::HostsAndNetwork { name: name() });
+            }
+            Allowlist::parse(hosts).map_err(|reason| ConfigError::BadAllowHosts {
+                name: name(),
+                reason,
+            })?;
         }
         Ok(())
     }
@@ -211,6 +231,18 @@ pub enum ConfigError {
          network whatever this says; drop `network`, or confine it with `sandbox = true`"
     )]
     NetworkWithoutSandbox { name: String },
+    #[error(
+        "MCP server `{name}` sets `allow_hosts`, but it runs unconfined and so reaches every \
+         host whatever this says; confine it with `sandbox = true`, or drop `allow_hosts`"
+    )]
+    HostsWithoutSandbox { name: String },
+    #[error(
+        "MCP server `{name}` sets both `network = true` and `allow_hosts`; network = true gives \
+         every host, allow_hosts only those listed: keep the one you mean"
+    )]
+    HostsAndNetwork { name: String },
+    #[error("MCP server `{name}`: allow_hosts: {reason}")]
+    BadAllowHosts { name: String, reason: String },
 }
 
 fn check_name(name: &str) -> Result<(), ConfigError> {

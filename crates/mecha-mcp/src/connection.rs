@@ -52,6 +52,11 @@ impl Connection {
     pub(crate) fn sweep(&self) -> Vec<String> {
         self.process.sweep()
     }
+
+    /// See [`ServerProcess::network_report`].
+    pub(crate) fn network_report(&self) -> Vec<String> {
+        self.process.network_report()
+    }
 }
 
 /// A connection and the tools it listed during start-up.

@@ -255,6 +255,9 @@ impl Server {
                     undone.join("\n- ")
                 ));
             }
+            for line in conn.network_report() {
+                output.content.push_str(&format!("\n[{line}]"));
+            }
         }
         output
     }

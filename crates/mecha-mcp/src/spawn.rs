@@ -11,11 +11,11 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mecha_core::{ProcessGroup, spawn_group};
-use mecha_sandbox::{Job, Lease, Network, SYSTEM_PATH, Sandbox};
+use mecha_sandbox::{Allowlist, Job, Lease, Network, SYSTEM_PATH, Sandbox};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
@@ -97,9 +97,14 @@ impl SpawnOptions {
     /// or the allowlist); `None` when it runs unconfined.
     pub(crate) fn confinement(&self, config: &McpServerConfig) -> Option<(&Sandbox, Network)> {
         let sandbox = self.sandbox.as_ref().filter(|_| config.sandbox)?;
-        let network = match config.network {
-            Some(on) => Network::from(on),
-            None => sandbox.network().clone(),
+        let network = match (&config.allow_hosts, config.network) {
+            // Checked when the config was read; a list that no longer
+            // parses gives no network rather than more.
+            (Some(hosts), _) => {
+                Allowlist::parse(hosts).map_or(Network::None, |list| Network::Hosts(Arc::new(list)))
+            }
+            (None, Some(on)) => Network::from(on),
+            (None, None) => sandbox.network().clone(),
         };
         Some((sandbox, network))
     }
@@ -340,6 +345,14 @@ impl ServerProcess {
     /// undone (see `mecha_sandbox::Lease::sweep`); nothing unconfined.
     pub fn sweep(&self) -> Vec<String> {
         self.lease.as_ref().map(Lease::sweep).unwrap_or_default()
+    }
+
+    /// See [`Lease::network_report`].
+    pub fn network_report(&self) -> Vec<String> {
+        self.lease
+            .as_ref()
+            .map(Lease::network_report)
+            .unwrap_or_default()
     }
 
     /// The exit status, once the server has exited.

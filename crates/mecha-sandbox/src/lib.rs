@@ -201,9 +201,11 @@ impl Lease {
         self.baseline.sweep()
     }
 
-    /// Where the job's connections went through the `allow_hosts` proxy:
-    /// a sentence per refused destination, then one naming those reached.
-    /// Empty without a proxy, or when nothing was asked of it.
+    /// Where the job's connections went through the `allow_hosts` proxy
+    /// since this was last asked (a long-running server is asked after
+    /// each call): a sentence per refused destination, then one naming
+    /// those reached. Empty without a proxy, or when nothing was asked of
+    /// it.
     pub fn network_report(&self) -> Vec<String> {
         self.proxy
             .as_ref()

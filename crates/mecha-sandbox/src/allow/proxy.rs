@@ -105,9 +105,10 @@ impl Proxy {
     }
 
     /// One sentence per refused destination, then one naming what was
-    /// reached: what the command's output ends with.
+    /// reached, since the last report: what a command's output (or a
+    /// server's call's) ends with.
     pub fn report(&self) -> Vec<String> {
-        let log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        let log = std::mem::take(&mut *self.log.lock().unwrap_or_else(|p| p.into_inner()));
         let mut lines: Vec<String> = log
             .refused
             .iter()

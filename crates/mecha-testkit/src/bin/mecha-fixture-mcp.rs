@@ -363,7 +363,7 @@ impl Fixture {
             "destroy" => text("destroyed"),
             "read" => text("read it"),
             "added" => text("added tool answered"),
-            "env" | "cwd" | "pid" | "probe" => text(&probe::answer(&name, &args)),
+            "env" | "cwd" | "pid" | "probe" | "fetch" => text(&probe::answer(&name, &args)),
             "big" => {
                 let n = args.get("bytes").and_then(Value::as_u64).unwrap_or(1000);
                 text(&"x".repeat(usize::try_from(n).unwrap_or(0)))

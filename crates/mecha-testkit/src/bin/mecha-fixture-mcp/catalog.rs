@@ -61,6 +61,12 @@ impl Fixture {
                 Some(hints("readOnlyHint")),
             ),
             tool(
+                "fetch",
+                "GET `url` (http://), through $HTTP_PROXY when it is set; the answer as text.",
+                &json!({"type": "object", "properties": {"url": {"type": "string"}}}),
+                Some(hints("openWorldHint")),
+            ),
+            tool(
                 "pid",
                 "This server's process id.",
                 &empty,
