@@ -222,3 +222,44 @@ async fn a_servers_own_list_makes_its_open_world_tools_blind_and_is_checked() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_docker_image_that_cannot_run_the_bridge_stops_the_run_with_the_kind_that_works() {
+    let answers = std::process::Command::new("docker")
+        .args(["version", "--format", "{{.Server.Version}}"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !answers {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "this test needs a Docker engine"
+        );
+        eprintln!("SKIPPED: no Docker engine");
+        return;
+    }
+    // An image with nothing in it: no loader, no libc.
+    let empty = tempfile::tempdir().unwrap();
+    std::fs::create_dir(empty.path().join("etc")).unwrap();
+    let import = format!(
+        "tar -C {:?} -c . | docker import - mecha-nothing:local >/dev/null",
+        empty.path()
+    );
+    let made = std::process::Command::new("bash")
+        .args(["-c", &import])
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let mut e = env();
+    e.extra_config = "[sandbox]\nkind = \"docker\"\nimage = \"mecha-nothing:local\"\n\
+                      allow_hosts = [\"crates.example\"]\n"
+        .to_owned();
+    let out = mecha(&e, &["run", "--yes", "go"]).await;
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("cannot run mecha's own binary"), "{err}");
+    assert!(err.contains("glibc and libgcc_s"), "{err}");
+}

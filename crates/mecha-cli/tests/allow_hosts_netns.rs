@@ -193,3 +193,71 @@ fn a_sandboxed_server_with_its_own_list_reaches_only_that_list() {
     );
     assert_eq!(public.load(Ordering::SeqCst), 1);
 }
+
+/// Whether a Docker engine answers, with the test image built; a failure
+/// in CI, a loud skip elsewhere.
+fn docker_ready() -> bool {
+    let answers = std::process::Command::new("docker")
+        .args(["version", "--format", "{{.Server.Version}}"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !answers {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "this test needs a Docker engine"
+        );
+        eprintln!("SKIPPED: no Docker engine");
+        return false;
+    }
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../mecha-sandbox/tests/docker-image.sh");
+    let built = std::process::Command::new("bash")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    true
+}
+
+#[test]
+fn a_docker_container_gets_the_same_list_through_the_same_proxy() {
+    if !have_bwrap_and_curl() || !docker_ready() {
+        return;
+    }
+    let Some(ns) = Netns::create("docker", HOSTS) else {
+        return;
+    };
+    let public = ns.serve(&format!("{PUBLIC}:80"), "hello from the registry");
+    let e = common::env();
+    let config = "[sandbox]\nkind = \"docker\"\nimage = \"mecha-test:local\"\n\
+                  allow_hosts = [\"registry.test.example\"]\n";
+    let calls = [
+        shell("curl -sS -m 5 http://registry.test.example/from-docker"),
+        shell(&format!(
+            "curl -sS -m 5 http://other.test.example/ ; echo; \
+             curl -sS -m 5 --noproxy '*' http://{PUBLIC}/ && echo LEAK''-direct; echo done"
+        )),
+    ];
+    let (out, session) = run(&ns, &e, &calls, config);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let session = unescaped(&session);
+    assert!(
+        session.contains("hello from the registry (GET /from-docker HTTP/1.1)"),
+        "{session}"
+    );
+    assert!(
+        session.contains("mecha's sandbox proxy refused other.test.example:80: not in allow_hosts"),
+        "{session}"
+    );
+    assert!(!session.contains("LEAK-"), "{session}");
+    assert!(session.contains("done"), "{session}");
+    assert_eq!(public.load(Ordering::SeqCst), 1);
+}

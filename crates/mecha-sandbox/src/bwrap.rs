@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use command_fds::{CommandFdExt, FdMapping};
 
-use crate::allow::{self, BRIDGE_ARG, BRIDGE_INSIDE, SOCKET_INSIDE};
+use crate::allow::{self, BRIDGE_INSIDE, Bridge, SOCKET_INSIDE};
 use crate::prepare::{Prepared, prepare};
 use crate::protect::{self, Mount};
 use crate::seccomp::Filters;
@@ -30,7 +30,7 @@ struct JobPaths<'a> {
     protected: &'a [Mount],
     /// With `allow_hosts`: the bridge's program and the proxy's socket on
     /// the host, bound in at their fixed places.
-    bridge: Option<(&'a Path, &'a Path)>,
+    bridge: Option<&'a Bridge>,
 }
 
 #[derive(Debug)]
@@ -113,26 +113,14 @@ impl Bwrap {
         let seccomp = self.filters.fd(full)?;
         let fd = seccomp.as_raw_fd();
         let mut env = job.env.clone();
-        if let Network::Hosts(list) = &job.network {
-            // The run stops rather than go on without the enforcement.
-            let proxy = allow::start_proxy(list)
-                .map_err(|e| fail(format!("the allow_hosts proxy could not start: {e}")))?;
-            allow::proxy_env(&mut env);
-            lease.proxy = Some(proxy);
-        }
-        let socket = lease.proxy.as_ref().map(|p| p.socket().to_owned());
-        let bridge = match (&socket, &host.bridge) {
-            (Some(socket), Some(exe)) => Some((exe.as_path(), socket.as_path())),
-            (Some(_), None) => return Err(fail("there is no bridge for allow_hosts".into())),
-            _ => None,
-        };
+        let bridge = allow::route(job, host, &mut env, &mut lease)?;
         let paths = JobPaths {
             workspace: &host_ws,
             tmp: &tmp,
             readable,
             writable,
             protected: &protected,
-            bridge,
+            bridge: bridge.as_ref(),
         };
         let args = self.args(job, &paths, fd);
         let mut command = tokio::process::Command::new(&self.program);
@@ -167,16 +155,18 @@ impl Bwrap {
                 Mount::ReadOnly { source, dest } => bind("--ro-bind", source, dest),
             }
         }
-        if let Some((exe, socket)) = paths.bridge {
-            bind("--ro-bind", exe, Path::new(BRIDGE_INSIDE));
-            bind("--bind", socket, Path::new(SOCKET_INSIDE));
+        if let Some(bridge) = paths.bridge {
+            bind("--ro-bind", &bridge.exe, Path::new(BRIDGE_INSIDE));
+            bind("--bind", &bridge.socket, Path::new(SOCKET_INSIDE));
         }
         args.extend(["--chdir".into(), job.workspace.into(), "--".into()]);
-        if paths.bridge.is_some() {
-            args.extend([BRIDGE_INSIDE, BRIDGE_ARG, SOCKET_INSIDE, "--"].map(OsString::from));
+        match paths.bridge {
+            Some(_) => args.extend(allow::bridged(job.program, job.args)),
+            None => {
+                args.push(job.program.into());
+                args.extend(job.args.iter().cloned());
+            }
         }
-        args.push(job.program.into());
-        args.extend(job.args.iter().cloned());
         args
     }
 }
@@ -248,7 +238,7 @@ mod tests {
         argv_bridged(network, None)
     }
 
-    fn argv_bridged(network: bool, bridge: Option<(&Path, &Path)>) -> Vec<String> {
+    fn argv_bridged(network: bool, bridge: Option<&Bridge>) -> Vec<String> {
         let args = [OsString::from("-c"), OsString::from("true")];
         let job = Job {
             program: OsStr::new("bash"),
@@ -285,11 +275,11 @@ mod tests {
 
     #[test]
     fn an_allowlisted_job_runs_under_the_bridge_with_no_network_of_its_own() {
-        let bridge = (
-            Path::new("/opt/mecha"),
-            Path::new("/tmp/mecha-proxy-1/proxy.sock"),
-        );
-        let argv = argv_bridged(false, Some(bridge));
+        let bridge = Bridge {
+            exe: "/opt/mecha".into(),
+            socket: "/tmp/mecha-proxy-1/proxy.sock".into(),
+        };
+        let argv = argv_bridged(false, Some(&bridge));
         at(&argv, &["--ro-bind", "/opt/mecha", "/run/mecha/bridge"]);
         at(
             &argv,

@@ -522,13 +522,6 @@ fn network_of(config: &SandboxConfig, host: &HostEnv) -> Result<Network, Sandbox
     }
     let list = Allowlist::parse(&config.allow_hosts)
         .map_err(|reason| SandboxError::AllowHosts { reason })?;
-    if config.kind == Some(SandboxKind::Docker) {
-        return Err(SandboxError::AllowHosts {
-            reason: "works with kind = \"bwrap\" only for now; use bwrap, or network = true \
-                     with docker"
-                .into(),
-        });
-    }
     if !host.bridge.as_deref().is_some_and(Path::is_file) {
         return Err(SandboxError::AllowHosts {
             reason: "needs mecha's own executable to run inside the sandbox, and it cannot \

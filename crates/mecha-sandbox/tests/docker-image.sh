@@ -2,8 +2,9 @@
 # Builds mecha-test:local, the small image the docker engine tests run in,
 # from this machine's own programs: no registry is asked for anything.
 #
-# Only the few programs the tests call, their shared libraries and the
-# dynamic loader go in (a few MB, a second or two), each at its canonical
+# Only the few programs the tests call, their shared libraries (and those
+# mecha's binary needs, for the allow_hosts bridge) and the dynamic loader
+# go in (a few MB, a second or two), each at its canonical
 # path, with the host's top-level links (/bin -> usr/bin, /lib64 ->
 # usr/lib64 on a merged-/usr system) recreated so every name the binaries
 # use resolves. The image carries an ENV of its own and an ENTRYPOINT that
@@ -18,7 +19,10 @@ if [ "$(docker image inspect --format '{{index .Config.Labels "mecha.script"}}' 
     exit 0
 fi
 
-programs=(bash sh cat ls sleep mv mkdir rm touch id env setsid true false)
+programs=(bash sh cat ls sleep mv mkdir rm touch id env setsid true false curl)
+# What mecha's own binary needs beyond libc, since it runs inside as the
+# allow_hosts bridge (every glibc image has them).
+libraries=(libgcc_s.so.1 libm.so.6)
 
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
@@ -55,6 +59,11 @@ for name in "${programs[@]}"; do
             add "$first"
         fi
     done
+done
+for lib in "${libraries[@]}"; do
+    path=$(ldconfig -p | awk -v lib="$lib" '$1 == lib { print $NF; exit }')
+    [ -n "$path" ] || { echo "docker-image.sh: $lib is not installed" >&2; exit 1; }
+    add "$path"
 done
 mkdir -p "$root/tmp" "$root/proc" "$root/dev" "$root/etc"
 chmod 1777 "$root/tmp"

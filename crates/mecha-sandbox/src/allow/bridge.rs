@@ -17,6 +17,9 @@ use std::process::Command;
 
 /// The argument that makes mecha's binary the bridge.
 pub const BRIDGE_ARG: &str = "__sandbox-bridge";
+/// The bridge's one other use: exit 0 at once, to show it starts (in a
+/// docker image, say).
+pub const BRIDGE_CHECK: &str = "--check";
 /// Where the bridge listens inside the sandbox.
 pub const BRIDGE_LISTEN: &str = "127.0.0.1:3128";
 
@@ -34,6 +37,9 @@ pub fn run_bridge(args: Vec<OsString>) -> i32 {
 }
 
 fn bridge(args: Vec<OsString>) -> Result<i32, String> {
+    if args.first().is_some_and(|a| a == BRIDGE_CHECK) {
+        return Ok(0);
+    }
     let mut args = args.into_iter();
     let socket = PathBuf::from(args.next().ok_or("no proxy socket given")?);
     if args.next().is_none_or(|sep| sep != "--") {

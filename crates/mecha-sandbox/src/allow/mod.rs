@@ -13,12 +13,15 @@ mod hosts;
 mod proxy;
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use mecha_core::net::{EgressGuard, SystemResolver};
 
-pub use bridge::{BRIDGE_ARG, BRIDGE_LISTEN, run_bridge};
+use crate::{HostEnv, Job, Lease, Network, SandboxError};
+
+pub use bridge::{BRIDGE_ARG, BRIDGE_CHECK, BRIDGE_LISTEN, run_bridge};
 pub use hosts::Allowlist;
 pub use proxy::{Policy, Proxy};
 
@@ -28,7 +31,7 @@ pub(crate) const SOCKET_INSIDE: &str = "/run/mecha/proxy.sock";
 
 /// The proxy variables a confined command gets, in both spellings tools
 /// read: everything through the bridge, nothing for loopback.
-pub(crate) fn proxy_env(env: &mut BTreeMap<OsString, OsString>) {
+fn proxy_env(env: &mut BTreeMap<OsString, OsString>) {
     let url = format!("http://{BRIDGE_LISTEN}");
     for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
         env.insert(name.into(), url.clone().into());
@@ -39,9 +42,56 @@ pub(crate) fn proxy_env(env: &mut BTreeMap<OsString, OsString>) {
     }
 }
 
+/// What a backend binds into an `allow_hosts` job: mecha's binary (at
+/// [`BRIDGE_INSIDE`]) and the job's proxy socket (at [`SOCKET_INSIDE`]).
+#[derive(Debug)]
+pub(crate) struct Bridge {
+    pub exe: PathBuf,
+    pub socket: PathBuf,
+}
+
+/// For a job with `allow_hosts`: starts its proxy (held by `lease` for as
+/// long as the job runs), adds the proxy variables to `env`, and returns
+/// what to bind in. `None` for a job with all of the network or none.
+pub(crate) fn route(
+    job: &Job<'_>,
+    host: &HostEnv,
+    env: &mut BTreeMap<OsString, OsString>,
+    lease: &mut Lease,
+) -> Result<Option<Bridge>, SandboxError> {
+    let Network::Hosts(list) = &job.network else {
+        return Ok(None);
+    };
+    let fail = |reason: String| SandboxError::Confine {
+        program: job.program.to_string_lossy().into_owned(),
+        reason,
+    };
+    let exe = host
+        .bridge
+        .clone()
+        .ok_or_else(|| fail("allow_hosts needs mecha's own executable as its bridge".into()))?;
+    // The job does not run rather than run without the enforcement.
+    let proxy = start_proxy(list)
+        .map_err(|e| fail(format!("the allow_hosts proxy could not start: {e}")))?;
+    proxy_env(env);
+    let socket = proxy.socket().to_owned();
+    lease.proxy = Some(proxy);
+    Ok(Some(Bridge { exe, socket }))
+}
+
+/// The program line inside a bridged job: the bridge, then the job's own.
+pub(crate) fn bridged(program: &OsStr, args: &[OsString]) -> Vec<OsString> {
+    let mut line: Vec<OsString> = [BRIDGE_INSIDE, BRIDGE_ARG, SOCKET_INSIDE, "--"]
+        .map(OsString::from)
+        .into();
+    line.push(program.to_owned());
+    line.extend(args.iter().cloned());
+    line
+}
+
 /// A proxy for one job, judging by `list`, the address guard and the
 /// system's resolver.
-pub(crate) fn start_proxy(list: &Arc<Allowlist>) -> std::io::Result<Proxy> {
+fn start_proxy(list: &Arc<Allowlist>) -> std::io::Result<Proxy> {
     Proxy::start(Policy {
         allow: Arc::clone(list),
         guard: EgressGuard::new(),

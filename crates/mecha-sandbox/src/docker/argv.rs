@@ -7,6 +7,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use crate::allow::{self, BRIDGE_INSIDE, Bridge, SOCKET_INSIDE};
 use crate::protect::Mount;
 
 /// What the engine puts in a container's environment on its own when the
@@ -49,6 +50,9 @@ pub(super) struct RunSpec<'a> {
     pub protected: &'a [Mount],
     /// The job's `/tmp` on the host (scratch.rs).
     pub tmp: &'a Path,
+    /// With `allow_hosts`: mecha's binary and the proxy's socket, bound in
+    /// and put before the program (the container has no network).
+    pub bridge: Option<&'a Bridge>,
 }
 
 /// `docker run` for one job: a self-removing container with no
@@ -110,9 +114,15 @@ pub(super) fn run_args(
         ));
     }
     args.push("--".into());
-    args.push(program.into());
-    for arg in program_args {
-        args.push(text(arg, "an argument")?.into());
+    let line = match spec.bridge {
+        Some(_) => allow::bridged(program.as_ref(), program_args),
+        None => [OsString::from(program)]
+            .into_iter()
+            .chain(program_args.iter().cloned())
+            .collect(),
+    };
+    for arg in line {
+        args.push(text(&arg, "an argument")?.into());
     }
     Ok(args)
 }
@@ -171,6 +181,18 @@ pub(super) fn binds<'a>(spec: &'a RunSpec<'_>) -> Vec<Bind<'a>> {
                 readonly,
             });
         }
+    }
+    if let Some(bridge) = spec.bridge {
+        binds.push(Bind {
+            source: &bridge.exe,
+            target: Path::new(BRIDGE_INSIDE),
+            readonly: true,
+        });
+        binds.push(Bind {
+            source: &bridge.socket,
+            target: Path::new(SOCKET_INSIDE),
+            readonly: false,
+        });
     }
     // The job's own /tmp, unless a listed path is /tmp itself.
     if !binds.iter().any(|b| b.target == Path::new(TMP)) {
@@ -243,6 +265,34 @@ pub(super) fn rm_args(name: &str) -> Vec<OsString> {
 /// Fails unless a Docker engine answers.
 pub(super) fn version_args() -> Vec<OsString> {
     strings(&["version", "--format", "{{.Server.Version}}"])
+}
+
+/// Runs mecha's binary in `image` as the `allow_hosts` bridge would, only
+/// to see that it starts there (an image without glibc cannot run it).
+pub(super) fn bridge_check_args(image: &str, exe: &Path) -> Result<Vec<OsString>, String> {
+    let bind = Bind {
+        source: exe,
+        target: Path::new(BRIDGE_INSIDE),
+        readonly: true,
+    };
+    let mut args = strings(&[
+        "run",
+        "--rm",
+        "--pull",
+        "never",
+        "--network",
+        "none",
+        "--mount",
+    ]);
+    args.push(mount_arg(&bind)?);
+    args.extend(strings(&[
+        "--entrypoint",
+        BRIDGE_INSIDE,
+        image,
+        crate::allow::BRIDGE_ARG,
+        crate::allow::BRIDGE_CHECK,
+    ]));
+    Ok(args)
 }
 
 /// Fails unless the engine holds `image` (`docker run --pull never` will

@@ -55,6 +55,7 @@ impl Lists {
             writable: &self.writable,
             protected: &self.protected,
             tmp: Path::new("/var/tmp/mecha-tmp-x"),
+            bridge: None,
         }
     }
 }
@@ -328,4 +329,40 @@ fn env_file_holds_every_variable_and_refuses_what_docker_would_mangle() {
         let err = env_file(&env(&[(name, value)])).unwrap_err();
         assert!(err.contains(says), "{name:?}={value:?}: {err}");
     }
+}
+
+#[test]
+fn an_allowlisted_job_has_no_network_and_runs_under_the_bridge() {
+    let parts = Lists::new();
+    let bridge = crate::allow::Bridge {
+        exe: "/opt/mecha".into(),
+        socket: "/tmp/mecha-proxy-1/proxy.sock".into(),
+    };
+    let spec = RunSpec {
+        bridge: Some(&bridge),
+        ..parts.spec(false)
+    };
+    let args: Vec<String> = run_args(&spec, "bash".as_ref(), &["-c".into(), "true".into()])
+        .unwrap()
+        .into_iter()
+        .map(|a| a.into_string().unwrap())
+        .collect();
+    let joined = args.join(" ");
+    assert!(joined.contains("--network none"), "{joined}");
+    assert!(
+        joined.contains("type=bind,source=/opt/mecha,target=/run/mecha/bridge,readonly"),
+        "{joined}"
+    );
+    assert!(
+        joined.contains(
+            "type=bind,source=/tmp/mecha-proxy-1/proxy.sock,target=/run/mecha/proxy.sock"
+        ),
+        "{joined}"
+    );
+    assert!(
+        joined.ends_with(
+            "-- /run/mecha/bridge __sandbox-bridge /run/mecha/proxy.sock -- bash -c true"
+        ),
+        "{joined}"
+    );
 }

@@ -78,6 +78,9 @@ impl Docker {
                 })
         })?;
         let image_env = argv::image_env_names(&String::from_utf8_lossy(&inspected.stdout));
+        if let (false, Some(exe)) = (config.allow_hosts.is_empty(), &host.bridge) {
+            check_bridge(&client, &image, exe)?;
+        }
         let uid = rustix::process::getuid().as_raw();
         let gid = rustix::process::getgid().as_raw();
         let pid = std::process::id();
@@ -109,9 +112,10 @@ impl Docker {
             tmp,
             mut lease,
         } = prepare(job, &present, writable, host)?;
-        let env_file = write_env_file(&job.env).map_err(refuse)?;
-        let env_names: BTreeSet<String> = job
-            .env
+        let mut env = job.env.clone();
+        let bridge = crate::allow::route(job, host, &mut env, &mut lease)?;
+        let env_file = write_env_file(&env).map_err(refuse)?;
+        let env_names: BTreeSet<String> = env
             .keys()
             .map(|name| name.to_string_lossy().into_owned())
             .collect();
@@ -132,6 +136,7 @@ impl Docker {
             writable,
             protected: &protected,
             tmp: &tmp,
+            bridge: bridge.as_ref(),
         };
         let args = argv::run_args(&spec, job.program, job.args).map_err(refuse)?;
         let command = self.client.job_command(args);
@@ -171,6 +176,21 @@ impl Drop for Container {
             ),
         }
     }
+}
+
+/// Fails, with the kind of image that works, unless mecha's binary starts
+/// in `image`: with `allow_hosts` it is the first program in every job.
+fn check_bridge(client: &Client, image: &str, exe: &std::path::Path) -> Result<(), SandboxError> {
+    let cannot = |detail: String| SandboxError::AllowHosts {
+        reason: format!(
+            "the image \"{image}\" cannot run mecha's own binary, which runs first in every \
+             job as the bridge to the proxy ({detail}); use an image with glibc and libgcc_s \
+             (Debian, Ubuntu, Fedora and their -slim variants have both), or kind = \"bwrap\""
+        ),
+    };
+    let args = argv::bridge_check_args(image, exe).map_err(&cannot)?;
+    blocking(|| client.run(&args, SLOW)).map_err(|detail| cannot(detail.trim().to_owned()))?;
+    Ok(())
 }
 
 /// A few hex digits that differ between two processes: the clock's

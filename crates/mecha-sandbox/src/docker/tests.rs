@@ -202,6 +202,7 @@ fn the_real_client_accepts_every_argument_vector() {
         writable: &[],
         protected: &protected,
         tmp: &env_file,
+        bridge: None,
     };
     let job = ["-c".into(), "true".into()];
     let vectors = [
