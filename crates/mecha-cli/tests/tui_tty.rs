@@ -417,7 +417,7 @@ async fn a_switch_keeps_the_mcp_servers_until_their_config_changes() {
     tui.type_keys(b"/clear\r");
     tui.wait_for("a new session").await;
     tui.type_keys(b"/tools\r");
-    tui.wait_for("fx__echo").await;
+    tui.wait_for("fx__fail").await;
     let first = started(&starts);
     assert_eq!(first.len(), 1, "/clear started the server again");
     assert!(alive(first[0]));
