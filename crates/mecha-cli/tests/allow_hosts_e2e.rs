@@ -225,16 +225,7 @@ async fn a_servers_own_list_makes_its_open_world_tools_blind_and_is_checked() {
 
 #[tokio::test]
 async fn a_docker_image_that_cannot_run_the_bridge_stops_the_run_with_the_kind_that_works() {
-    let answers = std::process::Command::new("docker")
-        .args(["version", "--format", "{{.Server.Version}}"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !answers {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "this test needs a Docker engine"
-        );
-        eprintln!("SKIPPED: no Docker engine");
+    if !common::docker_ready() {
         return;
     }
     // An image with nothing in it: no loader, no libc.

@@ -194,38 +194,9 @@ fn a_sandboxed_server_with_its_own_list_reaches_only_that_list() {
     assert_eq!(public.load(Ordering::SeqCst), 1);
 }
 
-/// Whether a Docker engine answers, with the test image built; a failure
-/// in CI, a loud skip elsewhere.
-fn docker_ready() -> bool {
-    let answers = std::process::Command::new("docker")
-        .args(["version", "--format", "{{.Server.Version}}"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !answers {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "this test needs a Docker engine"
-        );
-        eprintln!("SKIPPED: no Docker engine");
-        return false;
-    }
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../mecha-sandbox/tests/docker-image.sh");
-    let built = std::process::Command::new("bash")
-        .arg(&script)
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    true
-}
-
 #[test]
 fn a_docker_container_gets_the_same_list_through_the_same_proxy() {
-    if !have_bwrap_and_curl() || !docker_ready() {
+    if !have_bwrap_and_curl() || !common::docker_ready() {
         return;
     }
     let Some(ns) = Netns::create("docker", HOSTS) else {

@@ -275,3 +275,32 @@ pub fn have(program: &str, tests: &str, package: &str) -> bool {
     }
     found
 }
+
+/// Whether a Docker engine answers, with the test image built; a failure
+/// in CI, a loud skip elsewhere.
+pub fn docker_ready() -> bool {
+    let answers = std::process::Command::new("docker")
+        .args(["version", "--format", "{{.Server.Version}}"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !answers {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "this test needs a Docker engine"
+        );
+        eprintln!("SKIPPED: no Docker engine");
+        return false;
+    }
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../mecha-sandbox/tests/docker-image.sh");
+    let built = std::process::Command::new("bash")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    true
+}

@@ -169,10 +169,7 @@ fn parse_entry(entry: &str) -> Result<Entry, String> {
 /// `host`, `host:PORT`, `[v6]`, `[v6]:PORT`, or a bare IPv6 literal.
 fn split_port(entry: &str) -> Result<(&str, Option<u16>), String> {
     let port = |p: &str| {
-        Some(p)
-            .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|p| p.parse::<u16>().ok())
-            .filter(|&p| p != 0)
+        parse_port(p)
             .ok_or_else(|| format!("has `{p}` as its port; a port is a number from 1 to 65535"))
     };
     if let Some(rest) = entry.strip_prefix('[') {
@@ -194,6 +191,14 @@ fn split_port(entry: &str) -> Result<(&str, Option<u16>), String> {
         // An IPv6 address without brackets cannot carry a port.
         _ => Ok((entry, None)),
     }
+}
+
+/// A port written in plain digits, 1 to 65535 (no sign, no spaces).
+pub fn parse_port(p: &str) -> Option<u16> {
+    Some(p)
+        .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|p| p.parse::<u16>().ok())
+        .filter(|&p| p != 0)
 }
 
 /// A requested host (from a CONNECT line or an absolute URI, brackets

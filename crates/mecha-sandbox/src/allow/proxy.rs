@@ -21,7 +21,7 @@ use mecha_core::net::{EgressGuard, Resolver};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
 
-use super::hosts::{Allowlist, Host, parse_host};
+use super::hosts::{Allowlist, Host, parse_host, parse_port};
 
 /// The longest request head read before the request is refused.
 const MAX_HEAD: usize = 32 * 1024;
@@ -312,11 +312,7 @@ fn authority(auth: &str, default_port: Option<u16>) -> Result<(Host, u16), Strin
         (parse_host(host).map_err(bad)?, port)
     };
     let port = match (port, default_port) {
-        (Some(p), _) => Some(p)
-            .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|p| p.parse::<u16>().ok())
-            .filter(|&p| p != 0)
-            .ok_or_else(|| bad("has no valid port".into()))?,
+        (Some(p), _) => parse_port(p).ok_or_else(|| bad("has no valid port".into()))?,
         (None, Some(default)) => default,
         (None, None) => return Err(bad("has no port (CONNECT takes host:port)".into())),
     };
