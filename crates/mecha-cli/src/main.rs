@@ -66,6 +66,8 @@ enum Command {
     Doctor(commands::doctor::DoctorArgs),
     /// Print a completion script for a shell.
     Completions(commands::completions::CompletionsArgs),
+    /// What delegated tasks asked you and wait for: list them, answer one.
+    Questions(commands::questions::QuestionsArgs),
 }
 
 /// The commands that need the configuration loaded.
@@ -113,6 +115,7 @@ Exit codes:
   0    success                       1    the run failed (or a check found a problem)
   2    bad usage or configuration    3    the run stopped at --max-turns
   4    no answer: the model refused or said nothing, or a hook refused the prompt
+  5    waiting for an answer: a delegated task asked you (see `mecha questions`)
   130  interrupted                   141  stdout or stderr was closed by its reader";
 
 /// The command line as clap sees it, with [`AFTER_HELP`] under every
@@ -219,6 +222,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
     }
     let command = match cli.command {
         Some(Command::Completions(args)) => return commands::completions::run(&args),
+        Some(Command::Questions(args)) => return commands::questions::run(args, &cli.mcp_file),
         Some(Command::Doctor(args)) => Err(args),
         Some(Command::Configured(command)) => Ok(command),
         None if at_terminal() || cli.bare.asks_for_a_screen() => Ok(Configured::Tui(cli.bare)),
@@ -284,7 +288,7 @@ pub(crate) fn at_terminal() -> bool {
 
 /// Every layer of configuration: the user's file, the project's, and the
 /// `--mcp-file`s.
-fn load_settings(
+pub(crate) fn load_settings(
     home: &std::path::Path,
     workspace: &std::path::Path,
     mcp_files: &[PathBuf],
@@ -296,7 +300,7 @@ fn load_settings(
 
 /// The workspace, canonical: an existing directory, or a usage error that
 /// says which of the two it is not.
-fn checked_workspace(dir: &std::path::Path) -> Result<PathBuf, Failure> {
+pub(crate) fn checked_workspace(dir: &std::path::Path) -> Result<PathBuf, Failure> {
     let shown = dir.display();
     let canonical = std::fs::canonicalize(dir).map_err(|e| {
         Failure::Usage(match e.kind() {

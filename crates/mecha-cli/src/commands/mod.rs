@@ -3,10 +3,12 @@
 pub mod chat;
 pub mod completions;
 pub mod config;
+pub mod delegated;
 pub mod doctor;
 pub mod hooks;
 pub mod mcp;
 mod modes;
+pub mod questions;
 pub mod run;
 pub mod sessions;
 pub mod skills;

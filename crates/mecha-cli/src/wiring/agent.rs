@@ -13,6 +13,7 @@ use mecha_session::{Loaded, RecallTool};
 use mecha_skills::level1_block;
 use mecha_tools::Compact;
 use mecha_tui::{AskUser, ModalApprover, ModalAsker, ToScreen};
+use mecha_unattended::ParkingAskUser;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::protected::Protected;
@@ -80,6 +81,9 @@ pub struct Start<'a> {
     pub asking: Asking,
     /// Servers to go on with when config still starts the same ones.
     pub servers: Option<Servers>,
+    /// The parked call a resumed session's answer closes: left open when
+    /// the session is restored, where any other is closed as lost.
+    pub answering: Option<&'a str>,
 }
 
 /// Where a call that needs approval is asked about: the one choice of
@@ -91,6 +95,9 @@ pub enum Asking {
     Terminal,
     /// In the terminal UI's approval modal.
     Modal(UnboundedSender<ToScreen>),
+    /// Nowhere: a delegated task, whose owner is away. The permission mode
+    /// and the rules alone decide, and the model's questions park the task.
+    Delegated,
 }
 
 impl Asking {
@@ -101,7 +108,7 @@ impl Asking {
                 mode.clone(),
                 TerminalAsker::new(ctx.clone()),
             )),
-            Self::Terminal => Arc::new(mode.clone()),
+            Self::Terminal | Self::Delegated => Arc::new(mode.clone()),
         }
     }
 }
@@ -173,8 +180,10 @@ pub async fn build_agent(
     // Only a screen has someone to answer the model's questions: a run, a
     // chat on a pipe or a batch would block on nobody, so they never see
     // the tool.
-    if let Asking::Modal(screen) = &start.asking {
-        session_tools.push(Arc::new(AskUser::new(screen.clone())));
+    match &start.asking {
+        Asking::Modal(screen) => session_tools.push(Arc::new(AskUser::new(screen.clone()))),
+        Asking::Delegated => session_tools.push(Arc::new(ParkingAskUser::default())),
+        Asking::Terminal => {}
     }
     let parent_session = journal.as_ref().map(|j| j.id().to_owned());
     let session_id = parent_session.clone();
@@ -207,6 +216,7 @@ pub async fn build_agent(
             loaded,
             &toolbox.registry,
             journal.as_deref().map(|j| j as &dyn Journal),
+            start.answering,
         ),
         None => Session::default(),
     };
