@@ -68,6 +68,12 @@ enum Command {
     Completions(commands::completions::CompletionsArgs),
     /// What delegated tasks asked you and wait for: list them, answer one.
     Questions(commands::questions::QuestionsArgs),
+    /// Tasks run on a schedule: add, list, show, remove, run one now.
+    #[command(subcommand)]
+    Trigger(commands::trigger::TriggerCommand),
+    /// The scheduler: runs in the foreground and fires each trigger when
+    /// it is due (and a run missed while the machine slept, once).
+    Triggers(commands::triggers::TriggersArgs),
 }
 
 /// The commands that need the configuration loaded.
@@ -138,6 +144,16 @@ pub enum Failure {
     Run(#[from] anyhow::Error),
 }
 
+impl Failure {
+    /// The exit code main leaves with for it.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage(_) => 2,
+            Self::Run(_) => 1,
+        }
+    }
+}
+
 impl From<config::ConfigError> for Failure {
     fn from(e: config::ConfigError) -> Self {
         Self::Usage(e.to_string())
@@ -168,13 +184,9 @@ fn main() -> ExitCode {
     let code = match run(cli) {
         Ok(code) => code,
         // Both can carry outside text: an API's error message, a server's.
-        Err(Failure::Usage(message)) => {
-            terminal::report(&message);
-            2
-        }
-        Err(Failure::Run(e)) => {
-            terminal::report(&format!("{e:#}"));
-            1
+        Err(failure) => {
+            terminal::report(&format!("{failure:#}"));
+            failure.exit_code()
         }
     };
     // A cancelled command's or a stopped server's sweep may still run on
@@ -223,6 +235,11 @@ fn run(cli: Cli) -> Result<u8, Failure> {
     let command = match cli.command {
         Some(Command::Completions(args)) => return commands::completions::run(&args),
         Some(Command::Questions(args)) => return commands::questions::run(args, &cli.mcp_file),
+        Some(Command::Trigger(command)) => {
+            let workspace = chosen_workspace(cli.workspace)?;
+            return commands::trigger::run(command, &workspace, &cli.mcp_file);
+        }
+        Some(Command::Triggers(args)) => return commands::triggers::run(&args, &cli.mcp_file),
         Some(Command::Doctor(args)) => Err(args),
         Some(Command::Configured(command)) => Ok(command),
         None if at_terminal() || cli.bare.asks_for_a_screen() => Ok(Configured::Tui(cli.bare)),
@@ -232,12 +249,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
             return Ok(2);
         }
     };
-    let workspace = match cli.workspace {
-        Some(dir) => dir,
-        None => std::env::current_dir()
-            .map_err(|e| Failure::Usage(format!("cannot read the current directory: {e}")))?,
-    };
-    let workspace = checked_workspace(&workspace)?;
+    let workspace = chosen_workspace(cli.workspace)?;
     let home = config::mecha_home()?;
     let loaded = load_settings(&home, &workspace, &cli.mcp_file);
     let command = match command {
@@ -278,6 +290,16 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Configured::Sessions(command) => commands::sessions::run(command),
         Configured::Config(args) => commands::config::run(args, settings, &workspace),
     }
+}
+
+/// The workspace `-C` names, or the current directory, checked.
+fn chosen_workspace(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
+    let workspace = match given {
+        Some(dir) => dir,
+        None => std::env::current_dir()
+            .map_err(|e| Failure::Usage(format!("cannot read the current directory: {e}")))?,
+    };
+    checked_workspace(&workspace)
 }
 
 /// Whether a screen can be shown: both stdin and stdout are terminals.

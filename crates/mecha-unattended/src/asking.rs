@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
-use mecha_core::{Capabilities, Tool, ToolCtx, ToolOutput};
+use mecha_core::{Approver, Capabilities, Decision, ModeSwitch, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 
 /// The result the parked call holds while the question waits. The model
@@ -77,6 +77,28 @@ impl Tool for ParkingAskUser {
             parks: Some(question.into()),
             ..ToolOutput::ok(PARKED)
         })
+    }
+}
+
+/// The approver of a delegated task: the permission mode alone (the rules
+/// and hooks answered before it), and a call that needed a yes is refused
+/// with what to change, since nobody is there to say it.
+#[derive(Debug, Clone)]
+pub struct NobodyToAsk(pub ModeSwitch);
+
+#[async_trait]
+impl Approver for NobodyToAsk {
+    async fn approve(&self, tool: &dyn Tool, _input: &Value) -> Decision {
+        if self.0.get().runs_unasked(tool) {
+            return Decision::Allow;
+        }
+        Decision::Blocked(format!(
+            "`{}` needs approval, and this is a delegated task with nobody to approve it, so it \
+             did not run. Do the task without it, or say in your answer what you would have run; \
+             the owner can allow it for unattended runs with an allow [[rule]] or [agent] \
+             permission_mode",
+            tool.name()
+        ))
     }
 }
 

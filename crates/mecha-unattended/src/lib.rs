@@ -16,7 +16,7 @@ pub mod questions;
 pub mod schedule;
 pub mod trigger;
 
-pub use asking::ParkingAskUser;
+pub use asking::{NobodyToAsk, ParkingAskUser};
 pub use questions::{Question, QuestionStore};
 pub use schedule::Schedule;
 pub use trigger::{LastRun, Trigger, TriggerStore};

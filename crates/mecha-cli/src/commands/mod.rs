@@ -14,6 +14,8 @@ pub mod sessions;
 pub mod skills;
 mod slash;
 pub mod tools;
+pub mod trigger;
+pub mod triggers;
 pub mod tui;
 mod typed;
 

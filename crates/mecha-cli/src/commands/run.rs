@@ -44,12 +44,32 @@ pub struct RunArgs {
     /// code 5, until `mecha questions answer`.
     #[arg(long, conflicts_with = "replay")]
     delegate: bool,
+    /// The trigger this run is for (`mecha trigger run`): delegated, and
+    /// named in the session and in its parked questions.
+    #[arg(skip)]
+    trigger: Option<String>,
     #[command(flatten)]
     options: RunOptions,
     /// text (default), json (one object at the end), or stream-json (one
     /// object per event).
     #[arg(long, value_enum, default_value = "text")]
     output_format: OutputFormat,
+}
+
+impl RunArgs {
+    /// A trigger's run: its prompt, delegated, with `options`.
+    pub fn for_trigger(name: &str, prompt: &str, options: RunOptions) -> Self {
+        Self {
+            prompt: Some(prompt.to_owned()),
+            resume: None,
+            continue_latest: false,
+            replay: None,
+            delegate: true,
+            trigger: Some(name.to_owned()),
+            options,
+            output_format: OutputFormat::Text,
+        }
+    }
 }
 
 /// Exit code when the run stopped at --max-turns.
@@ -103,11 +123,14 @@ pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Fa
             None,
         ),
     };
-    let parking = args
-        .delegate
-        .then(|| Parking::new(&args.options, None, workspace));
+    let delegated = args.delegate || args.trigger.is_some();
+    let parking =
+        delegated.then(|| Parking::new(&args.options, args.trigger.as_deref(), workspace));
     let start = Start {
-        command: "run",
+        command: match args.trigger {
+            Some(_) => "trigger",
+            None => "run",
+        },
         resumed: loaded.as_ref().filter(|_| replay.is_none()),
         replay,
         asking: match parking {

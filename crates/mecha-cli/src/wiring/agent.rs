@@ -13,7 +13,7 @@ use mecha_session::{Loaded, RecallTool};
 use mecha_skills::level1_block;
 use mecha_tools::Compact;
 use mecha_tui::{AskUser, ModalApprover, ModalAsker, ToScreen};
-use mecha_unattended::ParkingAskUser;
+use mecha_unattended::{NobodyToAsk, ParkingAskUser};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::protected::Protected;
@@ -108,7 +108,8 @@ impl Asking {
                 mode.clone(),
                 TerminalAsker::new(ctx.clone()),
             )),
-            Self::Terminal | Self::Delegated => Arc::new(mode.clone()),
+            Self::Terminal => Arc::new(mode.clone()),
+            Self::Delegated => Arc::new(NobodyToAsk(mode.clone())),
         }
     }
 }
