@@ -68,6 +68,9 @@ enum Command {
     Completions(commands::completions::CompletionsArgs),
     /// What delegated tasks asked you and wait for: list them, answer one.
     Questions(commands::questions::QuestionsArgs),
+    /// What [[outbox]] actions staged for your review: list, show,
+    /// approve (it runs), reject.
+    Outbox(commands::outbox::OutboxArgs),
     /// Tasks run on a schedule: add, list, show, remove, run one now.
     #[command(subcommand)]
     Trigger(commands::trigger::TriggerCommand),
@@ -235,6 +238,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
     let command = match cli.command {
         Some(Command::Completions(args)) => return commands::completions::run(&args),
         Some(Command::Questions(args)) => return commands::questions::run(args, &cli.mcp_file),
+        Some(Command::Outbox(args)) => return commands::outbox::run(args),
         Some(Command::Trigger(command)) => {
             let workspace = chosen_workspace(cli.workspace)?;
             return commands::trigger::run(command, &workspace, &cli.mcp_file);

@@ -8,10 +8,14 @@
 //! - [`questions`]: a delegated task's question for its absent owner,
 //!   parked under `$MECHA_HOME/questions/` with the turn it interrupted,
 //!   until `mecha questions answer` resumes the task.
-//! - [`asking`]: the `ask_user` tool of a delegated task, which parks.
+//! - [`asking`]: the `ask_user` tool of a delegated task, which parks, and
+//!   the approver of a task nobody watches.
+//! - [`outbox`]: `[[outbox]]` actions as tools that stage a call for the
+//!   owner's review instead of performing it, and the store of staged items.
 
 pub mod asking;
 mod files;
+pub mod outbox;
 pub mod questions;
 pub mod schedule;
 pub mod trigger;

@@ -8,6 +8,7 @@ pub mod doctor;
 pub mod hooks;
 pub mod mcp;
 mod modes;
+pub mod outbox;
 pub mod questions;
 pub mod run;
 pub mod sessions;

@@ -187,6 +187,7 @@ pub async fn build_agent(
         Asking::Terminal => {}
     }
     let parent_session = journal.as_ref().map(|j| j.id().to_owned());
+    session_tools.extend(super::outbox_tools(&settings, parent_session.as_deref()));
     let session_id = parent_session.clone();
     let model = provider.model().map(str::to_owned);
     let window = provider.context_window();
@@ -221,6 +222,11 @@ pub async fn build_agent(
         ),
         None => Session::default(),
     };
+    // What the owner decided on this session's staged sends since it last
+    // ran goes with its next prompt.
+    if let (Some(loaded), Ok(outbox)) = (start.resumed, super::outbox_store()) {
+        session.attached.extend(outbox.untold(&loaded.header.id));
+    }
     if let Some(journal) = &journal {
         agent = agent.with_journal(Arc::clone(journal) as Arc<dyn Journal>);
     }
