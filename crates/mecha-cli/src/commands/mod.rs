@@ -19,6 +19,7 @@ pub mod trigger;
 pub mod triggers;
 pub mod tui;
 mod typed;
+mod waiting;
 
 use clap::Args;
 use mecha_core::PermissionMode;

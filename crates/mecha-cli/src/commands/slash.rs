@@ -1,7 +1,8 @@
 //! The slash commands of `mecha chat` and the TUI, answered by mecha and
 //! never sent to the model: `/help`, `/quit` (`/exit`), those that ask what
 //! this run carries (`/tools`, `/skills`, `/skills NAME`), `/cost`, `/sessions`
-//! (this workspace's, or `all`), `/compact`, `/mode` and `/approve` (see
+//! (this workspace's, or `all`), `/questions` and `/outbox` (what waits for
+//! the owner here), `/compact`, `/mode` and `/approve` (see
 //! `modes.rs`), and the TUI's own `/clear`,
 //! `/resume [ID]` and `/model NAME`, which change the conversation itself.
 //! What the run carries comes from the running agent (its tools, its skill
@@ -24,9 +25,9 @@ use mecha_session::{Listing, Store};
 use mecha_tui::{OnPick, PickItem, Switch};
 
 use crate::Failure;
-use crate::commands::modes;
 use crate::commands::sessions::{failure, started, store};
 use crate::commands::tools::ARMED_MARK;
+use crate::commands::{modes, waiting};
 use crate::wiring::Toolbox;
 
 /// Which front end reads the line.
@@ -87,6 +88,12 @@ const COMMANDS: &[(&str, &str, bool)] = &[
         true,
     ),
     (
+        "/questions",
+        "what delegated tasks of this workspace asked you",
+        true,
+    ),
+    ("/outbox", "the sends staged here for your review", true),
+    (
         "/resume [ID]",
         "go on with a stored session (without an id, pick one of this workspace's)",
         false,
@@ -116,8 +123,21 @@ const COMMANDS: &[(&str, &str, bool)] = &[
 
 /// Every command's name, without its slash.
 const NAMES: &[&str] = &[
-    "help", "tools", "skills", "compact", "cost", "sessions", "resume", "clear", "model", "mode",
-    "approve", "quit", "exit",
+    "help",
+    "tools",
+    "skills",
+    "compact",
+    "cost",
+    "sessions",
+    "questions",
+    "outbox",
+    "resume",
+    "clear",
+    "model",
+    "mode",
+    "approve",
+    "quit",
+    "exit",
 ];
 
 /// The commands `front` has, each with its slash: what Tab completes.
@@ -156,6 +176,8 @@ pub fn command(
         ("sessions", []) => sessions(Some(workspace)),
         ("sessions", ["all"]) => sessions(None),
         ("sessions", _) => "/sessions takes `all` at most: /sessions all\n".to_owned(),
+        ("questions", []) => waiting::questions(workspace),
+        ("outbox", []) => waiting::outbox(workspace),
         ("resume" | "clear" | "model", _) if front == Front::Chat => format!(
             "/{word} changes the conversation, which the terminal UI does: run `mecha`. In \
              chat, end it and start `mecha chat --resume ID` (or `--model NAME`).\n"

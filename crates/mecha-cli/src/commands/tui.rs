@@ -28,7 +28,7 @@ use crate::commands::RunOptions;
 use crate::commands::modes;
 use crate::commands::run::{EXIT_INTERRUPTED, finish_with_notice, reported};
 use crate::commands::slash::{self, Front, Slash};
-use crate::commands::typed;
+use crate::commands::{typed, waiting};
 use crate::config::Settings;
 use crate::output;
 use crate::raw_screen::{self, RawScreen};
@@ -296,6 +296,11 @@ impl Sessions<'_> {
                 format!("a new session, {id}; the last one is stored (/sessions, /resume ID)"),
             ),
             (None, _) => {}
+        }
+        if !switched {
+            for line in waiting::announcement(self.workspace) {
+                app.transcript.notice(NoticeKind::Info, line);
+            }
         }
         let mut talk = Talk {
             agent: &agent,
