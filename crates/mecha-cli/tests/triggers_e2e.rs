@@ -196,3 +196,87 @@ async fn the_scheduler_runs_a_missed_trigger_once_as_trigger_run_does() {
         );
     }
 }
+
+#[tokio::test]
+async fn install_units_writes_the_service_with_cargo_bin_on_its_path() {
+    let mut e = env();
+    let config_home = e.ws.parent().unwrap().join("xdg");
+    e.extra_env
+        .push(("XDG_CONFIG_HOME".into(), config_home.display().to_string()));
+    let mock = MockModel::start(vec![]).await;
+    let out = mecha(&e, &mock, &["trigger", "install-units"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("systemctl --user enable --now mecha-triggers.service"),
+        "{}",
+        stdout(&out)
+    );
+    let unit =
+        std::fs::read_to_string(config_home.join("systemd/user/mecha-triggers.service")).unwrap();
+    assert!(unit.contains("Environment=PATH=%h/.cargo/bin:"), "{unit}");
+    let exe = assert_cmd::cargo::cargo_bin("mecha");
+    assert!(
+        unit.contains(&format!("ExecStart={} triggers", exe.display())),
+        "{unit}"
+    );
+}
+
+/// The README's morning: a trigger's run asks a question it cannot answer
+/// and parks; the answer from the command line runs it on, and the email
+/// it then sends is staged, not sent, until it is approved.
+#[tokio::test]
+async fn a_morning_briefing_parks_is_answered_and_its_email_approved() {
+    let mut e = env();
+    let sent = e.ws.parent().unwrap().join("sent.json");
+    e.extra_config = format!(
+        "[[outbox]]\nname = \"send_email\"\ndescription = \"Send an email.\"\n\
+         command = [\"/bin/sh\", \"-c\", \"cat > {}\"]\ninput = {{ type = \"object\" }}\n",
+        sent.display()
+    );
+    std::fs::write(e.ws.join("today.md"), "9:00 standup\n").unwrap();
+    let mock = MockModel::start(vec![
+        common::tool_turn(&[
+            ("fs_read", serde_json::json!({"path": "today.md"})),
+            (
+                "ask_user",
+                serde_json::json!({"question": "Work or family calendar?"}),
+            ),
+        ]),
+        common::tool_turn(&[(
+            "send_email",
+            serde_json::json!({"to": "me@example.com", "body": "standup at 9"}),
+        )]),
+        MockReply::text("Briefing staged for your review."),
+    ])
+    .await;
+    let added = mecha(
+        &e,
+        &mock,
+        &[
+            "trigger",
+            "add",
+            "briefing",
+            "--schedule",
+            "0 7 * * *",
+            "--prompt",
+            "brief me",
+        ],
+    )
+    .await;
+    assert!(added.status.success(), "{}", stderr(&added));
+    let ran = mecha(&e, &mock, &["trigger", "run", "briefing"]).await;
+    assert_eq!(ran.status.code(), Some(5), "{}", stderr(&ran));
+    let questions = stdout(&mecha(&e, &mock, &["questions"]).await);
+    assert!(questions.contains("trigger briefing"), "{questions}");
+    let id = questions.split_whitespace().next().unwrap().to_owned();
+    let answered = mecha(&e, &mock, &["questions", "answer", &id, "work"]).await;
+    assert!(answered.status.success(), "{}", stderr(&answered));
+    assert!(!sent.exists(), "the email went out unreviewed");
+    let staged = stdout(&mecha(&e, &mock, &["outbox"]).await);
+    let item = staged.split_whitespace().next().unwrap().to_owned();
+    assert!(staged.contains("holding private data"), "{staged}");
+    let approved = mecha(&e, &mock, &["outbox", "approve", &item, "--yes"]).await;
+    assert!(approved.status.success(), "{}", stderr(&approved));
+    let email = std::fs::read_to_string(&sent).unwrap();
+    assert!(email.contains("standup at 9"), "{email}");
+}
