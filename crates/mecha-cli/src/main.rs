@@ -68,6 +68,9 @@ enum Command {
     Completions(commands::completions::CompletionsArgs),
     /// What delegated tasks asked you and wait for: list them, answer one.
     Questions(commands::questions::QuestionsArgs),
+    /// Grade a model, a prompt or a config on a case set; merge and
+    /// compare reports.
+    Eval(commands::eval::EvalArgs),
     /// What [[outbox]] actions staged for your review: list, show,
     /// approve (it runs), reject.
     Outbox(commands::outbox::OutboxArgs),
@@ -239,6 +242,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Some(Command::Completions(args)) => return commands::completions::run(&args),
         Some(Command::Questions(args)) => return commands::questions::run(args, &cli.mcp_file),
         Some(Command::Outbox(args)) => return commands::outbox::run(args),
+        Some(Command::Eval(args)) => return commands::eval::run(args, &cli.mcp_file),
         Some(Command::Trigger(command)) => {
             let workspace = chosen_workspace(cli.workspace)?;
             return commands::trigger::run(command, &workspace, &cli.mcp_file);

@@ -5,6 +5,7 @@ pub mod completions;
 pub mod config;
 pub mod delegated;
 pub mod doctor;
+pub mod eval;
 pub mod hooks;
 pub mod mcp;
 mod modes;
