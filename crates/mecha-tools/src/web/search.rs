@@ -1,0 +1,231 @@
+//! `web_search`: the `[[search]]` chain as one tool.
+//!
+//! Backends are asked in order and the first that answers wins; any
+//! failure (a rate limit, a 5xx, a timeout, a refused connection, a missing
+//! key, an answer of the wrong shape) moves on to the next, and when every
+//! one fails the result names each failure.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use mecha_core::{Capabilities, Egress, Tool, ToolCtx, ToolOutput};
+use serde_json::{Value, json};
+
+use super::backends::{Backend, Failure, backend_client};
+use super::{Handles, Hit, SearchConfig};
+use crate::args::required_str;
+
+/// Results per search unless the call asks for another number.
+const DEFAULT_COUNT: usize = 5;
+/// The most results one call may ask for.
+const MAX_COUNT: usize = 20;
+
+pub struct WebSearch {
+    backends: Vec<Backend>,
+    client: reqwest::Client,
+    config: SearchConfig,
+    handles: Handles,
+    capabilities: Capabilities,
+    description: String,
+}
+
+impl WebSearch {
+    pub(super) fn new(
+        config: SearchConfig,
+        handles: Handles,
+        mcp_tool: &dyn Fn(&str) -> Option<Arc<dyn Tool>>,
+    ) -> reqwest::Result<Self> {
+        let backends: Vec<Backend> = config
+            .backends
+            .iter()
+            .map(|spec| Backend::new(spec.clone(), mcp_tool))
+            .collect();
+        let capabilities = chain_capabilities(&backends);
+        let client = backend_client(config.backend_timeout)?;
+        let description = format!(
+            "Search the web. Returns up to {MAX_COUNT} results (default {DEFAULT_COUNT}), each \
+             numbered with a handle: `[3] title — url — snippet`. Read a result's page with \
+             web_open and its handle; web_open opens only results of this tool."
+        );
+        Ok(Self {
+            backends,
+            client,
+            config,
+            handles,
+            capabilities,
+            description,
+        })
+    }
+
+    /// The handles this tool hands out, shared with `web_open`.
+    pub fn handles(&self) -> &Handles {
+        &self.handles
+    }
+
+    /// Asks each backend in turn; the first answer wins.
+    async fn ask_chain(
+        &self,
+        query: &str,
+        count: usize,
+        ctx: &ToolCtx,
+    ) -> Result<(usize, Vec<Hit>, Vec<(usize, Failure)>), Vec<(usize, Failure)>> {
+        let mut failures = Vec::new();
+        for (i, backend) in self.backends.iter().enumerate() {
+            let asked = backend.search(&self.client, query, count, ctx);
+            match tokio::time::timeout(self.config.backend_timeout, asked).await {
+                Ok(Ok(hits)) => return Ok((i, hits, failures)),
+                Ok(Err(failure)) => failures.push((i, failure)),
+                Err(_) => failures.push((
+                    i,
+                    Failure(format!(
+                        "did not answer within {}s",
+                        self.config.backend_timeout.as_secs()
+                    )),
+                )),
+            }
+        }
+        Err(failures)
+    }
+
+    fn named(&self, failures: &[(usize, Failure)]) -> String {
+        failures
+            .iter()
+            .map(|(i, f)| format!("{} ({}): {f}", i + 1, self.backends[*i].spec))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// What the chain does to a conversation: untrusted always, since results
+/// are whatever strangers published; each `mcp` backend's tool brings its
+/// own class. By the spec the send is blind as soon as one backend is
+/// blind (a fixed endpoint is), and only a chain with no blind backend
+/// takes the class of its tools, Chosen when they are.
+fn chain_capabilities(backends: &[Backend]) -> Capabilities {
+    let mut caps = Capabilities {
+        untrusted_input: true,
+        ..Capabilities::NONE
+    };
+    for backend in backends {
+        let their = backend.capabilities();
+        caps = caps.union(Capabilities {
+            egress: Egress::None,
+            ..their
+        });
+    }
+    let classes = backends.iter().map(|b| b.capabilities().egress);
+    caps.egress = if classes.clone().any(|e| e == Egress::Blind) {
+        Egress::Blind
+    } else {
+        classes.max().unwrap_or(Egress::None)
+    };
+    caps
+}
+
+#[async_trait]
+impl Tool for WebSearch {
+    fn name(&self) -> &str {
+        "web_search"
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What to search for."},
+                "count": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_COUNT,
+                    "description": "How many results to return (default 5)."
+                }
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        })
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities
+    }
+
+    fn send_reason(&self) -> &str {
+        "sends the query to a search backend whose class is chosen, as no blind backend is \
+         configured"
+    }
+
+    fn carried_state(&self) -> Option<String> {
+        self.handles.carried()
+    }
+
+    fn saved_state(&self) -> Option<Value> {
+        self.handles.saved()
+    }
+
+    fn restore_state(&self, state: Value) -> Result<(), String> {
+        self.handles.restore(state)
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
+        let query = match required_str(&input, "query") {
+            Ok(q) if q.trim().is_empty() => {
+                return Ok(ToolOutput::refusal(
+                    "`query` is empty; say what to search for",
+                ));
+            }
+            Ok(q) => q.trim().to_owned(),
+            Err(out) => return Ok(out),
+        };
+        let count = match input.get("count") {
+            None | Some(Value::Null) => DEFAULT_COUNT,
+            Some(v) => match v.as_u64().and_then(|n| usize::try_from(n).ok()) {
+                Some(n) if (1..=MAX_COUNT).contains(&n) => n,
+                _ => {
+                    return Ok(ToolOutput::refusal(format!(
+                        "`count` must be a whole number from 1 to {MAX_COUNT}, not {v}"
+                    )));
+                }
+            },
+        };
+        let (answered, hits, failures) = match self.ask_chain(&query, count, ctx).await {
+            Ok(found) => found,
+            Err(failures) => {
+                return Ok(ToolOutput::refusal(format!(
+                    "web_search found nothing: every backend failed. {}. Try again later, or \
+                     fix the backends in [[search]] (`mecha doctor --online` checks them)",
+                    self.named(&failures)
+                )));
+            }
+        };
+        let mut out = format!(
+            "Results for \"{query}\" from {}",
+            self.backends[answered].spec.kind()
+        );
+        if !failures.is_empty() {
+            out.push_str(&format!(" (after {})", self.named(&failures)));
+        }
+        out.push_str(":\n");
+        if hits.is_empty() {
+            out.push_str("(no results; try other words)\n");
+            return Ok(ToolOutput::external(out));
+        }
+        let first = self.handles.add(&hits);
+        for (i, hit) in hits.iter().enumerate() {
+            out.push_str(&format!("[{}] {} — {}", first + i, hit.title, hit.url));
+            if !hit.snippet.is_empty() {
+                out.push_str(&format!(" — {}", hit.snippet));
+            }
+            out.push('\n');
+        }
+        out.push_str("Read a page with web_open {\"handle\": N}.\n");
+        Ok(ToolOutput::external(ctx.fit("web_search", &out)))
+    }
+}
