@@ -7,7 +7,7 @@ use super::*;
 
 /// What only the user's file may set, whatever a project's says: the
 /// setting, what stays instead, and why.
-const USERS_ALONE: [(&str, &str, &str); 4] = [
+const USERS_ALONE: [(&str, &str, &str); 5] = [
     (
         "an MCP server ([[mcp]] or mcp_files)",
         "your servers stay",
@@ -25,6 +25,12 @@ const USERS_ALONE: [(&str, &str, &str); 4] = [
         "your hooks stay",
         "a cloned repository must not run programs of its choosing; a project may narrow with \
          [[rule]] forbid or prompt instead",
+    ),
+    (
+        "[[search]]",
+        "your backends stay",
+        "a cloned repository must not choose where your queries go; a project may switch \
+         web_search off with [tools] disabled = [\"web_search\", \"web_open\"]",
     ),
     (
         "[agent] timezone",
@@ -50,6 +56,7 @@ impl Settings {
             project.mcp.is_some() || project.mcp_files.is_some(),
             project.subagent.is_some(),
             project.hook.is_some(),
+            project.search.is_some(),
             agent.timezone.is_some(),
         ];
         for ((setting, stays, why), set) in USERS_ALONE.iter().zip(present) {

