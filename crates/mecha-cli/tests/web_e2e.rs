@@ -407,3 +407,76 @@ async fn handles_survive_into_a_resumed_session() {
     let missing = &results[results.len() - 1].0;
     assert!(missing.contains("returned [1] to [2]"), "{missing}");
 }
+
+#[tokio::test]
+async fn tools_and_config_show_the_chain_and_a_search_only_subagent_is_blind() {
+    let mut e = env();
+    e.extra_config = format!(
+        "{}[[search]]\nkind = \"brave\"\n\
+         [[subagent]]\nname = \"research\"\ndescription = \"Search the web.\"\n\
+         tools = [\"web_search\", \"web_open\"]\n\
+         [[subagent]]\nname = \"fetcher\"\ndescription = \"Search and fetch.\"\n\
+         tools = [\"web_search\", \"web_open\", \"http_fetch\"]\n",
+        searxng_entry("http://127.0.0.1:8888")
+    );
+    let mock = MockModel::start(vec![]).await;
+    let out = e
+        .mecha(Api::Anthropic, &mock, "k", "tools", &["--json"], "")
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        listed["search"],
+        json!([
+            "1. searxng http://127.0.0.1:8888/",
+            "2. brave https://api.search.brave.com/ (key from $BRAVE_API_KEY)"
+        ])
+    );
+    let egress = |name: &str| {
+        let tools = listed["tools"].as_array().unwrap();
+        let tool = tools.iter().find(|t| t["name"] == name).unwrap();
+        tool["capabilities"]["egress"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(egress("web_search"), "blind");
+    assert_eq!(egress("web_open"), "blind");
+    assert_eq!(egress("research"), "blind");
+    assert_eq!(egress("fetcher"), "chosen");
+
+    let out = e
+        .mecha(Api::Anthropic, &mock, "k", "config", &["--json"], "")
+        .await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let config: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(config["search"][0]["value"]["kind"], "searxng");
+    assert_eq!(config["search"][1]["value"]["key"], "not set");
+}
+
+#[tokio::test]
+async fn an_mcp_backend_brings_its_class_unless_a_blind_backend_is_configured() {
+    for (searxng, expected) in [(false, "chosen"), (true, "blind")] {
+        let mut e = env();
+        e.extra_config = format!(
+            "[[mcp]]\nname = \"fx\"\ncommand = \"{}\"\n\
+             [[search]]\nkind = \"mcp\"\ntool = \"fx__echo_open\"\n{}",
+            mecha_testkit::fixture_mcp().display(),
+            if searxng {
+                searxng_entry("http://127.0.0.1:8888")
+            } else {
+                String::new()
+            }
+        );
+        let mock = MockModel::start(vec![]).await;
+        let out = e
+            .mecha(Api::Anthropic, &mock, "k", "tools", &["--json"], "")
+            .await;
+        assert!(out.status.success(), "{}", stderr(&out));
+        let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let tools = listed["tools"].as_array().unwrap();
+        let class = |name: &str| {
+            let tool = tools.iter().find(|t| t["name"] == name).unwrap();
+            tool["capabilities"]["egress"].clone()
+        };
+        assert_eq!(class("fx__echo_open"), "chosen");
+        assert_eq!(class("web_search"), expected, "searxng too: {searxng}");
+    }
+}
