@@ -480,3 +480,44 @@ async fn an_mcp_backend_brings_its_class_unless_a_blind_backend_is_configured() 
         assert_eq!(class("web_search"), expected, "searxng too: {searxng}");
     }
 }
+
+#[tokio::test]
+async fn doctor_online_asks_every_backend() {
+    let mut e = env();
+    let sx = searxng("https://example.org", &[("A", "/a"), ("B", "/b")]);
+    let broken = Standin::start(|_| response("500 Internal Server Error", &[], ""));
+    e.extra_config = format!(
+        "{}[[search]]\nkind = \"tavily\"\nbase_url = \"{}\"\napi_key_env = \"UNSET_KEY\"\n\
+         [[search]]\nkind = \"brave\"\nbase_url = \"{}\"\napi_key_env = \"SET_KEY\"\n",
+        searxng_entry(&sx.url()),
+        broken.url(),
+        broken.url()
+    );
+    e.extra_env = vec![("SET_KEY".into(), "k".into())];
+    let mock = MockModel::start(vec![MockReply::text("ok")]).await;
+    let out = e
+        .mecha(Api::Anthropic, &mock, "k", "doctor", &["--online"], "")
+        .await;
+    let text = common::stdout(&out);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "ok       search: 1. searxng {}/: answered with 2 results",
+            sx.url()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("problem  search: 2. tavily") && text.contains("$UNSET_KEY is not set"),
+        "{text}"
+    );
+    assert!(
+        text.contains("problem  search: 3. brave") && text.contains("answered HTTP 500"),
+        "{text}"
+    );
+    assert_eq!(
+        broken.seen().len(),
+        1,
+        "only the backend with a key was asked"
+    );
+}

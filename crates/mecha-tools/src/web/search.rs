@@ -71,20 +71,46 @@ impl WebSearch {
     ) -> Result<(usize, Vec<Hit>, Vec<(usize, Failure)>), Vec<(usize, Failure)>> {
         let mut failures = Vec::new();
         for (i, backend) in self.backends.iter().enumerate() {
-            let asked = backend.search(&self.client, query, count, ctx);
-            match tokio::time::timeout(self.config.backend_timeout, asked).await {
-                Ok(Ok(hits)) => return Ok((i, hits, failures)),
-                Ok(Err(failure)) => failures.push((i, failure)),
-                Err(_) => failures.push((
-                    i,
-                    Failure(format!(
-                        "did not answer within {}s",
-                        self.config.backend_timeout.as_secs()
-                    )),
-                )),
+            match self.ask(backend, query, count, ctx).await {
+                Ok(hits) => return Ok((i, hits, failures)),
+                Err(failure) => failures.push((i, failure)),
             }
         }
         Err(failures)
+    }
+
+    /// One backend, within the time each may take.
+    async fn ask(
+        &self,
+        backend: &Backend,
+        query: &str,
+        count: usize,
+        ctx: &ToolCtx,
+    ) -> Result<Vec<Hit>, Failure> {
+        let asked = backend.search(&self.client, query, count, ctx);
+        tokio::time::timeout(self.config.backend_timeout, asked)
+            .await
+            .unwrap_or_else(|_| {
+                Err(Failure(format!(
+                    "did not answer within {}s",
+                    self.config.backend_timeout.as_secs()
+                )))
+            })
+    }
+
+    /// Asks every backend, not only until one answers, with `query`: each
+    /// one's description and how many results it gave, or why none. For
+    /// `mecha doctor --online`.
+    pub async fn probe(&self, query: &str, ctx: &ToolCtx) -> Vec<(String, Result<usize, String>)> {
+        let mut out = Vec::with_capacity(self.backends.len());
+        for backend in &self.backends {
+            let verdict = self.ask(backend, query, DEFAULT_COUNT, ctx).await;
+            out.push((
+                backend.spec.to_string(),
+                verdict.map(|hits| hits.len()).map_err(|f| f.0),
+            ));
+        }
+        out
     }
 
     fn named(&self, failures: &[(usize, Failure)]) -> String {
