@@ -144,7 +144,11 @@ async fn the_chain_moves_past_refused_rate_limited_and_failing_backends() {
     let (content, is_error) = &results_in(&mock, 1)[0];
     assert!(!is_error, "{content}");
     assert!(
-        content.contains("from searxng (after 1 (searxng http://127.0.0.1:"),
+        content.contains("\n1 result for \"who answers\" from searxng: Found\n"),
+        "{content}"
+    );
+    assert!(
+        content.contains("(searxng answered after 1 (searxng http://127.0.0.1:"),
         "{content}"
     );
     assert!(

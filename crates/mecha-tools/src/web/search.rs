@@ -122,6 +122,33 @@ impl WebSearch {
     }
 }
 
+/// Titles named in a search's first line at most.
+const HEADLINE_TITLES: usize = 3;
+
+/// The first line, which activity lines and the terminal UI show beside
+/// the call: how many results, from where, and the first few titles.
+fn headline(query: &str, kind: &str, hits: &[Hit]) -> String {
+    if hits.is_empty() {
+        return format!("no results for \"{query}\" from {kind}; try other words\n");
+    }
+    let titles: Vec<&str> = hits
+        .iter()
+        .take(HEADLINE_TITLES)
+        .map(|h| h.title.as_str())
+        .collect();
+    let more = if hits.len() > HEADLINE_TITLES {
+        " · …"
+    } else {
+        ""
+    };
+    let plural = if hits.len() == 1 { "" } else { "s" };
+    format!(
+        "{} result{plural} for \"{query}\" from {kind}: {}{more}\n",
+        hits.len(),
+        titles.join(" · ")
+    )
+}
+
 /// What the chain does to a conversation: untrusted always, since results
 /// are whatever strangers published; each `mcp` backend's tool brings its
 /// own class. By the spec the send is blind as soon as one backend is
@@ -231,18 +258,8 @@ impl Tool for WebSearch {
                 )));
             }
         };
-        let mut out = format!(
-            "Results for \"{query}\" from {}",
-            self.backends[answered].spec.kind()
-        );
-        if !failures.is_empty() {
-            out.push_str(&format!(" (after {})", self.named(&failures)));
-        }
-        out.push_str(":\n");
-        if hits.is_empty() {
-            out.push_str("(no results; try other words)\n");
-            return Ok(ToolOutput::external(out));
-        }
+        let kind = self.backends[answered].spec.kind();
+        let mut out = headline(&query, kind, &hits);
         let first = self.handles.add(&hits);
         for (i, hit) in hits.iter().enumerate() {
             out.push_str(&format!("[{}] {} — {}", first + i, hit.title, hit.url));
@@ -251,7 +268,44 @@ impl Tool for WebSearch {
             }
             out.push('\n');
         }
-        out.push_str("Read a page with web_open {\"handle\": N}.\n");
+        if !failures.is_empty() {
+            out.push_str(&format!(
+                "({kind} answered after {})\n",
+                self.named(&failures)
+            ));
+        }
+        if !hits.is_empty() {
+            out.push_str("Read a page with web_open {\"handle\": N}.\n");
+        }
         Ok(ToolOutput::external(ctx.fit("web_search", &out)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn hit(title: &str) -> Hit {
+        Hit {
+            title: title.into(),
+            url: "https://example.org/".parse().unwrap(),
+            snippet: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_first_line_counts_the_results_and_names_the_first_titles() {
+        let hits: Vec<Hit> = ["A", "B", "C", "D"].into_iter().map(hit).collect();
+        assert_eq!(
+            headline("q", "brave", &hits),
+            "4 results for \"q\" from brave: A · B · C · …\n"
+        );
+        assert_eq!(
+            headline("q", "searxng", &hits[..1]),
+            "1 result for \"q\" from searxng: A\n"
+        );
+        assert!(headline("q", "tavily", &[]).starts_with("no results for \"q\" from tavily"));
     }
 }
