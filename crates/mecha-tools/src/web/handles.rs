@@ -2,18 +2,15 @@
 //!
 //! A handle is the number printed beside a result. Numbers run on across
 //! searches, so an old handle keeps meaning the same page; they are saved
-//! with the session (through `web_search`'s saved state) and carried over
-//! a compaction, so a resumed or compacted session can still open them.
+//! with the session (through `web_search`'s saved state) and live in the
+//! tool rather than in messages, so a resumed or compacted session can
+//! still open them.
 
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
 use super::Hit;
-
-/// How many of the latest handles a compaction carries into the rebuilt
-/// conversation; older ones still open, they are just not listed again.
-const CARRIED_HANDLES: usize = 20;
 
 #[derive(Debug, Clone, Default)]
 pub struct Handles {
@@ -71,21 +68,18 @@ impl Handles {
         Ok(())
     }
 
-    /// The latest handles, for the model to keep after a compaction.
+    /// What the model keeps after a compaction: that the handles still
+    /// open, and which numbers exist. Numbers only: a title or a URL is a
+    /// stranger's text, and the carried message is mecha's, not marked as
+    /// outside content, so none of it may travel there.
     pub fn carried(&self) -> Option<String> {
-        let all = self.lock();
-        if all.is_empty() {
-            return None;
+        match self.len() {
+            0 => None,
+            n => Some(format!(
+                "web_search has returned results [1] to [{n}] in this session; web_open still \
+                 opens any of them by its number."
+            )),
         }
-        let skip = all.len().saturating_sub(CARRIED_HANDLES);
-        let mut out = String::from(
-            "Search results so far (open one with web_open and its handle; older handles \
-             still work):\n",
-        );
-        for (i, hit) in all.iter().enumerate().skip(skip) {
-            out.push_str(&format!("[{}] {} — {}\n", i + 1, hit.title, hit.url));
-        }
-        Some(out)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Hit>> {
@@ -123,12 +117,13 @@ mod tests {
             resumed.get(2).unwrap().url.as_str(),
             "https://example.org/2"
         );
+        let carried = resumed.carried().unwrap();
+        assert!(carried.contains("results [1] to [3]"), "{carried}");
         assert!(
-            resumed
-                .carried()
-                .unwrap()
-                .contains("[3] t3 — https://example.org/3")
+            !carried.contains("t3") && !carried.contains("example.org"),
+            "{carried}"
         );
+        assert_eq!(Handles::default().carried(), None);
         assert!(resumed.restore(serde_json::json!({"x": 1})).is_err());
     }
 }
