@@ -567,3 +567,49 @@ async fn handles_survive_a_compaction_and_only_their_numbers_are_carried() {
     let carried_at = last.find("[carried state").unwrap();
     assert!(!last[carried_at..].contains("Injected"), "{last}");
 }
+
+#[tokio::test]
+async fn an_armed_parent_may_delegate_to_a_search_only_child_but_not_to_one_that_fetches() {
+    let mut e = env();
+    std::fs::write(e.ws.join("secret.txt"), "private").unwrap();
+    let sx = searxng("https://example.org", &[("Answer", "/answer")]);
+    e.extra_config = format!(
+        "{}[[subagent]]\nname = \"research\"\ndescription = \"Search the web.\"\n\
+         tools = [\"web_search\", \"web_open\"]\n\
+         [[subagent]]\nname = \"fetcher\"\ndescription = \"Search and fetch.\"\n\
+         tools = [\"web_search\", \"web_open\", \"http_fetch\"]\n",
+        searxng_entry(&sx.url())
+    );
+    let mock = MockModel::start(vec![
+        tool_turn(&[("fs_read", json!({"path": "secret.txt"}))]),
+        search("armed now"),
+        tool_turn(&[
+            ("research", json!({"task": "find the answer"})),
+            ("fetcher", json!({"task": "fetch the answer"})),
+        ]),
+        MockReply::text("done"),
+    ])
+    .await;
+    mock.route(
+        &["web_open", "web_search"],
+        vec![
+            search("child query"),
+            MockReply::text("The child found it."),
+        ],
+    );
+    let out = e.run(Api::Anthropic, &mock, "k", &["--yes", "go"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let last = mock.requests().len() - 1;
+    let results = results_in(&mock, last);
+    let (research, research_error) = &results[2];
+    assert!(!research_error, "{research}");
+    assert!(research.contains("The child found it."), "{research}");
+    let (fetcher, fetcher_error) = &results[3];
+    assert!(*fetcher_error, "{fetcher}");
+    assert!(
+        fetcher.contains("refused by mecha's interlock: `fetcher`"),
+        "{fetcher}"
+    );
+    // The parent's search and the child's: the child ran, armed or not.
+    assert_eq!(sx.seen().len(), 2);
+}
