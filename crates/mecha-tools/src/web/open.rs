@@ -319,7 +319,12 @@ impl Tool for WebOpen {
             Err(refusal) => return Ok(refusal),
         };
         match tokio::time::timeout(self.timeout, self.open(n, &hit, ctx)).await {
-            Ok(out) => Ok(out),
+            // Even a refusal here quotes a URL a search backend or the
+            // page's server wrote, so it taints like their own words.
+            Ok(out) => Ok(ToolOutput {
+                harness: false,
+                ..out
+            }),
             Err(_) => Ok(ToolOutput::refusal(format!(
                 "result [{n}] timed out: no complete page within {}s, web_open's limit. Try \
                  another result",
