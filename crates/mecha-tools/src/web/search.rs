@@ -26,6 +26,7 @@ pub struct WebSearch {
     config: SearchConfig,
     handles: Handles,
     capabilities: Capabilities,
+    read_only: bool,
     description: String,
 }
 
@@ -41,6 +42,7 @@ impl WebSearch {
             .map(|spec| Backend::new(spec.clone(), mcp_tool))
             .collect();
         let capabilities = chain_capabilities(&backends);
+        let read_only = backends.iter().all(Backend::read_only);
         let client = backend_client(config.backend_timeout)?;
         let description = format!(
             "Search the web. Returns up to {MAX_COUNT} results (default {DEFAULT_COUNT}), each \
@@ -53,6 +55,7 @@ impl WebSearch {
             config,
             handles,
             capabilities,
+            read_only,
             description,
         })
     }
@@ -203,7 +206,7 @@ impl Tool for WebSearch {
     }
 
     fn read_only(&self) -> bool {
-        true
+        self.read_only
     }
 
     fn capabilities(&self) -> Capabilities {

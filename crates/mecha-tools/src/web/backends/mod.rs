@@ -122,6 +122,13 @@ impl Backend {
         }
     }
 
+    /// Whether asking it changes nothing: an `mcp` backend is only as
+    /// read-only as its tool, so a search through one that is not still
+    /// goes to the approver.
+    pub fn read_only(&self) -> bool {
+        self.mcp_tool.as_ref().is_none_or(|tool| tool.read_only())
+    }
+
     /// What asking this backend does to the conversation. An `mcp` backend
     /// brings its tool's class; one whose tool is absent sends nothing.
     pub fn capabilities(&self) -> Capabilities {
@@ -205,6 +212,10 @@ fn endpoint(base: &Url, path: &str) -> Url {
     url
 }
 
+/// The most of a backend's answer that is read: a page of results is tens
+/// of kilobytes, and a broken or hostile backend must not fill memory.
+const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+
 /// Sends `request` and reads a JSON body of shape `T`, or says why not.
 async fn answer<T: DeserializeOwned>(
     request: reqwest::RequestBuilder,
@@ -227,7 +238,17 @@ async fn answer<T: DeserializeOwned>(
             status.as_u16()
         )));
     }
-    let body = response.bytes().await.map_err(|e| sent_failure(&e))?;
+    let mut response = response;
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| sent_failure(&e))? {
+        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Err(Failure(format!(
+                "its answer is larger than {MAX_ANSWER_BYTES} bytes, more than a page of \
+                 results needs"
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
     serde_json::from_slice(&body).map_err(|e| {
         Failure(format!(
             "its answer is not {shape} (line {}, column {}: {:?})",
