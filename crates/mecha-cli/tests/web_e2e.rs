@@ -613,3 +613,22 @@ async fn an_armed_parent_may_delegate_to_a_search_only_child_but_not_to_one_that
     // The parent's search and the child's: the child ran, armed or not.
     assert_eq!(sx.seen().len(), 2);
 }
+
+#[tokio::test]
+async fn a_research_profile_without_a_search_backend_says_what_to_configure() {
+    let mut e = env();
+    e.extra_config = "[[subagent]]\nname = \"research\"\ndescription = \"Search the web.\"\n\
+                      tools = [\"web_search\", \"web_open\"]\n"
+        .into();
+    let mock = MockModel::start(vec![]).await;
+    let out = e.run(Api::Anthropic, &mock, "k", &["go"]).await;
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(
+            "`research` lists `web_search` in its tools, which is no tool: check the spelling \
+             (web_search and web_open exist only when a [[search]] backend is configured"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
