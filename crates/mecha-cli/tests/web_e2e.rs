@@ -632,3 +632,32 @@ async fn a_research_profile_without_a_search_backend_says_what_to_configure() {
         stderr(&out)
     );
 }
+
+#[tokio::test]
+async fn an_mcp_servers_tool_answers_as_a_backend() {
+    let mut e = env();
+    // The fixture's echo tool hands the query back: a query that is a
+    // search tool's JSON answer stands in for one.
+    e.extra_config = format!(
+        "[[mcp]]\nname = \"fx\"\ncommand = \"{}\"\n\
+         [[search]]\nkind = \"mcp\"\ntool = \"fx__echo_open\"\n",
+        mecha_testkit::fixture_mcp().display()
+    );
+    let answer = json!({"results": [
+        {"title": "From the server", "url": "https://mcp.example/a", "snippet": "via MCP"}
+    ]})
+    .to_string();
+    let mock = run(
+        &e,
+        vec![search(&answer), MockReply::text("done")],
+        &["--yes", "go"],
+    )
+    .await;
+    let (content, is_error) = &results_in(&mock, 1)[0];
+    assert!(!is_error, "{content}");
+    assert!(
+        content.contains("[1] From the server — https://mcp.example/a — via MCP"),
+        "{content}"
+    );
+    assert!(content.contains("from mcp:"), "{content}");
+}

@@ -1,6 +1,7 @@
-//! An MCP server's search tool as a backend. It is called with the query
-//! (and a count, when its schema has a field for one); its answer is read
-//! as JSON results when it is JSON, else as lines that carry a URL.
+//! An MCP server's search tool as a backend. It is called with the query,
+//! in the field its schema names for one (and a count, when it has a field
+//! for that); its answer is read as JSON results when it is JSON, else as
+//! lines that carry a URL.
 //!
 //! The tool's own error text is not passed on: it is the server's words,
 //! and the chain's report of failures is mecha's.
@@ -20,9 +21,9 @@ pub(super) async fn search(
     count: usize,
     ctx: &ToolCtx,
 ) -> Result<Vec<Hit>, Failure> {
-    let mut input = Map::new();
-    input.insert("query".into(), Value::from(query));
     let schema = tool.input_schema();
+    let mut input = Map::new();
+    input.insert(query_field(&schema), Value::from(query));
     if let Some(field) = COUNT_FIELDS
         .iter()
         .find(|f| schema.pointer(&format!("/properties/{f}")).is_some())
@@ -41,6 +42,38 @@ pub(super) async fn search(
         ));
     }
     Ok(parse(&output.content))
+}
+
+/// The field a search tool takes its query in: `query` or `q` when the
+/// schema has one, else its one required string field, else its only
+/// string field, else `query`.
+fn query_field(schema: &Value) -> String {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let strings: Vec<&String> = properties
+        .into_iter()
+        .flatten()
+        .filter(|(_, p)| p.get("type").and_then(Value::as_str) == Some("string"))
+        .map(|(name, _)| name)
+        .collect();
+    if let Some(named) = ["query", "q"]
+        .iter()
+        .find(|n| strings.iter().any(|s| s.as_str() == **n))
+    {
+        return (*named).to_owned();
+    }
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|r| strings.iter().any(|s| s.as_str() == *r))
+        .collect();
+    match (required.as_slice(), strings.as_slice()) {
+        ([one], _) => (*one).to_owned(),
+        ([], [only]) => (*only).clone(),
+        _ => "query".to_owned(),
+    }
 }
 
 fn parse(text: &str) -> Vec<Hit> {
@@ -100,7 +133,33 @@ fn from_lines(text: &str) -> Vec<Hit> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+    use serde_json::json;
+
     use super::*;
+
+    #[test]
+    fn the_query_goes_in_the_field_the_tool_names_for_it() {
+        let schema = |v: Value| query_field(&v);
+        assert_eq!(
+            schema(json!({"properties": {"query": {"type": "string"}, "n": {"type": "integer"}}})),
+            "query"
+        );
+        assert_eq!(
+            schema(json!({"properties": {"q": {"type": "string"}, "lang": {"type": "string"}}})),
+            "q"
+        );
+        assert_eq!(
+            schema(
+                json!({"properties": {"terms": {"type": "string"}, "lang": {"type": "string"}}, "required": ["terms"]})
+            ),
+            "terms"
+        );
+        assert_eq!(
+            schema(json!({"properties": {"text": {"type": "string"}}})),
+            "text"
+        );
+        assert_eq!(schema(json!({"type": "object"})), "query");
+    }
 
     #[test]
     fn mcp_results_are_read_as_json_or_as_lines() {
