@@ -101,10 +101,17 @@ impl WebOpen {
         }
     }
 
-    async fn open(&self, n: usize, hit: &Hit, ctx: &ToolCtx) -> ToolOutput {
+    /// Requests the result's URL and every redirect after it, each hop
+    /// vetted and pinned before anything is sent; returns the final answer,
+    /// its URL and how many redirects led there.
+    async fn follow(
+        &self,
+        n: usize,
+        hit: &Hit,
+    ) -> Result<(reqwest::Response, Url, usize), ToolOutput> {
         let mut url = hit.url.clone();
         let mut hops = 0;
-        let mut response = loop {
+        loop {
             let shown = shorten(url.as_str());
             let vetted = match vet(&url, &self.guard, self.resolver.as_ref()).await {
                 Ok(vetted) => vetted,
@@ -119,49 +126,50 @@ impl WebOpen {
                     } else {
                         "could not open it"
                     };
-                    return ToolOutput::refusal(format!(
+                    return Err(ToolOutput::refusal(format!(
                         "{verdict}: {what} {}",
                         refusal.describe("web_open")
-                    ));
+                    )));
                 }
             };
-            let client = match pinned_client(&vetted, USER_AGENT) {
-                Ok(client) => client,
-                Err(e) => {
-                    return ToolOutput::refusal(format!(
-                        "could not set up the HTTP client: {}",
-                        error_chain(&e)
-                    ));
-                }
-            };
-            let response = match client.get(url.clone()).send().await {
-                Ok(response) => response,
-                Err(e) => return send_failure(&e, &vetted, &shown),
-            };
+            let client = pinned_client(&vetted, USER_AGENT).map_err(|e| {
+                ToolOutput::refusal(format!(
+                    "could not set up the HTTP client: {}",
+                    error_chain(&e)
+                ))
+            })?;
+            let response = client
+                .get(url.clone())
+                .send()
+                .await
+                .map_err(|e| send_failure(&e, &vetted, &shown))?;
             let location = response
                 .headers()
                 .get(LOCATION)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
-            match location {
-                Some(location) if response.status().is_redirection() => {
-                    if hops == MAX_REDIRECTS {
-                        return ToolOutput::refusal(format!(
-                            "result [{n}] redirected more than {MAX_REDIRECTS} times; web_open \
-                             stops there. Open another result"
-                        ));
-                    }
-                    let Ok(next) = url.join(location.trim()) else {
-                        return ToolOutput::refusal(format!(
-                            "result [{n}] redirected to a Location that is no URL; open another \
-                             result"
-                        ));
-                    };
-                    hops += 1;
-                    url = next;
-                }
-                _ => break response,
+            let Some(location) = location.filter(|_| response.status().is_redirection()) else {
+                return Ok((response, url, hops));
+            };
+            if hops == MAX_REDIRECTS {
+                return Err(ToolOutput::refusal(format!(
+                    "result [{n}] redirected more than {MAX_REDIRECTS} times; web_open stops \
+                     there. Open another result"
+                )));
             }
+            url = url.join(location.trim()).map_err(|_| {
+                ToolOutput::refusal(format!(
+                    "result [{n}] redirected to a Location that is no URL; open another result"
+                ))
+            })?;
+            hops += 1;
+        }
+    }
+
+    async fn open(&self, n: usize, hit: &Hit, ctx: &ToolCtx) -> ToolOutput {
+        let (response, url, hops) = match self.follow(n, hit).await {
+            Ok(reached) => reached,
+            Err(refusal) => return refusal,
         };
         let status = response.status();
         let content_type = response.headers().get(CONTENT_TYPE).map(|v| {
@@ -169,29 +177,9 @@ impl WebOpen {
                 .trim()
                 .to_ascii_lowercase()
         });
-        let mut body = Vec::new();
-        let mut cut = false;
-        let mut broke = None;
-        loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => {
-                    let room = self.max_page_bytes - body.len();
-                    if chunk.len() > room {
-                        body.extend_from_slice(&chunk[..char_start(&chunk, room)]);
-                        cut = true;
-                        break;
-                    }
-                    body.extend_from_slice(&chunk);
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    broke = Some(shorten(&error_chain(&e)));
-                    break;
-                }
-            }
-        }
-        drop(response);
-        let (title, text) = page_text(content_type.as_deref(), body, &url).await;
+        let body = read_body(response, self.max_page_bytes).await;
+        let (title, text) = page_text(content_type.as_deref(), body.bytes, &url).await;
+        let (cut, broke) = (body.cut, body.broke);
         let mut sink = ctx.sink(
             "web_open",
             ctx.call_budget_bytes.saturating_sub(NOTES_RESERVE),
@@ -235,6 +223,44 @@ impl WebOpen {
             ..ToolOutput::external(out)
         }
     }
+}
+
+/// A page's body as read: at most the cap, and how the reading ended.
+struct Body {
+    bytes: Vec<u8>,
+    /// The cap was reached; the rest was not downloaded.
+    cut: bool,
+    /// The connection failed partway, in these words.
+    broke: Option<String>,
+}
+
+async fn read_body(mut response: reqwest::Response, max: usize) -> Body {
+    let mut body = Body {
+        bytes: Vec::new(),
+        cut: false,
+        broke: None,
+    };
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                let room = max - body.bytes.len();
+                if chunk.len() > room {
+                    body.bytes
+                        .extend_from_slice(&chunk[..char_start(&chunk, room)]);
+                    body.cut = true;
+                    break;
+                }
+                body.bytes.extend_from_slice(&chunk);
+            }
+            Ok(None) => break,
+            Err(e) => {
+                body.broke = Some(shorten(&error_chain(&e)));
+                break;
+            }
+        }
+    }
+    // Dropping the response here closes the connection mid-body.
+    body
 }
 
 /// The page's title and text: HTML made readable (off the async thread, as
