@@ -661,3 +661,47 @@ async fn an_mcp_servers_tool_answers_as_a_backend() {
     );
     assert!(content.contains("from mcp:"), "{content}");
 }
+
+#[tokio::test]
+async fn the_query_cannot_move_the_endpoint_and_the_key_stays_with_mecha() {
+    let mut e = env();
+    let brave = Standin::start(|_| {
+        json(
+            &json!({"web": {"results": [{"title": "T", "url": "https://t.example/"}]}}).to_string(),
+        )
+    });
+    e.extra_config = format!(
+        "[[search]]\nkind = \"brave\"\nbase_url = \"{}\"\n\
+         [[mcp]]\nname = \"fx\"\ncommand = \"{}\"\n",
+        brave.url(),
+        mecha_testkit::fixture_mcp().display()
+    );
+    e.extra_env = vec![("BRAVE_API_KEY".into(), "brave-secret".into())];
+    let hostile = "x&count=99&q=other#/../../admin?";
+    let mock = run(
+        &e,
+        vec![
+            // Before anything untrusted arrives, so the shell runs at all.
+            tool_turn(&[
+                ("shell", json!({"command": "echo \"key=[$BRAVE_API_KEY]\""})),
+                ("fx__env", json!({})),
+            ]),
+            search(hostile),
+            MockReply::text("done"),
+        ],
+        &["--yes", "go"],
+    )
+    .await;
+    let seen = brave.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0].target,
+        "/res/v1/web/search?q=x%26count%3D99%26q%3Dother%23%2F..%2F..%2Fadmin%3F&count=5"
+    );
+    let results = results_in(&mock, 2);
+    let (shell, _) = &results[0];
+    assert!(shell.contains("key=[]"), "{shell}");
+    let (server_env, _) = &results[1];
+    assert!(!server_env.contains("brave-secret"), "{server_env}");
+    assert!(!server_env.contains("BRAVE_API_KEY"), "{server_env}");
+}
