@@ -31,7 +31,7 @@ pub(super) async fn search(
     count: usize,
 ) -> Result<Vec<Hit>, Failure> {
     let request = client
-        .get(endpoint(instance, "search"))
+        .get(search_url(instance))
         .query(&[("q", query), ("format", "json")])
         .header("Accept", "application/json");
     let answer: Answer = answer(
@@ -49,6 +49,17 @@ pub(super) async fn search(
         _ => f,
     })?;
     Ok(parse(answer, count))
+}
+
+/// The instance's `/search`; an instance URL written with `/search` on its
+/// end already is taken as it is.
+fn search_url(instance: &Url) -> Url {
+    if instance.path().trim_end_matches('/').ends_with("/search") {
+        let mut url = instance.clone();
+        url.set_query(None);
+        return url;
+    }
+    endpoint(instance, "search")
 }
 
 fn parse(answer: Answer, count: usize) -> Vec<Hit> {
@@ -84,6 +95,17 @@ mod tests {
       "answers": [], "corrections": [], "infoboxes": [], "suggestions": ["rust lifetimes"],
       "unresponsive_engines": [["google", "timeout"]]
     }"#;
+
+    #[test]
+    fn an_instance_url_with_search_on_its_end_is_not_doubled() {
+        let at = |raw: &str| search_url(&Url::parse(raw).unwrap()).to_string();
+        assert_eq!(at("http://localhost:8888"), "http://localhost:8888/search");
+        assert_eq!(at("https://host/searx/"), "https://host/searx/search");
+        assert_eq!(
+            at("http://localhost:8888/search"),
+            "http://localhost:8888/search"
+        );
+    }
 
     #[test]
     fn searxng_answer_is_read_and_non_web_results_dropped() {
