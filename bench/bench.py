@@ -30,7 +30,9 @@ environment and stdin from /dev/null. Nothing leaves the machine.
                1,000 skills in the store (bench_skills.py).
   confinement  wall time per round of N `shell` calls `true`, with
                `[sandbox] kind = "bwrap"` minus without: what confining one
-               shell call adds (skipped, and said, without bwrap).
+               shell call adds (skipped, and said, without bwrap); and
+               with `allow_hosts` minus plain bwrap: what starting the
+               proxy and the bridge adds to one confined call.
   sessions     over a session of 10,000 messages: the wall time of
                `mecha sessions show ID > /dev/null`, and spawn of
                `mecha run --resume ID "next"` -> the mock has its first
@@ -164,7 +166,7 @@ class Harness:
         self.workdir = workdir
         self.devnull = os.open(os.devnull, os.O_RDWR)
         self.homes: dict[str, Path] = {}
-        for api in ("anthropic", "openai", "anthropic-bwrap"):
+        for api in ("anthropic", "openai", "anthropic-bwrap", "anthropic-allow"):
             home = workdir / f"home-{api}"
             home.mkdir()
             config = '[provider]\nkind = "anthropic"\n'
@@ -172,6 +174,8 @@ class Harness:
                 config = '[provider]\nkind = "openai"\nmodel = "m"\n'
             if api.endswith("-bwrap"):
                 config += '[sandbox]\nkind = "bwrap"\n'
+            if api.endswith("-allow"):
+                config += '[sandbox]\nkind = "bwrap"\nallow_hosts = ["127.0.0.1:9"]\n'
             (home / "config.toml").write_text(config)
             self.homes[api] = home
 
@@ -503,7 +507,8 @@ def main() -> int:
         print(f"  shell `true` per round: {confined['plain_ms']:.2f} ms unconfined, "
               f"{confined['confined_ms']:.2f} ms under bwrap (medians of {args.repeat}); "
               f"in a {confined['tree_files']:,}-file repository bwrap adds "
-              f"{confined['tree_added_ms']:.2f} ms")
+              f"{confined['tree_added_ms']:.2f} ms; allow_hosts adds "
+              f"{confined['allow_added_ms']:.2f} ms to a confined call")
     print(f"  TUI: {tui['tokens']} tokens streamed in {tui['stream_s']:.2f} s took {tui['stream_cpu_s']:.2f} s "
           f"of CPU ({tui['stream_cpu_pct']:.1f} %), `mecha run` {tui['headless_cpu_s']:.2f} s of it; after "
           f"{tui['turns']} turns RSS {tui['rss_mb']:.1f} MB, peak {tui['peak_mb']:.1f} MB, "
@@ -535,6 +540,8 @@ def main() -> int:
         print(f"| time bwrap adds to one shell call | {confined['added_ms']:.2f} ms | ≤ 5 ms |")
         print(f"| the same in a {confined['tree_files']:,}-file git repository | "
               f"{confined['tree_added_ms']:.2f} ms | |")
+        print(f"| time `allow_hosts` (proxy and bridge) adds to a confined call | "
+              f"{confined['allow_added_ms']:.2f} ms | |")
     return 0
 
 

@@ -1,8 +1,9 @@
 """What `[sandbox] kind = "bwrap"` adds to one shell call: wall time per
 round of N `shell` calls `true`, confined minus unconfined, in a small
 workspace and in a large repository (where the walk for git repositories
-before the command and the sweep after it have a tree to cover). Used by
-bench.py."""
+before the command and the sweep after it have a tree to cover); and what
+`allow_hosts` adds on top (the proxy and the bridge started per call).
+Used by bench.py."""
 
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ def measure_confined(h, rounds: int, repeat: int) -> dict | None:
         return None
     plain = statistics.median(shell_round_s(h, "anthropic", rounds) for _ in range(repeat))
     boxed = statistics.median(shell_round_s(h, "anthropic-bwrap", rounds) for _ in range(repeat))
+    allowed = statistics.median(
+        shell_round_s(h, "anthropic-allow", rounds) for _ in range(repeat))
     tree = large_workspace(h)
     plain_tree = statistics.median(
         shell_round_s(h, "anthropic", rounds, tree) for _ in range(repeat))
@@ -58,6 +61,7 @@ def measure_confined(h, rounds: int, repeat: int) -> dict | None:
         "added_ms": (boxed - plain) * 1e3,
         "plain_ms": plain * 1e3,
         "confined_ms": boxed * 1e3,
+        "allow_added_ms": (allowed - boxed) * 1e3,
         "tree_added_ms": (boxed_tree - plain_tree) * 1e3,
         "tree_files": DIRS * FILES,
     }

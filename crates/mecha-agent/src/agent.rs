@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::compaction::{self, CompactionPolicy};
 
+use crate::dispatch::Parked;
 use crate::ending::{self, CONTINUE_PROMPT, Reading};
 use crate::events::{Event, EventSink};
 use crate::gate::Gate;
@@ -103,6 +104,15 @@ pub enum Outcome {
     TurnLimit { turns: u32 },
     /// A user_prompt hook refused the prompt, which was never sent nor kept.
     PromptBlocked { reason: String },
+    /// A call parked the task on a question for its absent owner. The
+    /// turn's results are not in the history: they wait in `results`, to be
+    /// handed to [`Agent::answer`] with the owner's answer in the parked
+    /// call's result.
+    Parked {
+        parked: Parked,
+        results: Message,
+        external: Vec<String>,
+    },
 }
 
 /// What ends a run early.
@@ -279,6 +289,37 @@ impl Agent {
         self.push(session, message, Vec::new());
         session.prompt_open = true;
         self.sync();
+        self.turns(session, before, events).await
+    }
+
+    /// Goes on with a task that parked: `results` (the parked turn's, the
+    /// owner's answer now in the parked call's) enter the history, and the
+    /// loop runs on from there as if the call had just answered.
+    pub async fn answer(
+        &self,
+        session: &mut Session,
+        results: Message,
+        external: Vec<String>,
+        events: &dyn EventSink,
+    ) -> Result<Outcome, AgentError> {
+        let before = session.messages.len();
+        self.push(session, results, external);
+        session.prompt_open = true;
+        self.sync();
+        let answered = self.turns(session, before, events).await;
+        session.prompt_open = false;
+        answered
+    }
+
+    /// Model requests and their calls, up to `max_turns`, until the model
+    /// answers (or parks). `before` is where this exchange began, for a
+    /// refusal to drop it.
+    async fn turns(
+        &self,
+        session: &mut Session,
+        before: usize,
+        events: &dyn EventSink,
+    ) -> Result<Outcome, AgentError> {
         let mut nudged = false;
         let mut sent_back = 0;
         // Compaction failed every attempt during this prompt (the last
@@ -383,6 +424,15 @@ impl Agent {
                 role: Role::User,
                 content: results.blocks,
             };
+            if let Some(parked) = results.parked {
+                self.note_changes(session, &tools.registry, taint, false, events);
+                self.sync();
+                return Ok(Outcome::Parked {
+                    parked,
+                    results: message,
+                    external: results.external,
+                });
+            }
             self.push(session, message, results.external);
             let narrowed = session.surface != surface;
             self.note_changes(session, &tools.registry, taint, narrowed, events);

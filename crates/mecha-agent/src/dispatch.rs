@@ -12,11 +12,21 @@ use crate::events::{Event, EventSink, Excerpt, GateStage, GateVerdict, summary};
 use crate::progress;
 use crate::surface::Surface;
 
-/// What one turn's calls handed back: the result blocks in call order and
-/// which of them came from outside the machine.
+/// What one turn's calls handed back: the result blocks in call order,
+/// which of them came from outside the machine, and the question the turn
+/// parked on, if a call parked it.
 pub(crate) struct TurnResults {
     pub(crate) blocks: Vec<Block>,
     pub(crate) external: Vec<String>,
+    pub(crate) parked: Option<Parked>,
+}
+
+/// A delegated task's question for its absent owner: the call that asked
+/// it waits for the answer as its result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parked {
+    pub call_id: String,
+    pub question: String,
 }
 
 impl Agent {
@@ -116,6 +126,7 @@ impl Agent {
         let notes = self.post_tool_notes(registry, &ran, used, events).await;
         let mut blocks = Vec::with_capacity(calls.len() + notes.len());
         let mut external = Vec::new();
+        let mut parked = None;
         for ((call, verdict), output) in calls.into_iter().zip(&verdicts).zip(outputs) {
             if let (GateVerdict::Allowed { .. }, Some(tool)) = (verdict, registry.get(&call.name)) {
                 session.taint.record(tool.capabilities(), &output);
@@ -145,6 +156,12 @@ impl Agent {
             if output.external {
                 external.push(call.id.clone());
             }
+            if let (None, Some(question)) = (&parked, &output.parks) {
+                parked = Some(Parked {
+                    call_id: call.id.clone(),
+                    question: question.to_string(),
+                });
+            }
             blocks.push(Block::ToolResult {
                 tool_use_id: call.id.clone(),
                 content: output.content,
@@ -155,7 +172,11 @@ impl Agent {
         // After every result: a provider puts results first, and a note
         // must not sit where a result is expected.
         blocks.extend(notes);
-        Ok(TurnResults { blocks, external })
+        Ok(TurnResults {
+            blocks,
+            external,
+            parked,
+        })
     }
 
     /// The surface a turn's calls are judged by: the session's, narrowed as

@@ -214,6 +214,9 @@ pub enum EarlyStop {
     Interrupted,
     /// A user_prompt hook refused the prompt; nothing was sent.
     Blocked,
+    /// A delegated task asked its absent owner a question and waits, its
+    /// session kept, for `mecha questions answer`.
+    Parked,
 }
 
 /// Shown as `stop_reason` (the model's, or why the run stopped early),

@@ -1,7 +1,9 @@
 //! The dispatch gate: for every call, in call order, validation (the tool
 //! exists, lies inside the run's tool surface, and gets valid arguments),
 //! then the interlock, then the hook, then the declared paths resolved through the
-//! jail, then the `[[rule]]`s, then the approver. Each stage can only
+//! jail, then the `[[rule]]`s, then the approver. A call that only stages
+//! an item for the owner's review (an outbox action) passes after the hook:
+//! it sends nothing, and the review is the decision. Each stage can only
 //! refuse; a later stage never overrides an earlier refusal. A call the
 //! interlock finds to be the whole trifecta by itself goes through the hook
 //! and the rules (a `forbid` still forbids), and then only a fresh human
@@ -123,6 +125,17 @@ impl Gate {
             Ok(tool) => tool,
             Err(reason) => return blocked(Validation, reason),
         };
+        // Staging sends nothing: the owner's review is the decision, so the
+        // hooks (which may still refuse) are all that stand before it.
+        if tool.stages_for_review() {
+            if let Some(hook) = &self.hook
+                && let HookVerdict::Block(reason) =
+                    hook.pre_tool(tool, &call.input, &call.id, events).await
+            {
+                return blocked(Hook, format!("refused by a hook: {reason}"));
+            }
+            return GateVerdict::Allowed { stage: Hook };
+        }
         // With nobody to give the fresh decision, this is the refusal.
         let needs_fresh = match interlock(taint, tool, self.block_sends_after_private) {
             InterlockVerdict::Refused(reason) => return blocked(Interlock, reason),

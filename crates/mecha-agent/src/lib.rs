@@ -29,6 +29,7 @@ mod window;
 
 pub use agent::{Agent, AgentError, Limits, Outcome, Session};
 pub use compaction::{COMPACTION_ATTEMPTS, CompactionPolicy, SUMMARY_HEADER, SUMMARY_REQUEST};
+pub use dispatch::Parked;
 pub use ending::{CONTINUE_PROMPT, CUT_CALL};
 pub use events::{
     EarlyStop, Event, EventSink, Excerpt, GateStage, GateVerdict, HookSaid, RunEnd,

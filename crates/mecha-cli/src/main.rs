@@ -66,6 +66,17 @@ enum Command {
     Doctor(commands::doctor::DoctorArgs),
     /// Print a completion script for a shell.
     Completions(commands::completions::CompletionsArgs),
+    /// What delegated tasks asked you and wait for: list them, answer one.
+    Questions(commands::questions::QuestionsArgs),
+    /// What [[outbox]] actions staged for your review: list, show,
+    /// approve (it runs), reject.
+    Outbox(commands::outbox::OutboxArgs),
+    /// Tasks run on a schedule: add, list, show, remove, run one now.
+    #[command(subcommand)]
+    Trigger(commands::trigger::TriggerCommand),
+    /// The scheduler: runs in the foreground and fires each trigger when
+    /// it is due (and a run missed while the machine slept, once).
+    Triggers(commands::triggers::TriggersArgs),
 }
 
 /// The commands that need the configuration loaded.
@@ -113,6 +124,7 @@ Exit codes:
   0    success                       1    the run failed (or a check found a problem)
   2    bad usage or configuration    3    the run stopped at --max-turns
   4    no answer: the model refused or said nothing, or a hook refused the prompt
+  5    waiting for an answer: a delegated task asked you (see `mecha questions`)
   130  interrupted                   141  stdout or stderr was closed by its reader";
 
 /// The command line as clap sees it, with [`AFTER_HELP`] under every
@@ -133,6 +145,16 @@ pub enum Failure {
     /// Something went wrong while running.
     #[error(transparent)]
     Run(#[from] anyhow::Error),
+}
+
+impl Failure {
+    /// The exit code main leaves with for it.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage(_) => 2,
+            Self::Run(_) => 1,
+        }
+    }
 }
 
 impl From<config::ConfigError> for Failure {
@@ -165,13 +187,9 @@ fn main() -> ExitCode {
     let code = match run(cli) {
         Ok(code) => code,
         // Both can carry outside text: an API's error message, a server's.
-        Err(Failure::Usage(message)) => {
-            terminal::report(&message);
-            2
-        }
-        Err(Failure::Run(e)) => {
-            terminal::report(&format!("{e:#}"));
-            1
+        Err(failure) => {
+            terminal::report(&format!("{failure:#}"));
+            failure.exit_code()
         }
     };
     // A cancelled command's or a stopped server's sweep may still run on
@@ -219,6 +237,13 @@ fn run(cli: Cli) -> Result<u8, Failure> {
     }
     let command = match cli.command {
         Some(Command::Completions(args)) => return commands::completions::run(&args),
+        Some(Command::Questions(args)) => return commands::questions::run(args, &cli.mcp_file),
+        Some(Command::Outbox(args)) => return commands::outbox::run(args),
+        Some(Command::Trigger(command)) => {
+            let workspace = chosen_workspace(cli.workspace)?;
+            return commands::trigger::run(command, &workspace, &cli.mcp_file);
+        }
+        Some(Command::Triggers(args)) => return commands::triggers::run(&args, &cli.mcp_file),
         Some(Command::Doctor(args)) => Err(args),
         Some(Command::Configured(command)) => Ok(command),
         None if at_terminal() || cli.bare.asks_for_a_screen() => Ok(Configured::Tui(cli.bare)),
@@ -228,12 +253,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
             return Ok(2);
         }
     };
-    let workspace = match cli.workspace {
-        Some(dir) => dir,
-        None => std::env::current_dir()
-            .map_err(|e| Failure::Usage(format!("cannot read the current directory: {e}")))?,
-    };
-    let workspace = checked_workspace(&workspace)?;
+    let workspace = chosen_workspace(cli.workspace)?;
     let home = config::mecha_home()?;
     let loaded = load_settings(&home, &workspace, &cli.mcp_file);
     let command = match command {
@@ -276,6 +296,16 @@ fn run(cli: Cli) -> Result<u8, Failure> {
     }
 }
 
+/// The workspace `-C` names, or the current directory, checked.
+fn chosen_workspace(given: Option<PathBuf>) -> Result<PathBuf, Failure> {
+    let workspace = match given {
+        Some(dir) => dir,
+        None => std::env::current_dir()
+            .map_err(|e| Failure::Usage(format!("cannot read the current directory: {e}")))?,
+    };
+    checked_workspace(&workspace)
+}
+
 /// Whether a screen can be shown: both stdin and stdout are terminals.
 pub(crate) fn at_terminal() -> bool {
     use std::io::IsTerminal;
@@ -284,7 +314,7 @@ pub(crate) fn at_terminal() -> bool {
 
 /// Every layer of configuration: the user's file, the project's, and the
 /// `--mcp-file`s.
-fn load_settings(
+pub(crate) fn load_settings(
     home: &std::path::Path,
     workspace: &std::path::Path,
     mcp_files: &[PathBuf],
@@ -296,7 +326,7 @@ fn load_settings(
 
 /// The workspace, canonical: an existing directory, or a usage error that
 /// says which of the two it is not.
-fn checked_workspace(dir: &std::path::Path) -> Result<PathBuf, Failure> {
+pub(crate) fn checked_workspace(dir: &std::path::Path) -> Result<PathBuf, Failure> {
     let shown = dir.display();
     let canonical = std::fs::canonicalize(dir).map_err(|e| {
         Failure::Usage(match e.kind() {

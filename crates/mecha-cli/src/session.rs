@@ -147,8 +147,14 @@ pub fn writer(
 /// The loop's session for a resumed one: its last (compacted) history,
 /// taint, surface, turns and usage, and each tool's saved state handed
 /// back. A call the stored history left without a result (mecha was
-/// killed mid-turn) gets one that says so, journaled.
-pub fn restore(loaded: &Loaded, registry: &Registry, journal: Option<&dyn Journal>) -> Session {
+/// killed mid-turn) gets one that says so, journaled, unless it is the
+/// parked call `answering` names, whose result the answer brings.
+pub fn restore(
+    loaded: &Loaded,
+    registry: &Registry,
+    journal: Option<&dyn Journal>,
+    answering: Option<&str>,
+) -> Session {
     let state = &loaded.state;
     let mut session = Session {
         messages: state.messages.clone(),
@@ -163,7 +169,11 @@ pub fn restore(loaded: &Loaded, registry: &Registry, journal: Option<&dyn Journa
         attached: state.attached.clone(),
         ..Session::default()
     };
-    if let (Some(added), Some(journal)) = (close_dangling_calls(&mut session.messages), journal) {
+    let closed = match answering {
+        Some(call) if open_call_is(&session.messages, call) => None,
+        _ => close_dangling_calls(&mut session.messages),
+    };
+    if let (Some(added), Some(journal)) = (closed, journal) {
         journal.append(&Record::Message {
             message: added.clone(),
             external: Vec::new(),
@@ -182,6 +192,18 @@ pub fn restore(loaded: &Loaded, registry: &Registry, journal: Option<&dyn Journa
         }
     }
     session
+}
+
+/// Whether the history ends with the model's turn holding the call `id`,
+/// its results not yet in: the state a parked task is stored in.
+pub fn open_call_is(messages: &[mecha_core::Message], id: &str) -> bool {
+    messages.last().is_some_and(|last| {
+        last.role == Role::Assistant
+            && last
+                .content
+                .iter()
+                .any(|b| matches!(b, mecha_core::Block::ToolUse(call) if call.id == id))
+    })
 }
 
 /// What `--replay` plays: the prompts a person gave, in order, and every

@@ -254,3 +254,78 @@ async fn a_docker_image_that_cannot_run_the_bridge_stops_the_run_with_the_kind_t
     assert!(err.contains("cannot run mecha's own binary"), "{err}");
     assert!(err.contains("glibc and libgcc_s"), "{err}");
 }
+
+/// A server on the host's loopback that answers each request with `body`.
+fn loopback_server(body: &'static str) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf);
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = conn.write_all(reply.as_bytes());
+        }
+    });
+    port
+}
+
+#[tokio::test]
+async fn a_mirror_on_the_hosts_loopback_listed_by_address_is_reached_as_an_ordinary_user() {
+    use common::ordinary::{USER, as_root, as_user};
+    if !have_bwrap()
+        || !common::have("curl", "the allow_hosts tests", "curl")
+        || (as_root() && !common::have("setpriv", "the ordinary-user tests", "util-linux"))
+    {
+        return;
+    }
+    let listed = loopback_server("from the host's mirror\n");
+    let unlisted = loopback_server("LEAK from an unlisted port\n");
+    let mut e = env();
+    e.extra_config =
+        format!("[sandbox]\nkind = \"bwrap\"\nallow_hosts = [\"127.0.0.1:{listed}\"]\n");
+    let mock = MockModel::start(vec![
+        tool_turn(&[(
+            "shell",
+            json!({"command": format!(
+                "curl -sS -m 5 http://127.0.0.1:{listed}/; \
+                 curl -sS -m 5 http://127.0.0.1:{unlisted}/; echo; id -u"
+            )}),
+        )]),
+        MockReply::text("done"),
+    ])
+    .await;
+    let mut run = e.command(Api::Anthropic, &mock, "k", "run", &["--yes", "go"]);
+    run.stdin(std::process::Stdio::null());
+    let copy = e.ws.parent().unwrap().join("mecha");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("mecha"), &copy).unwrap();
+    if as_root() {
+        let owned = std::process::Command::new("chown")
+            .args(["-R", &format!("{USER}:{USER}")])
+            .arg(e.ws.parent().unwrap())
+            .status()
+            .unwrap();
+        assert!(owned.success());
+    }
+    let mut run = as_user(run, Some(&copy));
+    let out = tokio::task::spawn_blocking(move || run.output().unwrap())
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (text, _) = results_in(&mock, 1).pop().unwrap();
+    assert!(text.contains("from the host's mirror"), "{text}");
+    assert!(!text.contains("LEAK"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "mecha's sandbox proxy refused 127.0.0.1:{unlisted}: not in allow_hosts"
+        )),
+        "{text}"
+    );
+    if as_root() {
+        assert!(text.contains(&format!("\n{USER}\n")), "{text}");
+    }
+}

@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::process::{Output, Stdio};
 use std::sync::atomic::Ordering;
 
 use common::netns::{Netns, PRIVATE, PUBLIC};
@@ -37,41 +36,6 @@ fn have_bwrap_and_curl() -> bool {
         "the allow_hosts tests",
         "curl (apt-get install curl)",
     )
-}
-
-/// `mecha run --yes go` inside the namespace, its model a script of
-/// `calls`; returns the output and the stored session's text.
-fn run(ns: &Netns, e: &common::Env, calls: &[Value], extra_config: &str) -> (Output, String) {
-    common::scripted_home(&e.home, calls, "Done.", extra_config);
-    let out = ns
-        .command(&assert_cmd::cargo::cargo_bin("mecha"))
-        .args(["run", "--yes", "go"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap())
-        .env("HOME", &e.home)
-        .env("MECHA_HOME", &e.home)
-        .current_dir(&e.ws)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let mut session = String::new();
-    for entry in std::fs::read_dir(e.home.join("sessions")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_file() {
-            session.push_str(&std::fs::read_to_string(path).unwrap_or_default());
-        } else if path.is_dir() {
-            for inner in std::fs::read_dir(path).unwrap() {
-                session
-                    .push_str(&std::fs::read_to_string(inner.unwrap().path()).unwrap_or_default());
-            }
-        }
-    }
-    (out, session)
-}
-
-/// The journal stores text JSON-escaped; compare against the raw text.
-fn unescaped(session: &str) -> String {
-    session.replace("\\n", "\n").replace("\\\"", "\"")
 }
 
 #[test]
@@ -109,10 +73,9 @@ fn a_listed_host_answers_and_everything_else_is_refused_and_named() {
              cat <&3) || echo \"no answer for $target\"; echo; done",
         ),
     ];
-    let (out, session) = run(&ns, &e, &calls, SANDBOX);
+    let (out, session) = ns.run_mecha(&e, &calls, SANDBOX);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let session = unescaped(&session);
     assert!(
         session.contains("hello from the registry (GET /plain HTTP/1.1)"),
         "{session}"
@@ -171,13 +134,12 @@ fn a_sandboxed_server_with_its_own_list_reaches_only_that_list() {
         fetch("http://registry.test.example/from-mcp"),
         fetch("http://other.test.example/"),
     ];
-    let (out, session) = run(&ns, &e, &calls, &config);
+    let (out, session) = ns.run_mecha(&e, &calls, &config);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let session = unescaped(&session);
     assert!(
         session.contains("hello from the registry (GET /from-mcp HTTP/1.0)"),
         "{session}"
@@ -213,13 +175,12 @@ fn a_docker_container_gets_the_same_list_through_the_same_proxy() {
              curl -sS -m 5 --noproxy '*' http://{PUBLIC}/ && echo LEAK''-direct; echo done"
         )),
     ];
-    let (out, session) = run(&ns, &e, &calls, config);
+    let (out, session) = ns.run_mecha(&e, &calls, config);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let session = unescaped(&session);
     assert!(
         session.contains("hello from the registry (GET /from-docker HTTP/1.1)"),
         "{session}"

@@ -158,6 +158,10 @@ impl Tool for Forced {
         self.inner.resource_group()
     }
 
+    fn stages_for_review(&self) -> bool {
+        self.inner.stages_for_review()
+    }
+
     fn narrowing(&self, input: &Value) -> Option<Narrowing> {
         self.inner.narrowing(input)
     }

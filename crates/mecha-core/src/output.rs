@@ -32,6 +32,11 @@ pub struct ToolOutput {
     /// The call asks the loop to compact the conversation before the next
     /// model request (the `compact` tool: a finished step is a good place).
     pub requests_compaction: bool,
+    /// The call parks the task on this question for its owner, who is not
+    /// here (a delegated task's `ask_user`): the loop stops after this turn,
+    /// keeping the turn's results, and the owner's answer becomes this
+    /// call's result when the task resumes.
+    pub parks: Option<Box<str>>,
 }
 
 /// A narrowing of the tool surface that a call asks for: the tools the
@@ -57,6 +62,7 @@ impl ToolOutput {
             images: Vec::new(),
             narrows: None,
             requests_compaction: false,
+            parks: None,
         }
     }
 

@@ -127,6 +127,14 @@ pub trait Tool: Send + Sync {
         None
     }
 
+    /// A call stages an item for the owner's review and performs nothing
+    /// (an `[[outbox]]` action): nothing leaves by it, so the gate passes it
+    /// after validation and the hooks, without the interlock, the rules or
+    /// an approval, and the owner decides later.
+    fn stages_for_review(&self) -> bool {
+        false
+    }
+
     /// State this tool echoes at the end of every tool result of the run, so
     /// the model re-reads it without being re-prompted (the todo list).
     fn echo(&self) -> Option<String> {

@@ -69,6 +69,7 @@ pub(crate) fn render(
         images: out.images,
         narrows: None,
         requests_compaction: false,
+        parks: None,
     }
 }
 

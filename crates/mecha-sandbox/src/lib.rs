@@ -40,7 +40,7 @@ use std::sync::Arc;
 
 use mecha_core::Egress;
 
-pub use allow::{Allowlist, BRIDGE_ARG, run_bridge};
+pub use allow::{Allowlist, BRIDGE_ARG, Policy, Proxy, run_bridge};
 pub use config::{SandboxConfig, SandboxKind};
 pub use error::SandboxError;
 

@@ -319,6 +319,18 @@ impl Tool for SubagentTool {
             Some(Ok(Outcome::Silent { .. })) => {
                 self.partial("ended without a word", &session, untrusted, ctx)
             }
+            // A child cannot wait for the owner: its question goes to the
+            // parent, which may ask it (and park) itself.
+            Some(Ok(Outcome::Parked { parked, .. })) => self.partial(
+                &format!(
+                    "stopped to ask its owner \"{}\"; ask it with ask_user yourself if the task \
+                     needs the answer",
+                    parked.question
+                ),
+                &session,
+                untrusted,
+                ctx,
+            ),
             Some(Ok(Outcome::PromptBlocked { reason })) => ToolOutput::err(format!(
                 "subagent `{}`'s task was refused by a hook: {reason}",
                 self.profile.name

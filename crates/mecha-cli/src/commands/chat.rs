@@ -43,6 +43,7 @@ pub fn run(args: ChatArgs, settings: Settings, workspace: &Path) -> Result<u8, F
         replay: None,
         asking: Asking::Terminal,
         servers: None,
+        answering: None,
     };
     let runtime = crate::runtime()?;
     let started = runtime.block_on(build_agent(settings, &args.options, workspace, start))?;

@@ -3,15 +3,20 @@
 pub mod chat;
 pub mod completions;
 pub mod config;
+pub mod delegated;
 pub mod doctor;
 pub mod hooks;
 pub mod mcp;
 mod modes;
+pub mod outbox;
+pub mod questions;
 pub mod run;
 pub mod sessions;
 pub mod skills;
 mod slash;
 pub mod tools;
+pub mod trigger;
+pub mod triggers;
 pub mod tui;
 mod typed;
 

@@ -13,6 +13,7 @@ use mecha_core::StopReason;
 use crate::Failure;
 use crate::capped::Capped;
 use crate::commands::RunOptions;
+use crate::commands::delegated::{Parking, Work};
 use crate::config::Settings;
 use crate::headless::RunStart;
 use crate::notice::{refused, silent};
@@ -37,6 +38,16 @@ pub struct RunArgs {
     /// gate, without a model (nothing is stored, nothing compacts).
     #[arg(long, value_name = "ID")]
     replay: Option<String>,
+    /// Run as a delegated task, as a trigger does: nobody is asked to
+    /// approve (what needs a yes is refused, and the model is told why),
+    /// and a question the model asks you (ask_user) parks the task, exit
+    /// code 5, until `mecha questions answer`.
+    #[arg(long, conflicts_with = "replay")]
+    delegate: bool,
+    /// The trigger this run is for (`mecha trigger run`): delegated, and
+    /// named in the session and in its parked questions.
+    #[arg(skip)]
+    trigger: Option<String>,
     #[command(flatten)]
     options: RunOptions,
     /// text (default), json (one object at the end), or stream-json (one
@@ -45,11 +56,29 @@ pub struct RunArgs {
     output_format: OutputFormat,
 }
 
+impl RunArgs {
+    /// A trigger's run: its prompt, delegated, with `options`.
+    pub fn for_trigger(name: &str, prompt: &str, options: RunOptions) -> Self {
+        Self {
+            prompt: Some(prompt.to_owned()),
+            resume: None,
+            continue_latest: false,
+            replay: None,
+            delegate: true,
+            trigger: Some(name.to_owned()),
+            options,
+            output_format: OutputFormat::Text,
+        }
+    }
+}
+
 /// Exit code when the run stopped at --max-turns.
 pub const EXIT_TURN_LIMIT: u8 = 3;
 /// Exit code when the model refused or ended without answering, or a hook
 /// refused the prompt.
 pub const EXIT_NO_ANSWER: u8 = 4;
+/// Exit code when a delegated task parked a question for its owner.
+pub const EXIT_PARKED: u8 = 5;
 /// Exit code when interrupted (128 + SIGINT, as shells report it).
 pub const EXIT_INTERRUPTED: u8 = 130;
 
@@ -94,12 +123,22 @@ pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Fa
             None,
         ),
     };
+    let delegated = args.delegate || args.trigger.is_some();
+    let parking =
+        delegated.then(|| Parking::new(&args.options, args.trigger.as_deref(), workspace));
     let start = Start {
-        command: "run",
+        command: match args.trigger {
+            Some(_) => "trigger",
+            None => "run",
+        },
         resumed: loaded.as_ref().filter(|_| replay.is_none()),
         replay,
-        asking: Asking::Terminal,
+        asking: match parking {
+            Some(_) => Asking::Delegated,
+            None => Asking::Terminal,
+        },
         servers: None,
+        answering: None,
     };
     // Which session this run goes on with, before anything it prints.
     if let Some(resumed) = start.resumed {
@@ -121,11 +160,13 @@ pub fn run(args: RunArgs, settings: Settings, workspace: &Path) -> Result<u8, Fa
             workspace,
             toolbox: &started.toolbox,
         });
+        let parking = parking.map(|p| p.in_session(started.session_id.as_deref()));
         let code = drive(
             &started.agent,
             started.session,
-            (source, &prompts),
+            Work::Prompts(source, &prompts),
             events.as_ref(),
+            parking.as_ref(),
         )
         .await;
         started.toolbox.shutdown();
@@ -197,16 +238,24 @@ fn with_piped(prompt: String, data: &Capped) -> String {
 /// until nobody reads the output any more. Every ending but the last is
 /// reported with one final event, so the JSON formats always print their
 /// object.
-async fn drive(
+pub async fn drive(
     agent: &Agent,
     mut session: Session,
-    (source, prompts): (SessionSource, &[String]),
+    work: Work<'_>,
     events: &dyn EventSink,
+    parking: Option<&Parking>,
 ) -> Result<u8, Failure> {
     let outcome = tokio::select! {
         outcome = async {
-            agent.start_session(&mut session, source, events).await;
-            send_each(agent, &mut session, prompts, events).await
+            match work {
+                Work::Prompts(source, prompts) => {
+                    agent.start_session(&mut session, source, events).await;
+                    send_each(agent, &mut session, prompts, events).await
+                }
+                Work::Answer(results, external) => {
+                    agent.answer(&mut session, results, external, events).await
+                }
+            }
         } => Some(outcome),
         () = crate::interrupted() => None,
         // Nobody can see a report: dropping the run stops its tools, as an
@@ -214,6 +263,28 @@ async fn drive(
         () = output::closed() => return Ok(0),
     };
     let (text, end, result) = match outcome {
+        Some(Ok(Outcome::Parked {
+            parked,
+            results,
+            external,
+        })) => {
+            let parked = match parking {
+                Some(parking) => parking.park(&parked, results, external),
+                None => Err(Failure::Run(anyhow::anyhow!(
+                    "the model's question parked a task that is not delegated"
+                ))),
+            };
+            match parked {
+                Ok(said) => {
+                    let end = RunEnd::Stopped {
+                        why: EarlyStop::Parked,
+                        error: said,
+                    };
+                    (String::new(), end, Ok(EXIT_PARKED))
+                }
+                Err(failure) => (String::new(), failure_end(&failure), Err(failure)),
+            }
+        }
         Some(Ok(outcome)) => {
             let (text, end) = reported(outcome, false);
             let code = match &end {
@@ -223,6 +294,10 @@ async fn drive(
                     why: EarlyStop::Blocked,
                     ..
                 } => EXIT_NO_ANSWER,
+                RunEnd::Stopped {
+                    why: EarlyStop::Parked,
+                    ..
+                } => EXIT_PARKED,
                 RunEnd::Stopped { .. } => EXIT_TURN_LIMIT,
             };
             (text, end, Ok(code))
@@ -291,6 +366,13 @@ pub fn reported(outcome: Outcome, in_chat: bool) -> (String, RunEnd) {
             let end = RunEnd::Stopped {
                 why: EarlyStop::MaxTurns,
                 error: turn_limit_message(turns),
+            };
+            (String::new(), end)
+        }
+        Outcome::Parked { parked, .. } => {
+            let end = RunEnd::Stopped {
+                why: EarlyStop::Parked,
+                error: format!("waiting for an answer to \"{}\"", parked.question),
             };
             (String::new(), end)
         }

@@ -110,7 +110,8 @@ pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<
     // The listing shows failed servers itself; the machine-readable forms
     // report them on stderr.
     let report = args.schema || args.json;
-    let session_tools = session_tools(&mut settings);
+    let mut session_tools = session_tools(&mut settings);
+    session_tools.extend(crate::wiring::outbox_tools(&settings, None));
     let mut toolbox = runtime.block_on(build_toolbox(
         &mut settings,
         &args.tools,

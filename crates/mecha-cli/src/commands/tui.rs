@@ -201,6 +201,7 @@ impl Sessions<'_> {
                 replay: None,
                 asking: Asking::Modal(self.to_screen.clone()),
                 servers: self.servers.take(),
+                answering: None,
             };
             let started = self.runtime.block_on(build_agent(
                 settings,

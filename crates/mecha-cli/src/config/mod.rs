@@ -156,6 +156,8 @@ pub struct Settings {
     pub subagents: Vec<SubagentConfig>,
     /// `[[hook]]` of the user's file, checked.
     pub hooks: Hooks,
+    /// `[[outbox]]` of the user's file, checked.
+    pub outbox: Vec<mecha_unattended::outbox::OutboxAction>,
     /// `[tui] notify`.
     pub notify: mecha_tui::Notify,
     /// `[[search]]` of the user's file, checked; `None`: no web tools.
@@ -261,6 +263,7 @@ impl Settings {
             skills: SkillSettings::from_user(&global.skills, here, &path),
             subagents: subagents::check(&path, global.subagent)?,
             hooks: hooks::compile(&path, here, &global.hook),
+            outbox: checked_outbox(&path, global.outbox)?,
             notify: global.tui.notify.unwrap_or_default(),
             search,
             origins: Origins::default(),
@@ -426,3 +429,17 @@ mod force_tests;
 mod subagent_tests;
 #[cfg(test)]
 mod tests;
+
+/// `[[outbox]]` entries, each one usable or an error naming what to fix.
+fn checked_outbox(
+    path: &Path,
+    actions: Vec<mecha_unattended::outbox::OutboxAction>,
+) -> Result<Vec<mecha_unattended::outbox::OutboxAction>, ConfigError> {
+    for action in &actions {
+        action.check().map_err(|message| ConfigError::Invalid {
+            path: path.to_owned(),
+            message,
+        })?;
+    }
+    Ok(actions)
+}

@@ -44,6 +44,9 @@ pub struct GlobalConfig {
     /// `[[hook]]`: policy programs at the gate and around the loop.
     #[serde(default)]
     pub hook: Vec<mecha_hooks::HookConfig>,
+    /// `[[outbox]]`: actions that stage for the owner's review.
+    #[serde(default)]
+    pub outbox: Vec<mecha_unattended::outbox::OutboxAction>,
     /// `[tui]`: the terminal UI's own settings.
     #[serde(default)]
     pub tui: TuiSection,
@@ -298,6 +301,8 @@ pub struct ProjectConfig {
     pub hook: Option<toml::Value>,
     /// A cloned repository must not choose where queries go.
     pub search: Option<toml::Value>,
+    /// Nor say what may be sent in the user's name.
+    pub outbox: Option<toml::Value>,
 }
 
 /// A project's `[sandbox]`: it may switch confinement on and the network

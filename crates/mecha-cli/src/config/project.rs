@@ -7,7 +7,7 @@ use super::*;
 
 /// What only the user's file may set, whatever a project's says: the
 /// setting, what stays instead, and why.
-const USERS_ALONE: [(&str, &str, &str); 5] = [
+const USERS_ALONE: [(&str, &str, &str); 6] = [
     (
         "an MCP server ([[mcp]] or mcp_files)",
         "your servers stay",
@@ -31,6 +31,11 @@ const USERS_ALONE: [(&str, &str, &str); 5] = [
         "your backends stay",
         "a cloned repository must not choose where your queries go; a project may switch \
          web_search off with [tools] disabled = [\"web_search\", \"web_open\"]",
+    ),
+    (
+        "[[outbox]]",
+        "your actions stay",
+        "a cloned repository must not decide what can be sent in your name",
     ),
     (
         "[agent] timezone",
@@ -57,6 +62,7 @@ impl Settings {
             project.subagent.is_some(),
             project.hook.is_some(),
             project.search.is_some(),
+            project.outbox.is_some(),
             agent.timezone.is_some(),
         ];
         for ((setting, stays, why), set) in USERS_ALONE.iter().zip(present) {

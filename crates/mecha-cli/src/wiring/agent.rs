@@ -13,6 +13,7 @@ use mecha_session::{Loaded, RecallTool};
 use mecha_skills::level1_block;
 use mecha_tools::Compact;
 use mecha_tui::{AskUser, ModalApprover, ModalAsker, ToScreen};
+use mecha_unattended::{NobodyToAsk, ParkingAskUser};
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::protected::Protected;
@@ -80,6 +81,9 @@ pub struct Start<'a> {
     pub asking: Asking,
     /// Servers to go on with when config still starts the same ones.
     pub servers: Option<Servers>,
+    /// The parked call a resumed session's answer closes: left open when
+    /// the session is restored, where any other is closed as lost.
+    pub answering: Option<&'a str>,
 }
 
 /// Where a call that needs approval is asked about: the one choice of
@@ -91,6 +95,9 @@ pub enum Asking {
     Terminal,
     /// In the terminal UI's approval modal.
     Modal(UnboundedSender<ToScreen>),
+    /// Nowhere: a delegated task, whose owner is away. The permission mode
+    /// and the rules alone decide, and the model's questions park the task.
+    Delegated,
 }
 
 impl Asking {
@@ -102,6 +109,7 @@ impl Asking {
                 TerminalAsker::new(ctx.clone()),
             )),
             Self::Terminal => Arc::new(mode.clone()),
+            Self::Delegated => Arc::new(NobodyToAsk(mode.clone())),
         }
     }
 }
@@ -173,10 +181,13 @@ pub async fn build_agent(
     // Only a screen has someone to answer the model's questions: a run, a
     // chat on a pipe or a batch would block on nobody, so they never see
     // the tool.
-    if let Asking::Modal(screen) = &start.asking {
-        session_tools.push(Arc::new(AskUser::new(screen.clone())));
+    match &start.asking {
+        Asking::Modal(screen) => session_tools.push(Arc::new(AskUser::new(screen.clone()))),
+        Asking::Delegated => session_tools.push(Arc::new(ParkingAskUser::default())),
+        Asking::Terminal => {}
     }
     let parent_session = journal.as_ref().map(|j| j.id().to_owned());
+    session_tools.extend(super::outbox_tools(&settings, parent_session.as_deref()));
     let session_id = parent_session.clone();
     let model = provider.model().map(str::to_owned);
     let window = provider.context_window();
@@ -207,9 +218,15 @@ pub async fn build_agent(
             loaded,
             &toolbox.registry,
             journal.as_deref().map(|j| j as &dyn Journal),
+            start.answering,
         ),
         None => Session::default(),
     };
+    // What the owner decided on this session's staged sends since it last
+    // ran goes with its next prompt.
+    if let (Some(loaded), Ok(outbox)) = (start.resumed, super::outbox_store()) {
+        session.attached.extend(outbox.untold(&loaded.header.id));
+    }
     if let Some(journal) = &journal {
         agent = agent.with_journal(Arc::clone(journal) as Arc<dyn Journal>);
     }

@@ -118,6 +118,37 @@ pub fn host_env() -> HostEnv {
     }
 }
 
+/// The store of staged outbox items.
+pub fn outbox_store() -> Result<mecha_unattended::outbox::OutboxStore, Failure> {
+    Ok(mecha_unattended::outbox::OutboxStore::new(
+        crate::config::mecha_home()?.join("outbox"),
+    ))
+}
+
+/// Each `[[outbox]]` action as a tool that stages its calls, filed under
+/// `session` (the run's stored session; its subagents share it).
+pub fn outbox_tools(settings: &Settings, session: Option<&str>) -> Vec<Arc<dyn Tool>> {
+    if settings.outbox.is_empty() {
+        return Vec::new();
+    }
+    let Ok(store) = outbox_store() else {
+        return Vec::new();
+    };
+    let store = Arc::new(store);
+    settings
+        .outbox
+        .iter()
+        .map(|action| {
+            let tool = mecha_unattended::outbox::OutboxTool::new(
+                action.clone(),
+                Arc::clone(&store),
+                session.map(str::to_owned),
+            );
+            Arc::new(tool) as Arc<dyn Tool>
+        })
+        .collect()
+}
+
 /// Every built-in (with `session_tools`, the built-ins that depend on the
 /// session: `compact`, `recall`, and the terminal UI's `ask_user`) and every MCP tool (the servers start
 /// concurrently, or are kept from the last conversation: see

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod netns;
+pub mod ordinary;
 pub mod pty;
 pub mod standin;
 pub mod tui;

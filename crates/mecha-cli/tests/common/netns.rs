@@ -86,6 +86,19 @@ impl Netns {
     /// request with `body` and its own request line; returns how many
     /// requests it has had.
     pub fn serve(&self, addr: &str, body: &'static str) -> Arc<AtomicUsize> {
+        self.serve_with(addr, move |line| {
+            (200, format!("{body} ({line})\n").into_bytes())
+        })
+    }
+
+    /// An HTTP server inside the namespace at `addr` whose answer to each
+    /// request is `answer(request line)`: a status and a body. Returns how
+    /// many requests it has had.
+    pub fn serve_with(
+        &self,
+        addr: &str,
+        answer: impl Fn(&str) -> (u16, Vec<u8>) + Send + 'static,
+    ) -> Arc<AtomicUsize> {
         let count = Arc::new(AtomicUsize::new(0));
         let (seen, stop) = (count.clone(), self.stop.clone());
         let path = format!("/run/netns/{}", self.name);
@@ -118,15 +131,15 @@ impl Netns {
                 }
                 seen.fetch_add(1, Ordering::SeqCst);
                 let text = String::from_utf8_lossy(&head);
-                let line = text.lines().next().unwrap_or_default();
-                let reply = format!("{body} ({line})\n");
-                let _ = conn.write_all(
-                    format!(
-                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{reply}",
-                        reply.len()
-                    )
-                    .as_bytes(),
-                );
+                let (status, body) = answer(text.lines().next().unwrap_or_default());
+                let reason = if status == 200 { "OK" } else { "Not Found" };
+                let mut reply = format!(
+                    "HTTP/1.1 {status} {reason}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                )
+                .into_bytes();
+                reply.extend_from_slice(&body);
+                let _ = conn.write_all(&reply);
             }
         });
         ready_rx.recv().unwrap();
@@ -138,6 +151,44 @@ impl Netns {
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", &self.name]).arg(program);
         cmd
+    }
+
+    /// `mecha run --yes go` inside the namespace, its model a script of
+    /// `calls`; returns the output and the stored session's text with the
+    /// journal's JSON escapes of newlines and quotes undone.
+    pub fn run_mecha(
+        &self,
+        e: &super::Env,
+        calls: &[serde_json::Value],
+        extra_config: &str,
+    ) -> (std::process::Output, String) {
+        super::scripted_home(&e.home, calls, "Done.", extra_config);
+        let out = self
+            .command(&assert_cmd::cargo::cargo_bin("mecha"))
+            .args(["run", "--yes", "go"])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap())
+            .env("HOME", &e.home)
+            .env("MECHA_HOME", &e.home)
+            .current_dir(&e.ws)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let mut session = String::new();
+        for entry in std::fs::read_dir(e.home.join("sessions")).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() {
+                session.push_str(&std::fs::read_to_string(path).unwrap_or_default());
+            } else if path.is_dir() {
+                for inner in std::fs::read_dir(path).unwrap() {
+                    session.push_str(
+                        &std::fs::read_to_string(inner.unwrap().path()).unwrap_or_default(),
+                    );
+                }
+            }
+        }
+        let session = session.replace("\\n", "\n").replace("\\\"", "\"");
+        (out, session)
     }
 }
 

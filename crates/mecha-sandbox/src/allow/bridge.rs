@@ -70,6 +70,7 @@ fn bridge(args: Vec<OsString>) -> Result<i32, String> {
 
 /// Copies one connection both ways between the command and the proxy.
 fn carry(client: TcpStream, socket: &std::path::Path) {
+    let _ = client.set_nodelay(true);
     let Ok(proxy) = UnixStream::connect(socket) else {
         let body = "mecha's sandbox proxy has stopped; no connection can leave the sandbox\n";
         let reply = format!(

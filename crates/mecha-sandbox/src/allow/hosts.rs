@@ -139,6 +139,13 @@ impl Allowlist {
     pub fn names_address(&self, addr: IpAddr, port: u16) -> bool {
         self.allows(&Host::Address(addr), port)
     }
+
+    /// Whether an entry names `addr` literally, on any port.
+    pub fn lists_address(&self, addr: IpAddr) -> bool {
+        self.entries
+            .iter()
+            .any(|entry| entry.host == Pattern::Address(addr))
+    }
 }
 
 fn parse_entry(entry: &str) -> Result<Entry, String> {

@@ -14,6 +14,7 @@ mod proxy;
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -30,15 +31,26 @@ pub(crate) const BRIDGE_INSIDE: &str = "/run/mecha/bridge";
 pub(crate) const SOCKET_INSIDE: &str = "/run/mecha/proxy.sock";
 
 /// The proxy variables a confined command gets, in both spellings tools
-/// read: everything through the bridge, nothing for loopback.
-fn proxy_env(env: &mut BTreeMap<OsString, OsString>) {
+/// read: everything through the bridge, except the sandbox's own loopback,
+/// unless the list names a loopback address: then that address means the
+/// host's (a registry mirror on the machine), reached through the proxy.
+fn proxy_env(env: &mut BTreeMap<OsString, OsString>, list: &Allowlist) {
     let url = format!("http://{BRIDGE_LISTEN}");
     for name in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"] {
         env.insert(name.into(), url.clone().into());
         env.insert(name.to_ascii_lowercase().into(), url.clone().into());
     }
+    let mut direct = vec!["localhost"];
+    for (written, addr) in [
+        ("127.0.0.1", IpAddr::V4(Ipv4Addr::LOCALHOST)),
+        ("::1", IpAddr::V6(Ipv6Addr::LOCALHOST)),
+    ] {
+        if !list.lists_address(addr) {
+            direct.push(written);
+        }
+    }
     for name in ["NO_PROXY", "no_proxy"] {
-        env.insert(name.into(), "localhost,127.0.0.1,::1".into());
+        env.insert(name.into(), direct.join(",").into());
     }
 }
 
@@ -73,7 +85,7 @@ pub(crate) fn route(
     // The job does not run rather than run without the enforcement.
     let proxy = start_proxy(list)
         .map_err(|e| fail(format!("the allow_hosts proxy could not start: {e}")))?;
-    proxy_env(env);
+    proxy_env(env, list);
     let socket = proxy.socket().to_owned();
     lease.proxy = Some(proxy);
     Ok(Some(Bridge { exe, socket }))
@@ -97,4 +109,27 @@ fn start_proxy(list: &Arc<Allowlist>) -> std::io::Result<Proxy> {
         guard: EgressGuard::new(),
         resolver: Arc::new(SystemResolver),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_proxy(entries: &[&str]) -> OsString {
+        let written: Vec<String> = entries.iter().map(|e| e.to_string()).collect();
+        let mut env = BTreeMap::new();
+        proxy_env(&mut env, &Allowlist::parse(&written).unwrap());
+        assert_eq!(
+            env.get(OsStr::new("no_proxy")),
+            env.get(OsStr::new("NO_PROXY"))
+        );
+        env[OsStr::new("NO_PROXY")].clone()
+    }
+
+    #[test]
+    fn the_sandboxs_loopback_stays_direct_unless_the_list_names_the_hosts() {
+        assert_eq!(no_proxy(&["registry.example"]), "localhost,127.0.0.1,::1");
+        assert_eq!(no_proxy(&["127.0.0.1:4873"]), "localhost,::1");
+        assert_eq!(no_proxy(&["[::1]:8080", "127.0.0.1"]), "localhost");
+    }
 }

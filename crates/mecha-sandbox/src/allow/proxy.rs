@@ -353,6 +353,8 @@ async fn connect(addrs: &[IpAddr], port: u16) -> Option<TcpStream> {
     for &addr in addrs {
         let attempt = TcpStream::connect(SocketAddr::new(addr, port));
         if let Ok(Ok(stream)) = tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
+            // A relay forwards what it has at once; batching is the ends' job.
+            let _ = stream.set_nodelay(true);
             return Some(stream);
         }
     }
