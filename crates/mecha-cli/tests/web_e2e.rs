@@ -705,3 +705,33 @@ async fn the_query_cannot_move_the_endpoint_and_the_key_stays_with_mecha() {
     assert!(!server_env.contains("brave-secret"), "{server_env}");
     assert!(!server_env.contains("BRAVE_API_KEY"), "{server_env}");
 }
+
+#[tokio::test]
+async fn a_backend_that_does_not_answer_in_its_timeout_gives_way_to_the_next() {
+    let mut e = env();
+    // Accepts the connection and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://{}", silent.local_addr().unwrap());
+    let sx = searxng("https://example.org", &[("Next", "/next")]);
+    e.extra_config = format!(
+        "[[search]]\nkind = \"searxng\"\nurl = \"{silent_url}\"\ntimeout_s = 1\n{}",
+        searxng_entry(&sx.url())
+    );
+    let mock = run(
+        &e,
+        vec![search("q"), MockReply::text("done")],
+        &["--yes", "go"],
+    )
+    .await;
+    let (content, is_error) = &results_in(&mock, 1)[0];
+    assert!(!is_error, "{content}");
+    assert!(
+        content.contains("did not answer within 1s (its timeout_s)"),
+        "{content}"
+    );
+    assert!(
+        content.contains("[1] Next — https://example.org/next"),
+        "{content}"
+    );
+    drop(silent);
+}

@@ -38,8 +38,8 @@ pub use regular::open as open_regular_file;
 pub use shell::{Shell, ShellConfig};
 pub use todo::Todo;
 pub use web::{
-    BRAVE_BASE_URL, BackendSpec, Handles, Hit, SearchConfig, TAVILY_BASE_URL, WebOpen, WebSearch,
-    describe_chain, web_tools,
+    BRAVE_BASE_URL, BackendSpec, DEFAULT_BACKEND_TIMEOUT, Handles, Hit, SearchBackend,
+    SearchConfig, TAVILY_BASE_URL, WebOpen, WebSearch, describe_chain, web_tools,
 };
 
 /// Settings of the built-ins that have any.

@@ -131,7 +131,8 @@ fn search(settings: &Settings) -> Vec<Value> {
         .map_or(&[][..], |s| &s.backends[..]);
     backends
         .iter()
-        .map(|backend| {
+        .map(|entry| {
+            let backend = &entry.spec;
             let value = match backend {
                 BackendSpec::Searxng { url } => json!({"kind": "searxng", "url": url.as_str()}),
                 BackendSpec::Brave {

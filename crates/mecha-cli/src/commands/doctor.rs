@@ -264,8 +264,8 @@ async fn search(
         // did register are still found.
         let _ = hub.register_into(&mut registry);
     }
-    for (i, backend) in config.backends.iter().enumerate() {
-        let n = i + 1;
+    for (i, entry) in config.backends.iter().enumerate() {
+        let (n, backend) = (i + 1, &entry.spec);
         let key = backend.key_variable();
         if let Some(variable) = key.filter(|v| std::env::var_os(v).is_none_or(|k| k.is_empty())) {
             report.line(

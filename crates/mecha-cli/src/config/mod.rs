@@ -196,7 +196,7 @@ impl Settings {
         hidden_env.extend(search.iter().flat_map(|s| {
             s.backends
                 .iter()
-                .filter_map(|b| b.key_variable().map(str::to_owned))
+                .filter_map(|b| b.spec.key_variable().map(str::to_owned))
         }));
         let shell = ShellConfig {
             hidden_env,

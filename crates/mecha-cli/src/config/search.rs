@@ -5,7 +5,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use mecha_tools::{BRAVE_BASE_URL, BackendSpec, SearchConfig, TAVILY_BASE_URL};
+use mecha_tools::{
+    BRAVE_BASE_URL, BackendSpec, DEFAULT_BACKEND_TIMEOUT, SearchBackend, SearchConfig,
+    TAVILY_BASE_URL,
+};
 use serde::Deserialize;
 use url::Url;
 
@@ -25,8 +28,7 @@ pub struct SearchSection {
     pub api_key_env: Option<String>,
     /// `mcp`: the MCP tool, as registered (`server__search`).
     pub tool: Option<String>,
-    /// How long this chain's backends may take, each (one value for all:
-    /// the first entry that sets it).
+    /// How long this backend may take to answer before the next is tried.
     pub timeout_s: Option<u64>,
 }
 
@@ -46,23 +48,20 @@ pub(super) fn check(
         message,
     };
     let mut backends = Vec::with_capacity(sections.len());
-    let mut timeout = None;
     for (index, section) in sections.iter().enumerate() {
         let at = format!("[[search]] entry {}", index + 1);
-        backends.push(one(&at, section).map_err(invalid)?);
-        match (section.timeout_s, timeout) {
-            (Some(0), _) => {
-                return Err(invalid(format!("{at}: timeout_s must be at least 1")));
-            }
-            (Some(s), None) => timeout = Some(Duration::from_secs(s)),
-            _ => {}
-        }
+        let spec = one(&at, section).map_err(invalid)?;
+        let timeout = match section.timeout_s {
+            Some(0) => return Err(invalid(format!("{at}: timeout_s must be at least 1"))),
+            Some(s) => Duration::from_secs(s),
+            None => DEFAULT_BACKEND_TIMEOUT,
+        };
+        backends.push(SearchBackend { spec, timeout });
     }
-    let mut config = SearchConfig::new(backends);
-    if let Some(timeout) = timeout {
-        config.backend_timeout = timeout;
-    }
-    Ok(Some(config))
+    Ok(Some(SearchConfig {
+        backends,
+        ..SearchConfig::new(Vec::new())
+    }))
 }
 
 fn one(at: &str, s: &SearchSection) -> Result<BackendSpec, String> {
@@ -220,8 +219,13 @@ mod tests {
         ])
         .unwrap()
         .unwrap();
-        assert_eq!(config.backend_timeout, Duration::from_secs(3));
-        let shown: Vec<String> = config.backends.iter().map(ToString::to_string).collect();
+        let timeouts: Vec<u64> = config
+            .backends
+            .iter()
+            .map(|b| b.timeout.as_secs())
+            .collect();
+        assert_eq!(timeouts, [15, 15, 3, 15]);
+        let shown: Vec<String> = config.backends.iter().map(|b| b.spec.to_string()).collect();
         assert_eq!(
             shown,
             [

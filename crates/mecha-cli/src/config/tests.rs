@@ -122,7 +122,7 @@ fn a_projects_search_backends_are_ignored_and_search_keys_are_hidden_from_the_sh
     let s = load(Some(global), Some(project)).unwrap();
     let backends = &s.search.as_ref().unwrap().backends;
     assert_eq!(backends.len(), 1);
-    assert_eq!(backends[0].kind(), "brave");
+    assert_eq!(backends[0].spec.kind(), "brave");
     assert!(
         s.warnings
             .iter()

@@ -24,12 +24,21 @@ pub use handles::Handles;
 pub use open::WebOpen;
 pub use search::WebSearch;
 
+/// How long a backend may take to answer, unless its entry says.
+pub const DEFAULT_BACKEND_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// One `[[search]]` entry: the backend, and how long it may take to answer
+/// before the next is tried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchBackend {
+    pub spec: BackendSpec,
+    pub timeout: Duration,
+}
+
 /// `[[search]]` entries in order, and the limits of both web tools.
 #[derive(Debug, Clone)]
 pub struct SearchConfig {
-    pub backends: Vec<BackendSpec>,
-    /// How long one backend may take to answer before the next is tried.
-    pub backend_timeout: Duration,
+    pub backends: Vec<SearchBackend>,
     /// `web_open`'s whole fetch, every hop and every byte included.
     pub open_timeout: Duration,
     /// Bytes of a page read at most.
@@ -37,10 +46,17 @@ pub struct SearchConfig {
 }
 
 impl SearchConfig {
+    /// `backends` in order, each with the default time limit.
     pub fn new(backends: Vec<BackendSpec>) -> Self {
+        let backends = backends
+            .into_iter()
+            .map(|spec| SearchBackend {
+                spec,
+                timeout: DEFAULT_BACKEND_TIMEOUT,
+            })
+            .collect();
         Self {
             backends,
-            backend_timeout: Duration::from_secs(15),
             open_timeout: Duration::from_secs(30),
             max_page_bytes: 5 * 1024 * 1024,
         }
@@ -65,7 +81,7 @@ pub fn web_tools(
 ) -> Result<(WebSearch, WebOpen), String> {
     let handles = Handles::default();
     let open = WebOpen::new(&config, handles.clone());
-    let search = WebSearch::new(config, handles, mcp_tool)
+    let search = WebSearch::new(&config, handles, mcp_tool)
         .map_err(|e| format!("cannot set up web_search's HTTP client: {e}"))?;
     Ok((search, open))
 }

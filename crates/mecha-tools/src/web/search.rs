@@ -23,7 +23,6 @@ const MAX_COUNT: usize = 20;
 pub struct WebSearch {
     backends: Vec<Backend>,
     client: reqwest::Client,
-    config: SearchConfig,
     handles: Handles,
     capabilities: Capabilities,
     read_only: bool,
@@ -32,18 +31,18 @@ pub struct WebSearch {
 
 impl WebSearch {
     pub(super) fn new(
-        config: SearchConfig,
+        config: &SearchConfig,
         handles: Handles,
         mcp_tool: &dyn Fn(&str) -> Option<Arc<dyn Tool>>,
     ) -> reqwest::Result<Self> {
         let backends: Vec<Backend> = config
             .backends
             .iter()
-            .map(|spec| Backend::new(spec.clone(), mcp_tool))
+            .map(|entry| Backend::new(entry, mcp_tool))
             .collect();
         let capabilities = chain_capabilities(&backends);
         let read_only = backends.iter().all(Backend::read_only);
-        let client = backend_client(config.backend_timeout)?;
+        let client = backend_client()?;
         let description = format!(
             "Search the web. Returns up to {MAX_COUNT} results (default {DEFAULT_COUNT}), each \
              numbered with a handle: `[3] title — url — snippet`. Read a result's page with \
@@ -52,7 +51,6 @@ impl WebSearch {
         Ok(Self {
             backends,
             client,
-            config,
             handles,
             capabilities,
             read_only,
@@ -91,12 +89,12 @@ impl WebSearch {
         ctx: &ToolCtx,
     ) -> Result<Vec<Hit>, Failure> {
         let asked = backend.search(&self.client, query, count, ctx);
-        tokio::time::timeout(self.config.backend_timeout, asked)
+        tokio::time::timeout(backend.timeout, asked)
             .await
             .unwrap_or_else(|_| {
                 Err(Failure(format!(
-                    "did not answer within {}s",
-                    self.config.backend_timeout.as_secs()
+                    "did not answer within {}s (its timeout_s)",
+                    backend.timeout.as_secs()
                 )))
             })
     }

@@ -19,7 +19,7 @@ use mecha_core::{Capabilities, Egress, Tool, ToolCtx, error_chain};
 use serde::de::DeserializeOwned;
 use url::Url;
 
-use super::Hit;
+use super::{Hit, SearchBackend};
 
 /// Where Brave's API lives unless `base_url` says otherwise.
 pub const BRAVE_BASE_URL: &str = "https://api.search.brave.com";
@@ -83,12 +83,12 @@ impl fmt::Display for BackendSpec {
     }
 }
 
-/// The chain in order, one line each, for `mecha tools` and `mecha config`.
-pub fn describe_chain(backends: &[BackendSpec]) -> Vec<String> {
+/// The chain in order, one line each, for `mecha tools` and `mecha doctor`.
+pub fn describe_chain(backends: &[SearchBackend]) -> Vec<String> {
     backends
         .iter()
         .enumerate()
-        .map(|(i, b)| format!("{}. {b}", i + 1))
+        .map(|(i, b)| format!("{}. {}", i + 1, b.spec))
         .collect()
 }
 
@@ -105,19 +105,22 @@ impl fmt::Display for Failure {
 /// A backend ready to be asked.
 pub(crate) struct Backend {
     pub spec: BackendSpec,
+    /// How long it may take to answer.
+    pub timeout: Duration,
     /// The tool an `mcp` backend calls; `None` when no running server
     /// offers it.
     mcp_tool: Option<Arc<dyn Tool>>,
 }
 
 impl Backend {
-    pub fn new(spec: BackendSpec, mcp_tool: &dyn Fn(&str) -> Option<Arc<dyn Tool>>) -> Self {
-        let tool = match &spec {
+    pub fn new(entry: &SearchBackend, mcp_tool: &dyn Fn(&str) -> Option<Arc<dyn Tool>>) -> Self {
+        let tool = match &entry.spec {
             BackendSpec::Mcp { tool } => mcp_tool(tool),
             _ => None,
         };
         Self {
-            spec,
+            spec: entry.spec.clone(),
+            timeout: entry.timeout,
             mcp_tool: tool,
         }
     }
@@ -187,13 +190,13 @@ fn missing_key(variable: &str) -> Failure {
     ))
 }
 
-/// The client every fixed-endpoint backend is asked through. It follows
-/// no redirect: the endpoint is config's, and a Location would be a
-/// destination config never named, with the query in it.
-pub(crate) fn backend_client(timeout: Duration) -> reqwest::Result<reqwest::Client> {
+/// The client every fixed-endpoint backend is asked through (each ask has
+/// its backend's time limit around it). It follows no redirect: the
+/// endpoint is config's, and a Location would be a destination config
+/// never named, with the query in it.
+pub(crate) fn backend_client() -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
-        .timeout(timeout)
         .user_agent(concat!(
             "mecha/",
             env!("CARGO_PKG_VERSION"),
