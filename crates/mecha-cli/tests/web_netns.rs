@@ -108,6 +108,15 @@ fn web_open_follows_public_redirects_and_refuses_private_ones_in_an_armed_conver
         call("web_open", json!({"handle": 2})),
         call("web_open", json!({"handle": 3})),
         call("web_open", json!({"handle": 4})),
+        // A public page the model names itself: refused for being a URL.
+        call(
+            "web_open",
+            json!({"url": "http://news.test.example/article"}),
+        ),
+        call(
+            "web_open",
+            json!({"handle": "http://news.test.example/article"}),
+        ),
     ];
     let config = "[[search]]\nkind = \"searxng\"\nurl = \"http://127.0.0.1:8888\"\n";
     let (out, session) = run(&ns, &e, &calls, config);
@@ -155,6 +164,22 @@ fn web_open_follows_public_redirects_and_refuses_private_ones_in_an_armed_conver
     );
     assert!(!session.contains("PRIVATE-DATA"), "{session}");
     assert!(private.seen().is_empty(), "the private server was reached");
+    assert_eq!(
+        session
+            .matches("it takes no URL. Search first with web_search")
+            .count(),
+        2,
+        "{session}"
+    );
+    let articles = public
+        .seen()
+        .iter()
+        .filter(|r| r.target == "/article")
+        .count();
+    assert_eq!(
+        articles, 1,
+        "only the opened result's redirect reached the page"
+    );
     let loops = public.seen().iter().filter(|r| r.target == "/loop").count();
     assert_eq!(loops, 11, "the first request and ten redirects");
 }
