@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use url::Url;
 
 use crate::args::required_str;
-use crate::egress::{EgressGuard, Pinned, Resolver, SystemResolver, Vetted, vet};
+use crate::egress::{EgressGuard, Resolver, SystemResolver, Vetted, pinned_client, vet};
 
 /// Limits for `http_fetch`.
 #[derive(Debug, Clone)]
@@ -105,7 +105,7 @@ impl HttpFetch {
                 return ToolOutput::refusal(format!("could not fetch `{shown}`: it {refusal}"));
             }
         };
-        let client = match self.client(&vetted) {
+        let client = match pinned_client(&vetted, USER_AGENT) {
             Ok(client) => client,
             Err(e) => {
                 return ToolOutput::refusal(format!(
@@ -177,23 +177,6 @@ impl HttpFetch {
             is_error: status.as_u16() >= 400 || broke.is_some(),
             ..ToolOutput::external(out)
         }
-    }
-
-    /// A client that can reach only what `vetted` allows.
-    fn client(&self, vetted: &Vetted) -> reqwest::Result<reqwest::Client> {
-        reqwest::Client::builder()
-            // The 3xx goes back to the model; a followed Location would be a
-            // second destination nobody vetted.
-            .redirect(reqwest::redirect::Policy::none())
-            // HTTP(S)_PROXY/ALL_PROXY would hand the name to a proxy to
-            // resolve, voiding the pin, and could point at an internal host.
-            .no_proxy()
-            // The only resolver the client has: the vetted host's vetted
-            // addresses, nothing else. IP literals never reach it; vet()
-            // judged those itself.
-            .dns_resolver(Arc::new(Pinned::new(vetted)))
-            .user_agent(USER_AGENT)
-            .build()
     }
 
     fn timed_out(&self, shown: &str) -> ToolOutput {
@@ -278,7 +261,7 @@ impl Tool for HttpFetch {
 /// error chain that the server or its certificate wrote into, through alert
 /// codes, certificate names or the bytes it sent, so it is an error that
 /// taints like the server's own words.
-fn send_failure(e: &reqwest::Error, vetted: &Vetted, shown: &str) -> ToolOutput {
+pub(crate) fn send_failure(e: &reqwest::Error, vetted: &Vetted, shown: &str) -> ToolOutput {
     if !e.is_connect() {
         return ToolOutput::err(format!("request to `{shown}` failed: {}", error_chain(e)));
     }
@@ -340,7 +323,7 @@ fn header_text(headers: &HeaderMap, name: reqwest::header::HeaderName) -> Option
 
 /// Whether to withhold the body: a clearly binary content type, or, when
 /// the type does not say text, a NUL byte near the start.
-fn is_binary(content_type: Option<&str>, body: &[u8]) -> bool {
+pub(crate) fn is_binary(content_type: Option<&str>, body: &[u8]) -> bool {
     let mime = content_type
         .and_then(|ct| ct.split(';').next())
         .map(|m| m.trim().to_ascii_lowercase())
@@ -450,7 +433,7 @@ impl<'a> Body<'a> {
 /// Where to cut `chunk` to keep at most `room` bytes: backed off to the
 /// start of a character the cut would split, so its leading bytes are not
 /// shown as a replacement character.
-fn char_start(chunk: &[u8], room: usize) -> usize {
+pub(crate) fn char_start(chunk: &[u8], room: usize) -> usize {
     let mut end = room.min(chunk.len());
     // At most three continuation bytes follow a character's first byte.
     for _ in 0..3 {
@@ -462,7 +445,7 @@ fn char_start(chunk: &[u8], room: usize) -> usize {
     end
 }
 
-fn shorten(raw: &str) -> String {
+pub(crate) fn shorten(raw: &str) -> String {
     match raw.char_indices().nth(SHOWN_URL_CHARS) {
         Some((at, _)) => format!("{}…", &raw[..at]),
         None => raw.to_owned(),

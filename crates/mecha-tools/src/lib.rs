@@ -1,7 +1,9 @@
 //! mecha's built-in tools, one module each: `fs_read`, `fs_list`,
 //! `fs_write`, `fs_edit`, `shell`, `http_fetch` and `todo`, plus the egress
 //! guard that keeps `http_fetch` off loopback and private networks, and
-//! `compact`, which the CLI registers only when compaction is possible.
+//! `compact`, which the CLI registers only when compaction is possible, and
+//! `web_search` / `web_open`, which it registers only when a `[[search]]`
+//! backend is configured.
 //!
 //! It does not decide whether a call may run (that is the loop's gate) nor
 //! which tools a run gets (that is config, in the CLI). Every path a tool
@@ -20,6 +22,7 @@ mod http_fetch;
 mod regular;
 mod shell;
 mod todo;
+mod web;
 
 use std::sync::Arc;
 
@@ -34,6 +37,10 @@ pub use http_fetch::{FetchConfig, HttpFetch};
 pub use regular::open as open_regular_file;
 pub use shell::{Shell, ShellConfig};
 pub use todo::Todo;
+pub use web::{
+    BRAVE_BASE_URL, BackendSpec, DEFAULT_BACKEND_TIMEOUT, Handles, Hit, SearchBackend,
+    SearchConfig, TAVILY_BASE_URL, WebOpen, WebSearch, describe_chain, web_tools,
+};
 
 /// Settings of the built-ins that have any.
 #[derive(Debug, Clone, Default)]

@@ -299,12 +299,20 @@ fn refuser(stage: GateStage, by_user: bool) -> &'static str {
 }
 
 /// The part of a call's input that says what it does, on one line: a
-/// shell's command, a file tool's path, or the input as compact JSON.
+/// shell's command, a file tool's path, the result `web_open` opens (`[3]`),
+/// or the input as compact JSON.
 fn brief(input: &Value) -> String {
     let text = ["command", "path", "url", "query", "pattern", "prompt"]
         .iter()
         .find_map(|k| input.get(k).and_then(Value::as_str))
-        .map_or_else(|| input.to_string(), str::to_owned);
+        .map(str::to_owned)
+        .or_else(|| {
+            input
+                .get("handle")
+                .and_then(Value::as_u64)
+                .map(|n| format!("[{n}]"))
+        })
+        .unwrap_or_else(|| input.to_string());
     let line = text.lines().next().unwrap_or_default();
     let cut = match line.char_indices().nth(INPUT_CHARS) {
         Some((i, _)) => format!("{}…", &line[..i]),
@@ -382,5 +390,49 @@ mod tests {
             },
         });
         assert!(plain(&t).ends_with("running… · confined: docker, network on\n"));
+    }
+
+    #[test]
+    fn a_search_shows_its_results_and_an_open_its_title_on_their_lines() {
+        let mut t = Transcript::new();
+        let calls = [
+            (
+                "1",
+                "web_search",
+                json!({"query": "rust"}),
+                "2 results for \"rust\" from searxng: The Book · Rust by Example",
+            ),
+            (
+                "2",
+                "web_open",
+                json!({"handle": 1}),
+                "[1] The Rust Programming Language — https://doc.rust-lang.org/book/",
+            ),
+        ];
+        for (id, name, input, first_line) in calls {
+            t.apply(&Event::ToolCall {
+                id: id.into(),
+                name: name.into(),
+                input,
+                confined: None,
+            });
+            t.apply(&Event::ToolResult {
+                id: id.into(),
+                name: name.into(),
+                is_error: false,
+                bytes: 2048,
+                summary: first_line.into(),
+                excerpt: Default::default(),
+            });
+        }
+        let text = plain(&t);
+        assert!(
+            text.contains("✓ web_search rust  2.0 KB · 2 results for \"rust\" from searxng: The Book · Rust by Example"),
+            "{text}"
+        );
+        assert!(
+            text.contains("✓ web_open [1]  2.0 KB · [1] The Rust Programming Language — https://doc.rust-lang.org/book/"),
+            "{text}"
+        );
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! `--json` prints one object:
 //! `{"files": {..}, "settings": {KEY: ENTRY}, "mcp": [ENTRY], "rules":
-//! [ENTRY], "hooks": [ENTRY], "subagents": [ENTRY], "skills": {..},
+//! [ENTRY], "hooks": [ENTRY], "subagents": [ENTRY], "search": [ENTRY],
+//! "skills": {..},
 //! "instructions": "instructions: AGENTS.md (N bytes), sent whole"}`, where
 //! every ENTRY is `{"value": .., "origin": "default" | "config.toml" |
 //! "mecha.toml" | "environment" | "flag", "source": PATH | VARIABLE |
@@ -14,6 +15,7 @@ use std::path::Path;
 
 use clap::Args;
 use mecha_provider::{Resolved, Source};
+use mecha_tools::BackendSpec;
 use serde_json::{Map, Value, json};
 
 use crate::Failure;
@@ -116,7 +118,45 @@ fn document(settings: &mut Settings, options: &RunOptions) -> Value {
             }))
         }).collect::<Vec<_>>(),
         "skills": skills(settings, options),
+        "search": search(settings),
     })
+}
+
+/// The `[[search]]` chain in the order it is tried; a key shows only as set
+/// or not.
+fn search(settings: &Settings) -> Vec<Value> {
+    let backends = settings
+        .search
+        .as_ref()
+        .map_or(&[][..], |s| &s.backends[..]);
+    backends
+        .iter()
+        .map(|entry| {
+            let backend = &entry.spec;
+            let value = match backend {
+                BackendSpec::Searxng { url } => json!({"kind": "searxng", "url": url.as_str()}),
+                BackendSpec::Brave {
+                    base_url,
+                    api_key_env,
+                }
+                | BackendSpec::Tavily {
+                    base_url,
+                    api_key_env,
+                } => json!({
+                    "kind": backend.kind(),
+                    "base_url": base_url.as_str(),
+                    "api_key_env": api_key_env,
+                    "key": if std::env::var_os(api_key_env).is_some_and(|v| !v.is_empty()) {
+                        "set"
+                    } else {
+                        "not set"
+                    },
+                }),
+                BackendSpec::Mcp { tool } => json!({"kind": "mcp", "tool": tool}),
+            };
+            Origin::UserFile(settings.global_file.clone()).entry(value)
+        })
+        .collect()
 }
 
 fn file(path: &Path) -> Value {
@@ -242,6 +282,7 @@ fn human(document: &Value) -> String {
         ("rules", "rules"),
         ("hooks", "hooks"),
         ("subagents", "subagents"),
+        ("search", "search backends, tried in order"),
     ] {
         let entries = document[list].as_array().map_or(&[][..], Vec::as_slice);
         out.push_str(&format!("\n{title}: {}\n", entries.len()));

@@ -3,15 +3,17 @@
 //! when there is a problem. Every check is the one a run makes (config
 //! loading, `mecha_provider::build`, `Sandbox::start`, the MCP hub's
 //! start-up, the skill store's loading, hook compilation); nothing here
-//! checks on its own. Talks to the model only with `--online`.
+//! checks on its own. Talks to the model and the `[[search]]` backends
+//! only with `--online`.
 
 use std::path::Path;
 
 use clap::Args;
-use mecha_core::Message;
+use mecha_core::{FALLBACK_TURN_BUDGET, Message, Registry, ToolCtx};
 use mecha_mcp::{McpHub, ServerState, SpawnOptions};
 use mecha_provider::Request;
 use mecha_sandbox::Sandbox;
+use mecha_tools::BackendSpec;
 
 use crate::Failure;
 use crate::config::{ConfigError, Settings};
@@ -82,7 +84,11 @@ pub fn run(
     runtime.block_on(async {
         provider(&mut report, &settings, args.online).await;
         let sandbox = sandbox(&mut report, &settings);
-        mcp(&mut report, &settings, workspace, sandbox).await;
+        let hub = mcp(&mut report, &settings, workspace, sandbox).await;
+        search(&mut report, &settings, hub.as_ref(), workspace, args.online).await;
+        if let Some(hub) = hub {
+            hub.shutdown();
+        }
     });
     runtime.shutdown_background();
     skills(&mut report, &settings);
@@ -176,17 +182,24 @@ fn sandbox(report: &mut Report, settings: &Settings) -> Option<Sandbox> {
     }
 }
 
-/// Every server started as a run starts them, with the hub's time limit.
-async fn mcp(report: &mut Report, settings: &Settings, workspace: &Path, sandbox: Option<Sandbox>) {
+/// Every server started as a run starts them, with the hub's time limit;
+/// the hub is handed back still running, for the search check's `mcp`
+/// backends.
+async fn mcp(
+    report: &mut Report,
+    settings: &Settings,
+    workspace: &Path,
+    sandbox: Option<Sandbox>,
+) -> Option<McpHub> {
     if settings.mcp.is_empty() {
         report.line(Verdict::Ok, "mcp", "no servers configured");
-        return;
+        return None;
     }
     let options = match crate::wiring::spawn_options(settings, workspace, sandbox.as_ref()) {
         Ok(options) => options,
         Err(failure) => {
             report.line(Verdict::Problem, "mcp", &failure.to_string());
-            return;
+            return None;
         }
     };
     unconfined_in_workspace(report, settings, &options);
@@ -224,7 +237,99 @@ async fn mcp(report: &mut Report, settings: &Settings, workspace: &Path, sandbox
             }
         }
     }
-    hub.shutdown();
+    Some(hub)
+}
+
+/// Each `[[search]]` backend: its key and its MCP tool present, and with
+/// `--online` one query ("mecha doctor") to every backend, not only the
+/// first, so a broken fallback shows before it is needed.
+async fn search(
+    report: &mut Report,
+    settings: &Settings,
+    hub: Option<&McpHub>,
+    workspace: &Path,
+    online: bool,
+) {
+    let Some(config) = &settings.search else {
+        report.line(
+            Verdict::Ok,
+            "search",
+            "no [[search]] backend: web_search and web_open are absent",
+        );
+        return;
+    };
+    let mut registry = Registry::new();
+    if let Some(hub) = hub {
+        // A name conflict is the mcp check's to report; the tools that
+        // did register are still found.
+        let _ = hub.register_into(&mut registry);
+    }
+    for (i, entry) in config.backends.iter().enumerate() {
+        let (n, backend) = (i + 1, &entry.spec);
+        let key = backend.key_variable();
+        if let Some(variable) = key.filter(|v| std::env::var_os(v).is_none_or(|k| k.is_empty())) {
+            report.line(
+                Verdict::Problem,
+                "search",
+                &format!("{n}. {backend}: ${variable} is not set; export the API key there"),
+            );
+        }
+        if let BackendSpec::Mcp { tool } = backend
+            && !registry.contains(tool)
+        {
+            report.line(
+                Verdict::Problem,
+                "search",
+                &format!(
+                    "{n}. {backend}: no MCP server offers `{tool}`; check the name against \
+                     `mecha tools`"
+                ),
+            );
+        }
+    }
+    if !online {
+        let chain = mecha_tools::describe_chain(&config.backends).join(", ");
+        report.line(
+            Verdict::Ok,
+            "search",
+            &format!("{chain} (not contacted: --online sends each one query)"),
+        );
+        return;
+    }
+    let found = |name: &str| registry.get(name).cloned();
+    let (web_search, _) = match mecha_tools::web_tools(config.clone(), &found) {
+        Ok(tools) => tools,
+        Err(e) => {
+            report.line(Verdict::Problem, "search", &e);
+            return;
+        }
+    };
+    let ctx = match ToolCtx::new(workspace, FALLBACK_TURN_BUDGET) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            report.line(Verdict::Problem, "search", &format!("no tool context: {e}"));
+            return;
+        }
+    };
+    for (i, (backend, verdict)) in web_search
+        .probe("mecha doctor", &ctx)
+        .await
+        .into_iter()
+        .enumerate()
+    {
+        match verdict {
+            Ok(n) => report.line(
+                Verdict::Ok,
+                "search",
+                &format!("{}. {backend}: answered with {n} results", i + 1),
+            ),
+            Err(why) => report.line(
+                Verdict::Problem,
+                "search",
+                &format!("{}. {backend}: {why}", i + 1),
+            ),
+        }
+    }
 }
 
 /// A server that runs unconfined from a program or script in the

@@ -8,7 +8,7 @@ use clap::Args;
 use mecha_core::{Capabilities, Egress, Registry, Tool};
 use mecha_mcp::{McpHub, ServerState};
 use mecha_sandbox::{Network, Sandbox};
-use mecha_tools::Compact;
+use mecha_tools::{Compact, describe_chain};
 use serde_json::json;
 
 use crate::Failure;
@@ -130,7 +130,7 @@ pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<
     let text = if args.schema {
         schema(&toolbox.registry)
     } else if args.json {
-        capabilities_json(&toolbox)
+        capabilities_json(&toolbox, &settings)
     } else {
         // Tool names, descriptions and failure reasons come from MCP
         // servers; JSON output escapes control characters itself.
@@ -193,9 +193,21 @@ fn schema(registry: &Registry) -> serde_json::Result<String> {
     serde_json::to_string(&registry.definitions()).map(|text| text + "\n")
 }
 
-/// Every tool the run keeps, and every configured server with its status.
-fn capabilities_json(toolbox: &Toolbox) -> serde_json::Result<String> {
-    serde_json::to_string_pretty(&toolbox_json(toolbox)).map(|text| text + "\n")
+/// Every tool the run keeps, every configured server with its status, and
+/// the `[[search]]` chain.
+fn capabilities_json(toolbox: &Toolbox, settings: &Settings) -> serde_json::Result<String> {
+    let mut value = toolbox_json(toolbox);
+    value["search"] = json!(search_chain(settings));
+    serde_json::to_string_pretty(&value).map(|text| text + "\n")
+}
+
+/// `1. searxng http://localhost:8888/`, one line per `[[search]]` backend.
+fn search_chain(settings: &Settings) -> Vec<String> {
+    settings
+        .search
+        .as_ref()
+        .map(|s| describe_chain(&s.backends))
+        .unwrap_or_default()
 }
 
 /// The sandbox, the tools with their capabilities and the MCP servers with
@@ -286,6 +298,13 @@ fn human(toolbox: &Toolbox, settings: &Settings, workspace: &Path) -> serde_json
     }
     if let Some(hub) = hub {
         out.push_str(&servers(hub, &toolbox.registry, settings, width));
+    }
+    let chain = search_chain(settings);
+    if !chain.is_empty() {
+        out.push_str("web_search asks, in order (the first that answers wins):\n");
+        for backend in chain {
+            out.push_str(&format!("  {backend}\n"));
+        }
     }
     out.push_str(&subagents(toolbox, width));
     if toolbox

@@ -9,6 +9,7 @@ mod model;
 mod origin;
 mod project;
 mod sandbox;
+mod search;
 mod skills;
 mod subagents;
 mod toml_file;
@@ -159,6 +160,8 @@ pub struct Settings {
     pub outbox: Vec<mecha_unattended::outbox::OutboxAction>,
     /// `[tui] notify`.
     pub notify: mecha_tui::Notify,
+    /// `[[search]]` of the user's file, checked; `None`: no web tools.
+    pub search: Option<mecha_tools::SearchConfig>,
     /// Where each value came from, for `mecha config`.
     pub origins: Origins,
 }
@@ -186,8 +189,17 @@ impl Settings {
 
     fn from_global(path: PathBuf, global: GlobalConfig) -> Result<Self, ConfigError> {
         let tools = &global.tools;
+        let search = search::check(&path, &global.search)?;
+        let mut hidden_env = provider_key_variables(&global.provider);
+        // The search keys are mecha's to send, like the model's: a shell
+        // command (which an injection may write) never sees them.
+        hidden_env.extend(search.iter().flat_map(|s| {
+            s.backends
+                .iter()
+                .filter_map(|b| b.spec.key_variable().map(str::to_owned))
+        }));
         let shell = ShellConfig {
-            hidden_env: provider_key_variables(&global.provider),
+            hidden_env,
             default_timeout: secs_or(
                 tools.shell.default_timeout_s,
                 ShellConfig::default().default_timeout,
@@ -253,6 +265,7 @@ impl Settings {
             hooks: hooks::compile(&path, here, &global.hook),
             outbox: checked_outbox(&path, global.outbox)?,
             notify: global.tui.notify.unwrap_or_default(),
+            search,
             origins: Origins::default(),
         };
         settings.add_forced(&global.tools);

@@ -50,6 +50,9 @@ pub struct GlobalConfig {
     /// `[tui]`: the terminal UI's own settings.
     #[serde(default)]
     pub tui: TuiSection,
+    /// `[[search]]`: web_search's backends, in the order they are tried.
+    #[serde(default)]
+    pub search: Vec<super::search::SearchSection>,
 }
 
 /// `[tui]`: how the screen behaves.
@@ -296,6 +299,8 @@ pub struct ProjectConfig {
     pub subagent: Option<toml::Value>,
     /// A cloned repository must not run programs of its choosing.
     pub hook: Option<toml::Value>,
+    /// A cloned repository must not choose where queries go.
+    pub search: Option<toml::Value>,
     /// Nor say what may be sent in the user's name.
     pub outbox: Option<toml::Value>,
 }

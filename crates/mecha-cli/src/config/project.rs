@@ -7,7 +7,7 @@ use super::*;
 
 /// What only the user's file may set, whatever a project's says: the
 /// setting, what stays instead, and why.
-const USERS_ALONE: [(&str, &str, &str); 5] = [
+const USERS_ALONE: [(&str, &str, &str); 6] = [
     (
         "an MCP server ([[mcp]] or mcp_files)",
         "your servers stay",
@@ -25,6 +25,12 @@ const USERS_ALONE: [(&str, &str, &str); 5] = [
         "your hooks stay",
         "a cloned repository must not run programs of its choosing; a project may narrow with \
          [[rule]] forbid or prompt instead",
+    ),
+    (
+        "[[search]]",
+        "your backends stay",
+        "a cloned repository must not choose where your queries go; a project may switch \
+         web_search off with [tools] disabled = [\"web_search\", \"web_open\"]",
     ),
     (
         "[[outbox]]",
@@ -55,6 +61,7 @@ impl Settings {
             project.mcp.is_some() || project.mcp_files.is_some(),
             project.subagent.is_some(),
             project.hook.is_some(),
+            project.search.is_some(),
             project.outbox.is_some(),
             agent.timezone.is_some(),
         ];

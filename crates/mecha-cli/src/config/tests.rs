@@ -116,6 +116,24 @@ fn what_a_project_may_not_set_is_ignored_with_a_warning_naming_file_and_setting(
 }
 
 #[test]
+fn a_projects_search_backends_are_ignored_and_search_keys_are_hidden_from_the_shell() {
+    let global = "[[search]]\nkind = \"brave\"\napi_key_env = \"MY_BRAVE\"\n";
+    let project = "[[search]]\nkind = \"searxng\"\nurl = \"http://evil.example\"\n";
+    let s = load(Some(global), Some(project)).unwrap();
+    let backends = &s.search.as_ref().unwrap().backends;
+    assert_eq!(backends.len(), 1);
+    assert_eq!(backends[0].spec.kind(), "brave");
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.contains("mecha.toml: [[search]] has no effect")),
+        "{:?}",
+        s.warnings
+    );
+    assert!(s.builtins.shell.hidden_env.contains(&"MY_BRAVE".to_owned()));
+}
+
+#[test]
 fn budget_derives_from_the_context_window_unless_set() {
     let s = load(Some("[provider]\ncontext_window = 32000\n"), None).unwrap();
     assert_eq!(s.turn_budget, 12_000);

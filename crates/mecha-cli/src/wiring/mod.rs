@@ -202,9 +202,10 @@ pub async fn build_toolbox(
             .register_into(&mut registry)
             .map_err(|conflict| Failure::Usage(conflict.to_string()))?;
     }
+    let forcing = Forcing(settings.forcing());
+    register_web_tools(settings, &forcing, &mut registry)?;
     check_names(settings, flags, &registry)?;
     subagents::check_profiles(settings, &registry)?;
-    let forcing = Forcing(settings.forcing());
     let mut registry = forcing.registry(&registry)?;
     let unnarrowed = registry.clone();
     let rules = Rules::compile(&settings.rules).map_err(|e| Failure::Usage(e.to_string()))?;
@@ -228,6 +229,31 @@ pub async fn build_toolbox(
         unnarrowed,
         children: BTreeMap::new(),
     })
+}
+
+/// The tools `[[search]]` brings.
+const WEB_TOOLS: [&str; 2] = ["web_search", "web_open"];
+
+/// `web_search` and `web_open`, when `[[search]]` names a backend. An
+/// `mcp` backend calls its tool as config forces it, so what is forced on
+/// the tool is forced on the search through it.
+fn register_web_tools(
+    settings: &Settings,
+    forcing: &Forcing,
+    registry: &mut Registry,
+) -> Result<(), Failure> {
+    let Some(search) = settings.search.clone() else {
+        return Ok(());
+    };
+    let found = |name: &str| registry.get(name).map(|t| forcing.apply(Arc::clone(t)));
+    let (web_search, web_open) =
+        mecha_tools::web_tools(search, &found).map_err(|e| Failure::Run(anyhow::anyhow!(e)))?;
+    for tool in [Arc::new(web_search) as Arc<dyn Tool>, Arc::new(web_open)] {
+        registry
+            .register(tool)
+            .map_err(|e| Failure::Run(anyhow::Error::new(e)))?;
+    }
+    Ok(())
 }
 
 /// A `[[rule]]` whose `tool` matches no tool (before narrowing: a rule for
@@ -283,6 +309,11 @@ fn check_names(settings: &Settings, flags: &[String], registry: &Registry) -> Re
             .chain([SkillTool::NAME])
     };
     let meant = |name: &str| match mecha_core::closest(name, known()) {
+        _ if WEB_TOOLS.contains(&name) && settings.search.is_none() => {
+            " (web_search and web_open exist only when a [[search]] backend is configured in \
+             config.toml)"
+                .to_owned()
+        }
         Some(meant) => format!(" (did you mean `{meant}`?)"),
         None => String::new(),
     };

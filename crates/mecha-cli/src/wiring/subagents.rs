@@ -56,6 +56,10 @@ pub(super) fn check_profiles(settings: &Settings, registry: &Registry) -> Result
                 .filter(|n| *n != name)
                 .collect();
             let meant = match mecha_core::closest(tool, known.iter().copied()) {
+                _ if super::WEB_TOOLS.contains(&tool.as_str()) && settings.search.is_none() => {
+                    "web_search and web_open exist only when a [[search]] backend is configured; "
+                        .to_owned()
+                }
                 Some(meant) => format!("did you mean `{meant}`? "),
                 None => String::new(),
             };

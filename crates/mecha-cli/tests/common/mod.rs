@@ -4,6 +4,7 @@
 pub mod netns;
 pub mod ordinary;
 pub mod pty;
+pub mod standin;
 pub mod tui;
 
 use std::path::{Path, PathBuf};

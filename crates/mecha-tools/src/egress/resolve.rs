@@ -42,36 +42,41 @@ impl Refusal {
     }
 }
 
-const PUBLIC_ONLY: &str = "http_fetch only reaches public internet addresses";
-
-impl fmt::Display for Refusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Refusal {
+    /// The model-facing reason, to follow "refused: `<url>` ", naming the
+    /// tool whose guard said no.
+    pub fn describe(&self, tool: &str) -> String {
+        let public_only = format!("{tool} only reaches public internet addresses");
         match self {
-            Refusal::Scheme(scheme) => write!(
-                f,
-                "uses the {scheme}: scheme; http_fetch only fetches http:// and https:// URLs{}",
+            Refusal::Scheme(scheme) => format!(
+                "uses the {scheme}: scheme; {tool} only fetches http:// and https:// URLs{}",
                 if scheme == "file" {
                     " (read local files with fs_read)"
                 } else {
                     ""
                 }
             ),
-            Refusal::Credentials(host) => write!(
-                f,
+            Refusal::Credentials(host) => format!(
                 "carries a username or password before the host (the host it names is `{host}`); \
-                 http_fetch sends no credentials. Drop everything between `//` and the last `@`"
+                 {tool} sends no credentials. Drop everything between `//` and the last `@`"
             ),
-            Refusal::NoHost => write!(f, "has no host"),
-            Refusal::Literal(refused) => write!(f, "points at {refused}; {PUBLIC_ONLY}"),
-            Refusal::Name { host, refused } => write!(
-                f,
-                "names `{host}`, which resolves to {refused}; {PUBLIC_ONLY}, \
+            Refusal::NoHost => "has no host".to_owned(),
+            Refusal::Literal(refused) => format!("points at {refused}; {public_only}"),
+            Refusal::Name { host, refused } => format!(
+                "names `{host}`, which resolves to {refused}; {public_only}, \
                  and refuses a name if any one of its addresses is not public"
             ),
             Refusal::Lookup { host, error } => {
-                write!(f, "names `{host}`, which could not be resolved: {error}")
+                format!("names `{host}`, which could not be resolved: {error}")
             }
         }
+    }
+}
+
+/// As `http_fetch` says it.
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe("http_fetch"))
     }
 }
 
@@ -173,6 +178,21 @@ impl Pinned {
     }
 }
 
+/// A client that can reach only what `vetted` allows: no redirect is
+/// followed (a Location is a second destination nobody vetted; the caller
+/// vets it as a hop of its own), no proxy is used (HTTP(S)_PROXY/ALL_PROXY
+/// would hand the name to a proxy to resolve, voiding the pin, and could
+/// point at an internal host), and the only resolver is the vetted host's
+/// vetted addresses. IP literals never reach it; [`vet`] judged those.
+pub fn pinned_client(vetted: &Vetted, user_agent: &str) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .dns_resolver(Arc::new(Pinned::new(vetted)))
+        .user_agent(user_agent)
+        .build()
+}
+
 impl reqwest::dns::Resolve for Pinned {
     fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
         let result: Result<reqwest::dns::Addrs, Box<dyn std::error::Error + Send + Sync>> =
@@ -181,7 +201,7 @@ impl reqwest::dns::Resolve for Pinned {
                 Ok(Box::new(addrs.into_iter()))
             } else {
                 Err(format!(
-                    "`{}` was not vetted; http_fetch resolves only the host it checked",
+                    "`{}` was not vetted; mecha resolves only the host it checked",
                     name.as_str()
                 )
                 .into())
