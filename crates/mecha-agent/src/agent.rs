@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use crate::toolset::{ToolRefresh, ToolSet};
 
-use mecha_core::{Journal, Message, Registry, Role, StopReason, Taint, ToolCtx, Usage};
+use mecha_core::{
+    Checkpointer, Journal, Message, Record, Registry, Role, StopReason, Taint, ToolCtx, Usage,
+};
 use mecha_provider::{Provider, ProviderError, Request, Streamed};
 use serde_json::Value;
 
@@ -65,6 +67,12 @@ pub struct Session {
     /// tells the model these may have run in part, the others that they
     /// never ran.
     pub running: Vec<String>,
+    /// How many prompts the session has had: the running one's number,
+    /// from 1 (rewind's turns).
+    pub prompts: u32,
+    /// The prompt whose workspace checkpoint was taken, once its first
+    /// call that could change the workspace was let run.
+    pub checkpointed: Option<u32>,
 }
 
 impl Session {
@@ -150,6 +158,11 @@ pub enum AgentError {
         window: u64,
         reply: u64,
     },
+    #[error(
+        "mecha could not checkpoint the workspace before a call that can change it, so the call \
+         did not run: {reason}"
+    )]
+    Checkpoint { reason: String },
 }
 
 /// An agent: a provider, the tools, the gate, and the context tools run in.
@@ -168,6 +181,7 @@ pub struct Agent {
     pub(crate) loop_hook: Option<Arc<dyn Hook>>,
     pub(crate) compaction: Option<CompactionPolicy>,
     pub(crate) journal: Option<Arc<dyn Journal>>,
+    pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
 }
 
 impl Agent {
@@ -192,6 +206,7 @@ impl Agent {
             limits,
             compaction: None,
             journal: None,
+            checkpointer: None,
             loop_hook: None,
         }
     }
@@ -263,6 +278,7 @@ impl Agent {
         // Only a whole exchange gets here: one dropped midway leaves the
         // flag (and any text streamed) for `keep_interrupted`.
         session.prompt_open = false;
+        self.checkpoint_after_prompt(session)?;
         sent
     }
 
@@ -286,6 +302,10 @@ impl Agent {
             self.prompt_fits(&self.offered(&tools.registry, definitions), &message)?;
         }
         let before = session.messages.len();
+        session.prompts += 1;
+        self.note(&Record::Prompt {
+            turn: session.prompts,
+        });
         self.push(session, message, Vec::new());
         session.prompt_open = true;
         self.sync();
@@ -308,6 +328,7 @@ impl Agent {
         self.sync();
         let answered = self.turns(session, before, events).await;
         session.prompt_open = false;
+        self.checkpoint_after_prompt(session)?;
         answered
     }
 

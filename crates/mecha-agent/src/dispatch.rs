@@ -90,6 +90,15 @@ impl Agent {
                 }
             })
             .collect();
+        let changes_workspace = calls.iter().zip(&verdicts).any(|(call, verdict)| {
+            matches!(verdict, GateVerdict::Allowed { .. })
+                && registry
+                    .get(&call.name)
+                    .is_some_and(|tool| !tool.read_only())
+        });
+        if changes_workspace {
+            self.checkpoint_before_change(session)?;
+        }
         // What an interrupt while they run may have left half done.
         session.running = calls
             .iter()

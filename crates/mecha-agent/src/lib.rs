@@ -9,6 +9,7 @@
 //! or read config files.
 
 mod agent;
+mod checkpointing;
 mod compaction;
 mod dispatch;
 mod ending;

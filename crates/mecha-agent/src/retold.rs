@@ -101,7 +101,7 @@ pub fn retell<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Retold> 
                 by: by.join(", "),
                 tools: tools.clone(),
             })),
-            Record::ToolState { .. } => {}
+            Record::ToolState { .. } | Record::Prompt { .. } | Record::Checkpoint { .. } => {}
             Record::Attached { attached } => {
                 // The list as it now stands: it replaces the one recorded
                 // since the last prompt, if any.

@@ -21,6 +21,7 @@ mod notice;
 mod output;
 mod raw_screen;
 mod render;
+mod rewind;
 mod session;
 mod skills;
 mod status;
@@ -80,6 +81,11 @@ enum Command {
     /// The scheduler: runs in the foreground and fires each trigger when
     /// it is due (and a run missed while the machine slept, once).
     Triggers(commands::triggers::TriggersArgs),
+    /// Undo what a session's agent did: list its turns, put the workspace
+    /// (or the conversation) back to before one.
+    Rewind(commands::rewind::RewindArgs),
+    /// What a session's turns changed in the workspace.
+    Diff(commands::diff::DiffArgs),
 }
 
 /// The commands that need the configuration loaded.
@@ -248,6 +254,8 @@ fn run(cli: Cli) -> Result<u8, Failure> {
             return commands::trigger::run(command, &workspace, &cli.mcp_file);
         }
         Some(Command::Triggers(args)) => return commands::triggers::run(&args, &cli.mcp_file),
+        Some(Command::Rewind(args)) => return commands::rewind::run(args),
+        Some(Command::Diff(args)) => return commands::diff::run(args),
         Some(Command::Doctor(args)) => Err(args),
         Some(Command::Configured(command)) => Ok(command),
         None if at_terminal() || cli.bare.asks_for_a_screen() => Ok(Configured::Tui(cli.bare)),

@@ -167,6 +167,7 @@ pub fn restore(
         turns: state.turns,
         saved: state.tool_states.clone(),
         attached: state.attached.clone(),
+        prompts: state.prompts,
         ..Session::default()
     };
     let closed = match answering {

@@ -51,6 +51,22 @@ pub enum Record {
     /// prompt's message takes it. A session left before the prompt (quit,
     /// `/clear`, a crash) still gives it to the model when resumed.
     Attached { attached: Vec<String> },
+    /// A user prompt (the `turn`-th of the session, from 1) entered the
+    /// history: the message recorded next is it. Rewind numbers turns by
+    /// these.
+    Prompt { turn: u32 },
+    /// A snapshot of the workspace (`id` in the checkpoint store): taken
+    /// before the first call of prompt `turn` that could change the
+    /// workspace, or, with `after`, when that prompt ended. `changed` names
+    /// the paths that differ from the snapshot before it.
+    Checkpoint {
+        turn: u32,
+        id: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        changed: Vec<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        after: bool,
+    },
 }
 
 /// Where a session's records go. Appending is one write per record;
@@ -208,6 +224,13 @@ mod tests {
             Record::Turn {
                 turn: 2,
                 usage: Usage::default(),
+            },
+            Record::Prompt { turn: 3 },
+            Record::Checkpoint {
+                turn: 3,
+                id: "ab12".into(),
+                changed: vec!["src/main.rs".into()],
+                after: true,
             },
         ];
         for record in records {

@@ -4,7 +4,8 @@
 //! the path jail, the spill directory and the output budget), the sorted
 //! [`Registry`], the provider-neutral conversation types, running one
 //! turn's calls as a batch, the [`CarriedState`] tools hand across a
-//! compaction, the [`Record`]s a session's [`Journal`] keeps, and the tree of processes mecha starts (each in
+//! compaction, the [`Record`]s a session's [`Journal`] keeps, the [`Checkpointer`]
+//! the loop asks for workspace snapshots, and the tree of processes mecha starts (each in
 //! a registered process group, orphans reaped, a panic still cleaning up).
 //!
 //! It deliberately knows nothing of models, networks or MCP, and nothing of
@@ -16,6 +17,7 @@ mod batch;
 mod budget;
 mod capabilities;
 mod carried;
+mod checkpoint;
 mod conversation;
 mod ctx;
 mod error_text;
@@ -48,6 +50,7 @@ pub use budget::{
 };
 pub use capabilities::{Capabilities, Egress};
 pub use carried::{CARRIED_HEADER, CarriedState};
+pub use checkpoint::{Checkpoint, Checkpointer};
 pub use conversation::{Block, Message, Role, StopReason, ToolCall, Usage};
 pub use ctx::ToolCtx;
 pub use error_text::{closest, error_chain, system_words};

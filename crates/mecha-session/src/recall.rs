@@ -215,7 +215,9 @@ fn recorded(entries: &[Entry]) -> (Vec<Recorded<'_>>, CallNames, u32) {
             Record::Taint { .. }
             | Record::Surface { .. }
             | Record::ToolState { .. }
-            | Record::Attached { .. } => {}
+            | Record::Attached { .. }
+            | Record::Prompt { .. }
+            | Record::Checkpoint { .. } => {}
         }
     }
     let kept = all

@@ -29,6 +29,8 @@ pub struct Restored {
     pub usage: Usage,
     /// What the user attached and no prompt has taken yet.
     pub attached: Vec<String>,
+    /// The highest prompt number recorded: the next prompt's is one more.
+    pub prompts: u32,
 }
 
 impl Restored {
@@ -71,6 +73,8 @@ impl Restored {
                 self.usage.add(*usage);
             }
             Record::Attached { attached } => self.attached = attached.clone(),
+            Record::Prompt { turn } => self.prompts = self.prompts.max(*turn),
+            Record::Checkpoint { .. } => {}
         }
     }
 }

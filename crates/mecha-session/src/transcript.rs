@@ -93,6 +93,21 @@ pub fn transcript(loaded: &Loaded) -> String {
             }
             Record::Turn { .. } if markers.values().any(|&t| t == index) => {}
             Record::Turn { turn, usage } => turn_line(&mut out, *turn, usage),
+            Record::Prompt { .. } => {}
+            Record::Checkpoint {
+                turn,
+                id,
+                changed,
+                after,
+            } => {
+                let when = if *after { "after" } else { "before" };
+                let short = id.get(..12).unwrap_or(id);
+                let _ = write!(out, "--- workspace checkpoint {short} {when} prompt {turn}");
+                if !changed.is_empty() {
+                    let _ = write!(out, "; changed since the last: {}", changed.join(", "));
+                }
+                out.push_str(" ---\n");
+            }
         }
     }
     out

@@ -229,6 +229,9 @@ pub async fn build_agent(
     }
     if let Some(journal) = &journal {
         agent = agent.with_journal(Arc::clone(journal) as Arc<dyn Journal>);
+        // Checkpoints are journaled with their prompt: without a session
+        // there is nothing to rewind by.
+        agent = agent.with_checkpoints(crate::rewind::checkpointer(workspace)?);
     }
     // The instructions are in the system prompt of every request, so the
     // conversation holds what they add from the start; a resumed session

@@ -1,0 +1,36 @@
+//! mecha's workspace checkpoints: before the first call of a turn that can
+//! change the workspace, the loop asks for a snapshot, and `mecha rewind`
+//! and `mecha diff` read them back.
+//!
+//! Snapshots live in a store of mecha's own (under `$MECHA_HOME`, never in
+//! the workspace): every file's bytes as a blob named by its SHA-256, so an
+//! unchanged file costs nothing the second time, and one manifest per
+//! snapshot (path → content, mode, or symlink target). The workspace is
+//! walked here, by this crate, with `.gitignore` honoured as a set of
+//! patterns read from files: git is never run and nothing of the
+//! repository's configuration (`core.fsmonitor`, hooks, filters,
+//! `include.path`) is read, so none of it can execute.
+//!
+//! It deliberately does not know about sessions, turns or the loop: the
+//! caller says which snapshot to restore and which one is the last state it
+//! knows of, and this crate says what changed in between.
+//!
+//! Why not gitoxide's object store (the design's first choice): building
+//! `gix` took far longer than a two-core build budget allowed, and what the
+//! checkpoints need of it (write a blob by hash, keep a tree) is a few
+//! hundred lines with `sha2`. A git-compatible store stays possible later:
+//! the manifest format is versioned by the file it lives in.
+
+mod error;
+mod manifest;
+mod restore;
+mod store;
+mod walk;
+mod workspace;
+
+pub use error::CheckpointError;
+pub use manifest::{Change, Content, FileEntry, Manifest, changes};
+pub use restore::{Restored, restore};
+pub use store::Store;
+pub use walk::Limits;
+pub use workspace::WorkspaceCheckpoints;

@@ -1,0 +1,155 @@
+//! Putting a workspace back as a snapshot had it, refusing to overwrite
+//! what changed since mecha last looked.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
+
+use crate::error::CheckpointError;
+use crate::manifest::{Change, Content, FileEntry, Manifest, changes};
+use crate::store::Store;
+use crate::walk::{Limits, scan};
+
+/// What a restore did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restored {
+    /// The snapshot of the workspace as it was just before the restore, so
+    /// that the restore itself can be undone.
+    pub before: String,
+    /// What changed, from the state before to the state restored.
+    pub changes: Vec<Change>,
+}
+
+/// Puts `workspace` back as `target` has it: files written byte for byte
+/// with their modes, symlinks remade, files `target` did not have removed
+/// (what the walk leaves out, ignored or over a cap, is left alone).
+///
+/// `known` is the last state mecha saw (the session's last checkpoint): a
+/// path the restore would change whose content is no longer what `known`
+/// had was changed by someone else, and the restore refuses, naming every
+/// such path, unless `force`.
+pub fn restore(
+    store: &Store,
+    workspace: &Path,
+    target: &Manifest,
+    known: &Manifest,
+    force: bool,
+    limits: Limits,
+) -> Result<Restored, CheckpointError> {
+    let current = scan(store, workspace, store.head(workspace).as_ref(), limits)?;
+    let before = store.save(&current)?;
+    let planned = changes(&current, target);
+    if !force {
+        let conflicts: Vec<String> = planned
+            .iter()
+            .map(Change::path)
+            .filter(|path| !same(current.files.get(*path), known.files.get(*path)))
+            .filter(|path| !known.skipped.contains_key(*path))
+            .map(str::to_owned)
+            .collect();
+        if !conflicts.is_empty() {
+            return Err(CheckpointError::Conflicts { paths: conflicts });
+        }
+    }
+    for change in &planned {
+        if let Change::Removed(path) = change {
+            let full = checked_path(workspace, path)?;
+            remove(&full)?;
+            prune_empty_parents(workspace, &full);
+        }
+    }
+    for change in &planned {
+        if let Change::Added(path) | Change::Changed(path) = change
+            && let Some(entry) = target.files.get(path)
+        {
+            let full = checked_path(workspace, path)?;
+            write_entry(store, &full, entry)?;
+        }
+    }
+    Ok(Restored {
+        before,
+        changes: planned,
+    })
+}
+
+fn same(a: Option<&FileEntry>, b: Option<&FileEntry>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a.same_as(b),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+/// `workspace` joined with a manifest path, refusing one that climbs out
+/// or passes through a symlink (which could point anywhere).
+fn checked_path(workspace: &Path, path: &str) -> Result<PathBuf, CheckpointError> {
+    let unsafe_path = |reason: &str| CheckpointError::UnsafePath {
+        path: path.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let relative = Path::new(path);
+    if !relative
+        .components()
+        .all(|c| matches!(c, Component::Normal(_)))
+    {
+        return Err(unsafe_path(
+            "the manifest names a path outside the workspace",
+        ));
+    }
+    let mut full = workspace.to_path_buf();
+    let mut parts = relative.components().peekable();
+    while let Some(part) = parts.next() {
+        full.push(part);
+        if parts.peek().is_some()
+            && fs::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_symlink())
+        {
+            return Err(unsafe_path(
+                "a directory on its way is now a symlink; remove it and rewind again",
+            ));
+        }
+    }
+    Ok(full)
+}
+
+fn remove(full: &Path) -> Result<(), CheckpointError> {
+    match fs::remove_file(full) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(CheckpointError::io("remove", full)(e)),
+    }
+}
+
+/// Removes the directories a removed file leaves empty, up to the
+/// workspace: a turn's `mkdir -p a/b && touch a/b/c` is undone whole.
+fn prune_empty_parents(workspace: &Path, full: &Path) {
+    let mut dir = full.parent();
+    while let Some(d) = dir {
+        if d == workspace || !d.starts_with(workspace) || fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+}
+
+fn write_entry(store: &Store, full: &Path, entry: &FileEntry) -> Result<(), CheckpointError> {
+    if let Some(dir) = full.parent() {
+        fs::create_dir_all(dir).map_err(CheckpointError::io("create", dir))?;
+    }
+    // Whatever is there (a file, a link, another kind) gives way.
+    if fs::symlink_metadata(full).is_ok_and(|m| !m.is_dir()) {
+        remove(full)?;
+    }
+    match &entry.content {
+        Content::Symlink { target } => std::os::unix::fs::symlink(target, full)
+            .map_err(CheckpointError::io("make the link", full)),
+        Content::File { sha256 } => {
+            let bytes = store.blob(sha256)?;
+            let name = full.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+            let tmp = full.with_file_name(format!(".{name}.mecha-rewind.tmp"));
+            fs::write(&tmp, &bytes).map_err(CheckpointError::io("write", &tmp))?;
+            fs::set_permissions(&tmp, fs::Permissions::from_mode(entry.mode))
+                .map_err(CheckpointError::io("set the mode of", &tmp))?;
+            fs::rename(&tmp, full).map_err(CheckpointError::io("rename into", full))
+        }
+    }
+}

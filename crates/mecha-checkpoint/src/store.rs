@@ -1,0 +1,190 @@
+//! The store on disk: blobs by SHA-256 under `objects/`, manifests by the
+//! SHA-256 of their text under `snapshots/`, and under `heads/` the last
+//! snapshot of each workspace (what the next walk compares against).
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::error::CheckpointError;
+use crate::manifest::Manifest;
+
+/// A checkpoint store rooted at a directory of mecha's own.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+}
+
+/// Lowercase hex of the SHA-256 of `bytes`.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl Store {
+    /// The store at `root`; directories are made on first write.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn blob_path(&self, sha256: &str) -> PathBuf {
+        let (dir, rest) = sha256.split_at(sha256.len().min(2));
+        self.root.join("objects").join(dir).join(rest)
+    }
+
+    fn snapshot_path(&self, id: &str) -> PathBuf {
+        self.root.join("snapshots").join(format!("{id}.json"))
+    }
+
+    fn head_path(&self, workspace: &Path) -> PathBuf {
+        let key = sha256_hex(workspace.as_os_str().as_encoded_bytes());
+        self.root.join("heads").join(key)
+    }
+
+    /// Stores `bytes` (once: a blob already there is not written again) and
+    /// returns its name.
+    pub fn put_blob(&self, bytes: &[u8]) -> Result<String, CheckpointError> {
+        let sha256 = sha256_hex(bytes);
+        let path = self.blob_path(&sha256);
+        if !path.exists() {
+            write_atomically(&path, bytes)?;
+        }
+        Ok(sha256)
+    }
+
+    /// The bytes of blob `sha256`, checked against their name.
+    pub fn blob(&self, sha256: &str) -> Result<Vec<u8>, CheckpointError> {
+        let path = self.blob_path(sha256);
+        let bytes = fs::read(&path).map_err(CheckpointError::io("read", &path))?;
+        if sha256_hex(&bytes) != sha256 {
+            return Err(CheckpointError::Corrupt {
+                path,
+                reason: "its content does not match its name".into(),
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// Stores `manifest` and returns its id, and makes it the workspace's
+    /// head.
+    pub fn save(&self, manifest: &Manifest) -> Result<String, CheckpointError> {
+        let text = serde_json::to_vec(manifest).map_err(|e| CheckpointError::Corrupt {
+            path: self.root.clone(),
+            reason: e.to_string(),
+        })?;
+        let id = sha256_hex(&text);
+        let path = self.snapshot_path(&id);
+        if !path.exists() {
+            write_atomically(&path, &text)?;
+        }
+        write_atomically(&self.head_path(&manifest.workspace), id.as_bytes())?;
+        Ok(id)
+    }
+
+    /// The manifest of snapshot `id`.
+    pub fn load(&self, id: &str) -> Result<Manifest, CheckpointError> {
+        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(CheckpointError::Missing {
+                id: id.to_owned(),
+                store: self.root.clone(),
+            });
+        }
+        let path = self.snapshot_path(id);
+        let text = match fs::read(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(CheckpointError::Missing {
+                    id: id.to_owned(),
+                    store: self.root.clone(),
+                });
+            }
+            Err(e) => return Err(CheckpointError::io("read", &path)(e)),
+        };
+        serde_json::from_slice(&text).map_err(|e| CheckpointError::Corrupt {
+            path,
+            reason: e.to_string(),
+        })
+    }
+
+    /// The last snapshot taken of `workspace`, if the store has one it can
+    /// read (a damaged head only costs the next walk its shortcut).
+    pub fn head(&self, workspace: &Path) -> Option<Manifest> {
+        let id = fs::read_to_string(self.head_path(workspace)).ok()?;
+        self.load(id.trim()).ok()
+    }
+
+    /// The bytes the store takes on disk and how many files it holds.
+    pub fn size(&self) -> (u64, u64) {
+        fn add(dir: &Path, total: &mut (u64, u64)) {
+            let Ok(entries) = fs::read_dir(dir) else {
+                return;
+            };
+            for entry in entries.flatten() {
+                match entry.metadata() {
+                    Ok(meta) if meta.is_dir() => add(&entry.path(), total),
+                    Ok(meta) => {
+                        total.0 += meta.len();
+                        total.1 += 1;
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        let mut total = (0, 0);
+        add(&self.root, &mut total);
+        total
+    }
+}
+
+/// Writes `bytes` to a fresh file beside `path` and renames it into place,
+/// so a reader never sees half a blob.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(CheckpointError::io("create", dir))?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("blob");
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let mut file = fs::File::create(&tmp).map_err(CheckpointError::io("create", &tmp))?;
+    file.write_all(bytes)
+        .map_err(CheckpointError::io("write", &tmp))?;
+    drop(file);
+    fs::rename(&tmp, path).map_err(CheckpointError::io("rename into", path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_blob_is_stored_once_and_read_back_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let a = store.put_blob(b"hello").unwrap();
+        let b = store.put_blob(b"hello").unwrap();
+        assert_eq!(a, b);
+        assert_eq!(store.size().1, 1, "the same bytes are one blob");
+        assert_eq!(store.blob(&a).unwrap(), b"hello");
+        fs::write(store.blob_path(&a), b"tampered").unwrap();
+        assert!(matches!(
+            store.blob(&a),
+            Err(CheckpointError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn an_id_that_is_not_hex_is_missing_not_a_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        assert!(matches!(
+            store.load("../../etc/passwd"),
+            Err(CheckpointError::Missing { .. })
+        ));
+    }
+}

@@ -1,0 +1,157 @@
+//! `mecha rewind`: a session's turns with the files each changed, and the
+//! workspace (and, with `--conversation`, the history) put back as it was
+//! before one of them.
+
+use std::fmt::Write as _;
+
+use clap::Args;
+use mecha_checkpoint::{CheckpointError, Limits, changes, restore};
+use mecha_core::{Journal, Record};
+use mecha_session::{Restored, Writer};
+
+use crate::Failure;
+use crate::commands::sessions::{failure, store as sessions};
+use crate::rewind::{self, Turn};
+use crate::terminal::printable;
+
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("action").required(true).args(["list", "to"])))]
+pub struct RewindArgs {
+    /// The session's id, or enough of its start to name one session.
+    session: String,
+    /// The session's turns (one per prompt, from 1) and the files each
+    /// changed.
+    #[arg(long)]
+    list: bool,
+    /// Go back to the state just before prompt TURN.
+    #[arg(long, value_name = "TURN")]
+    to: Option<u32>,
+    /// Only the workspace's files (with --to).
+    #[arg(long, requires = "to", conflicts_with = "conversation")]
+    files: bool,
+    /// Only the conversation: its history cut back to before the prompt,
+    /// its taint kept (with --to).
+    #[arg(long, requires = "to")]
+    conversation: bool,
+    /// Overwrite files that changed since the session last saw them.
+    #[arg(long, requires = "to")]
+    force: bool,
+}
+
+pub fn run(args: RewindArgs) -> Result<u8, Failure> {
+    let loaded = sessions()?.load(&args.session).map_err(failure)?;
+    let turns = rewind::turns(&loaded);
+    let Some(number) = args.to else {
+        crate::output::out(&printable(&listing(&turns)?));
+        return Ok(0);
+    };
+    rewind::turn(&turns, number)?;
+    if !args.conversation {
+        files(&loaded, &turns, number, args.force)?;
+    }
+    if !args.files {
+        conversation(&loaded, &turns, number)?;
+    }
+    Ok(0)
+}
+
+fn listing(turns: &[Turn]) -> Result<String, Failure> {
+    let store = rewind::store()?;
+    let mut out = String::new();
+    for turn in turns {
+        let changed = match (&turn.before, &turn.after) {
+            (Some(before), Some(after)) => {
+                let before = store.load(before).map_err(run_error)?;
+                let after = store.load(after).map_err(run_error)?;
+                let paths: Vec<String> = changes(&before, &after)
+                    .iter()
+                    .map(|c| c.path().to_owned())
+                    .collect();
+                match paths.is_empty() {
+                    true => "no files changed".to_owned(),
+                    false => paths.join(", "),
+                }
+            }
+            (Some(_), None) => "did not finish; what it changed is unknown".to_owned(),
+            _ => "no files changed".to_owned(),
+        };
+        let _ = writeln!(out, "{:>3}  {}", turn.number, turn.prompt);
+        let _ = writeln!(out, "     {changed}");
+    }
+    if out.is_empty() {
+        out.push_str("no turns in this session yet\n");
+    }
+    Ok(out)
+}
+
+fn run_error(e: CheckpointError) -> Failure {
+    Failure::Run(e.into())
+}
+
+fn files(
+    loaded: &mecha_session::Loaded,
+    turns: &[Turn],
+    number: u32,
+    force: bool,
+) -> Result<(), Failure> {
+    let Some(id) = rewind::checkpoint_before(turns, number) else {
+        crate::output::err_line(&format!(
+            "no files to put back: no call from turn {number} on changed the workspace"
+        ));
+        return Ok(());
+    };
+    let store = rewind::store()?;
+    let target = store.load(id).map_err(run_error)?;
+    let known_id = rewind::last_known(loaded).unwrap_or_else(|| id.to_owned());
+    let known = store.load(&known_id).map_err(run_error)?;
+    let workspace = &loaded.header.workspace;
+    match restore(&store, workspace, &target, &known, force, Limits::default()) {
+        Ok(done) => {
+            let mut out = String::new();
+            for change in &done.changes {
+                let _ = writeln!(out, "restored {}", change.path());
+            }
+            let _ = writeln!(
+                out,
+                "the workspace is back to before turn {number} ({} file{} changed)",
+                done.changes.len(),
+                if done.changes.len() == 1 { "" } else { "s" }
+            );
+            crate::output::out(&printable(&out));
+            Ok(())
+        }
+        Err(e @ CheckpointError::Conflicts { .. }) => Err(Failure::Usage(e.to_string())),
+        Err(e) => Err(run_error(e)),
+    }
+}
+
+/// Cuts the history back to just before prompt `number`. The taint stays:
+/// it lasts the whole session, and a rewind only appends records.
+fn conversation(
+    loaded: &mecha_session::Loaded,
+    turns: &[Turn],
+    number: u32,
+) -> Result<(), Failure> {
+    let turn = rewind::turn(turns, number)?;
+    let after = &loaded.entries[turn.entry..];
+    if after
+        .iter()
+        .any(|e| matches!(e.record, Record::Compaction { .. }))
+    {
+        return Err(Failure::Usage(format!(
+            "the conversation was compacted after turn {number}, so its history before that \
+             prompt is no longer the one the session holds; rewind with --files only"
+        )));
+    }
+    let keep = Restored::replay(&loaded.entries[..turn.entry])
+        .messages
+        .len();
+    let writer = Writer::reopen(loaded).map_err(failure)?;
+    writer.append(&Record::Rewind { keep });
+    writer.sync();
+    crate::output::out(&format!(
+        "the conversation is back to before turn {number}; resume it with `mecha chat --resume {}`\n",
+        loaded.header.id
+    ));
+    Ok(())
+}
