@@ -169,16 +169,21 @@ fn a_repository_config_never_runs_during_a_snapshot() {
     let (home, ws) = setup();
     let root = ws.path();
     let marker = home.path().join("fsmonitor-ran");
-    fs::create_dir_all(root.join(".git/hooks")).unwrap();
-    let script = root.join(".git/hooks/evil");
+    // A real repository (made with git here, in the test only), so that
+    // any git run over it would read this config and start the monitor.
+    let init = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(root)
+        .status()
+        .unwrap();
+    assert!(init.success());
+    let script = home.path().join("evil");
     fs::write(&script, format!("#!/bin/sh\ntouch {}\n", marker.display())).unwrap();
     fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+    let config = fs::read_to_string(root.join(".git/config")).unwrap();
     fs::write(
         root.join(".git/config"),
-        format!(
-            "[core]\n\tfsmonitor = {}\n\thooksPath = .git/hooks\n",
-            script.display()
-        ),
+        format!("{config}[core]\n\tfsmonitor = {}\n", script.display()),
     )
     .unwrap();
     fs::write(root.join("tracked"), b"x").unwrap();

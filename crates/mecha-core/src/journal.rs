@@ -57,8 +57,9 @@ pub enum Record {
     Prompt { turn: u32 },
     /// A snapshot of the workspace (`id` in the checkpoint store): taken
     /// before the first call of prompt `turn` that could change the
-    /// workspace, or, with `after`, when that prompt ended. `changed` names
-    /// the paths that differ from the snapshot before it.
+    /// workspace, or, with `after`, when that prompt ended; `turn` 0 is the
+    /// state a `mecha rewind` left. `changed` names the paths that differ
+    /// from the snapshot before it.
     Checkpoint {
         turn: u32,
         id: String,

@@ -78,3 +78,44 @@ impl Restored {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(seq: u64, record: Record) -> Entry {
+        Entry { seq, record }
+    }
+
+    #[test]
+    fn a_rewind_cuts_the_history_but_keeps_the_taint_and_the_prompt_count() {
+        let tainted = Taint {
+            private_data: true,
+            untrusted_input: false,
+        };
+        let entries = [
+            entry(1, Record::Prompt { turn: 1 }),
+            entry(
+                2,
+                Record::Message {
+                    message: Message::user_text("one"),
+                    external: Vec::new(),
+                },
+            ),
+            entry(3, Record::Prompt { turn: 2 }),
+            entry(
+                4,
+                Record::Message {
+                    message: Message::user_text("two"),
+                    external: Vec::new(),
+                },
+            ),
+            entry(5, Record::Taint { taint: tainted }),
+            entry(6, Record::Rewind { keep: 1 }),
+        ];
+        let state = Restored::replay(&entries);
+        assert_eq!(state.messages, [Message::user_text("one")]);
+        assert_eq!(state.taint, tainted);
+        assert_eq!(state.prompts, 2, "the next prompt is the third");
+    }
+}

@@ -46,11 +46,12 @@ pub fn run(args: RewindArgs) -> Result<u8, Failure> {
         return Ok(0);
     };
     rewind::turn(&turns, number)?;
+    let writer = Writer::reopen(&loaded).map_err(failure)?;
     if !args.conversation {
-        files(&loaded, &turns, number, args.force)?;
+        files(&loaded, &writer, &turns, number, args.force)?;
     }
     if !args.files {
-        conversation(&loaded, &turns, number)?;
+        conversation(&loaded, &writer, &turns, number)?;
     }
     Ok(0)
 }
@@ -90,6 +91,7 @@ fn run_error(e: CheckpointError) -> Failure {
 
 fn files(
     loaded: &mecha_session::Loaded,
+    writer: &Writer,
     turns: &[Turn],
     number: u32,
     force: bool,
@@ -107,6 +109,15 @@ fn files(
     let workspace = &loaded.header.workspace;
     match restore(&store, workspace, &target, &known, force, Limits::default()) {
         Ok(done) => {
+            // What the workspace now holds is what the session last saw:
+            // a later rewind compares against it, not the state undone.
+            writer.append(&Record::Checkpoint {
+                turn: 0,
+                id: id.to_owned(),
+                changed: done.changes.iter().map(|c| c.path().to_owned()).collect(),
+                after: true,
+            });
+            writer.sync();
             let mut out = String::new();
             for change in &done.changes {
                 let _ = writeln!(out, "restored {}", change.path());
@@ -129,6 +140,7 @@ fn files(
 /// it lasts the whole session, and a rewind only appends records.
 fn conversation(
     loaded: &mecha_session::Loaded,
+    writer: &Writer,
     turns: &[Turn],
     number: u32,
 ) -> Result<(), Failure> {
@@ -146,7 +158,6 @@ fn conversation(
     let keep = Restored::replay(&loaded.entries[..turn.entry])
         .messages
         .len();
-    let writer = Writer::reopen(loaded).map_err(failure)?;
     writer.append(&Record::Rewind { keep });
     writer.sync();
     crate::output::out(&format!(
