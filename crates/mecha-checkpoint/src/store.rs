@@ -1,15 +1,35 @@
-//! The store on disk: blobs by SHA-256 under `objects/`, manifests by the
+//! The store on disk: blobs by SHA-256 under `objects/` (file contents,
+//! and each directory's listing, as git keeps trees, so a snapshot adds
+//! only the listings of the directories that changed), snapshots by the
 //! SHA-256 of their text under `snapshots/`, and under `heads/` the last
 //! snapshot of each workspace (what the next walk compares against).
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::CheckpointError;
-use crate::manifest::Manifest;
+use crate::manifest::{FileEntry, Manifest};
+
+/// A snapshot as stored: each directory's entries are a blob of their own.
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    workspace: PathBuf,
+    started_ns: u64,
+    /// Directory (`""` for the workspace's top) → the blob of its files.
+    dirs: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    skipped: BTreeMap<String, String>,
+}
+
+/// A path's directory and name, as the stored listings split it.
+fn split(path: &str) -> (&str, &str) {
+    path.rsplit_once('/').unwrap_or(("", path))
+}
 
 /// A checkpoint store rooted at a directory of mecha's own.
 #[derive(Debug, Clone)]
@@ -76,10 +96,26 @@ impl Store {
     /// Stores `manifest` and returns its id, and makes it the workspace's
     /// head.
     pub fn save(&self, manifest: &Manifest) -> Result<String, CheckpointError> {
-        let text = serde_json::to_vec(manifest).map_err(|e| CheckpointError::Corrupt {
+        let encoding = |e: serde_json::Error| CheckpointError::Corrupt {
             path: self.root.clone(),
             reason: e.to_string(),
-        })?;
+        };
+        let mut dirs: BTreeMap<&str, BTreeMap<&str, &FileEntry>> = BTreeMap::new();
+        for (path, entry) in &manifest.files {
+            let (dir, name) = split(path);
+            dirs.entry(dir).or_default().insert(name, entry);
+        }
+        let mut stored = Stored {
+            workspace: manifest.workspace.clone(),
+            started_ns: manifest.started_ns,
+            dirs: BTreeMap::new(),
+            skipped: manifest.skipped.clone(),
+        };
+        for (dir, files) in dirs {
+            let listing = serde_json::to_vec(&files).map_err(encoding)?;
+            stored.dirs.insert(dir.to_owned(), self.put_blob(&listing)?);
+        }
+        let text = serde_json::to_vec(&stored).map_err(encoding)?;
         let id = sha256_hex(&text);
         let path = self.snapshot_path(&id);
         if !path.exists() {
@@ -108,9 +144,29 @@ impl Store {
             }
             Err(e) => return Err(CheckpointError::io("read", &path)(e)),
         };
-        serde_json::from_slice(&text).map_err(|e| CheckpointError::Corrupt {
-            path,
+        let corrupt = |path: &Path, e: serde_json::Error| CheckpointError::Corrupt {
+            path: path.to_path_buf(),
             reason: e.to_string(),
+        };
+        let stored: Stored = serde_json::from_slice(&text).map_err(|e| corrupt(&path, e))?;
+        let mut files = BTreeMap::new();
+        for (dir, listing) in &stored.dirs {
+            let bytes = self.blob(listing)?;
+            let entries: BTreeMap<String, FileEntry> =
+                serde_json::from_slice(&bytes).map_err(|e| corrupt(&self.blob_path(listing), e))?;
+            for (name, entry) in entries {
+                let path = match dir.as_str() {
+                    "" => name,
+                    dir => format!("{dir}/{name}"),
+                };
+                files.insert(path, entry);
+            }
+        }
+        Ok(Manifest {
+            workspace: stored.workspace,
+            started_ns: stored.started_ns,
+            files,
+            skipped: stored.skipped,
         })
     }
 

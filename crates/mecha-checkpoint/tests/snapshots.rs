@@ -149,19 +149,26 @@ fn only_changed_content_is_added_and_a_new_process_starts_from_the_head() {
     let root = ws.path();
     fs::write(root.join("a"), b"same").unwrap();
     fs::write(root.join("b"), b"first").unwrap();
+    fs::create_dir(root.join("sub")).unwrap();
+    fs::write(root.join("sub/c"), b"untouched").unwrap();
     let store = Store::new(home.path());
     let checkpoints = WorkspaceCheckpoints::new(store.clone(), root, Limits::default());
     checkpoints.snapshot().unwrap();
-    assert_eq!(blobs(&store), 2);
+    // Three contents, and the listings of the two directories.
+    assert_eq!(blobs(&store), 5);
     let (_, second, changed) = checkpoints.snapshot().unwrap();
     assert!(changed.is_empty());
-    assert_eq!(blobs(&store), 2);
+    assert_eq!(blobs(&store), 5);
     fs::write(root.join("b"), b"second").unwrap();
     let later = WorkspaceCheckpoints::new(store.clone(), root, Limits::default());
     let (_, third, changed) = later.snapshot().unwrap();
     assert_eq!(changed, [mecha_checkpoint::Change::Changed("b".into())]);
     assert_eq!(third.files["a"].content, second.files["a"].content);
-    assert_eq!(blobs(&store), 3, "one new blob for the one change");
+    assert_eq!(
+        blobs(&store),
+        7,
+        "the new content and its directory's listing; `sub` adds nothing"
+    );
 }
 
 #[test]
