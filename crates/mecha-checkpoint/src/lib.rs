@@ -23,6 +23,7 @@
 
 mod error;
 mod manifest;
+mod prune;
 mod restore;
 mod store;
 mod walk;
@@ -30,6 +31,7 @@ mod workspace;
 
 pub use error::CheckpointError;
 pub use manifest::{Change, Content, FileEntry, Manifest, changes};
+pub use prune::{PRUNE_GRACE, Pruned};
 pub use restore::{Restored, restore};
 pub use store::Store;
 pub use walk::Limits;

@@ -4,7 +4,7 @@
 //! SHA-256 of their text under `snapshots/`, and under `heads/` the last
 //! snapshot of each workspace (what the next walk compares against).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::CheckpointError;
-use crate::manifest::{FileEntry, Manifest};
+use crate::manifest::{Content, FileEntry, Manifest};
 
 /// A snapshot as stored: each directory's entries are a blob of their own.
 #[derive(Serialize, Deserialize)]
@@ -125,8 +125,8 @@ impl Store {
         Ok(id)
     }
 
-    /// The manifest of snapshot `id`.
-    pub fn load(&self, id: &str) -> Result<Manifest, CheckpointError> {
+    /// Snapshot `id` as stored, its listings not yet read.
+    fn stored(&self, id: &str) -> Result<Stored, CheckpointError> {
         if id.is_empty() || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(CheckpointError::Missing {
                 id: id.to_owned(),
@@ -144,11 +144,19 @@ impl Store {
             }
             Err(e) => return Err(CheckpointError::io("read", &path)(e)),
         };
+        serde_json::from_slice(&text).map_err(|e| CheckpointError::Corrupt {
+            path,
+            reason: e.to_string(),
+        })
+    }
+
+    /// The manifest of snapshot `id`.
+    pub fn load(&self, id: &str) -> Result<Manifest, CheckpointError> {
+        let stored = self.stored(id)?;
         let corrupt = |path: &Path, e: serde_json::Error| CheckpointError::Corrupt {
             path: path.to_path_buf(),
             reason: e.to_string(),
         };
-        let stored: Stored = serde_json::from_slice(&text).map_err(|e| corrupt(&path, e))?;
         let mut files = BTreeMap::new();
         for (dir, listing) in &stored.dirs {
             let bytes = self.blob(listing)?;
@@ -168,6 +176,19 @@ impl Store {
             files,
             skipped: stored.skipped,
         })
+    }
+
+    /// Every blob snapshot `id` uses: its directory listings and its files'
+    /// contents.
+    pub(crate) fn blobs_of(&self, id: &str) -> Result<BTreeSet<String>, CheckpointError> {
+        let stored = self.stored(id)?;
+        let mut blobs: BTreeSet<String> = stored.dirs.values().cloned().collect();
+        for entry in self.load(id)?.files.values() {
+            if let Content::File { sha256 } = &entry.content {
+                blobs.insert(sha256.clone());
+            }
+        }
+        Ok(blobs)
     }
 
     /// The last snapshot taken of `workspace`, if the store has one it can

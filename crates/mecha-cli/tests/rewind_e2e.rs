@@ -305,3 +305,39 @@ async fn a_repository_config_and_hooks_never_run_and_git_state_is_untouched() {
         "refs, index and config are as they were"
     );
 }
+
+#[tokio::test]
+async fn prune_keeps_what_sessions_name_and_doctor_shows_the_store() {
+    let e = env();
+    let mock = MockModel::start(script()).await;
+    let (id, states) = three_turns(&e, &mock).await;
+    let out = mecha(&e, &mock, "rewind", &["--prune"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("pruned 0 snapshots"),
+        "{}",
+        stdout(&out)
+    );
+    let out = mecha(&e, &mock, "rewind", &[&id, "--to", "1", "--files"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(tree(&e.ws), states[0]);
+
+    let out = mecha(&e, &mock, "doctor", &[]).await;
+    let report = stdout(&out);
+    let line = report
+        .lines()
+        .find(|l| l.contains("checkpoints:"))
+        .unwrap_or_default();
+    assert!(
+        line.starts_with("ok") && line.contains("checkpoints"),
+        "{report}"
+    );
+
+    let out = mecha(&e, &mock, "rewind", &[&id, "--to", "9"]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("its turns are 1 to 3"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -93,7 +93,24 @@ pub fn run(
     runtime.shutdown_background();
     skills(&mut report, &settings);
     hooks(&mut report, &settings);
+    checkpoints(&mut report)?;
     Ok(u8::from(report.problems > 0))
+}
+
+/// How much the workspace checkpoints take (they are kept until pruned).
+fn checkpoints(report: &mut Report) -> Result<(), Failure> {
+    let store = crate::rewind::store()?;
+    let (bytes, files) = store.size();
+    report.line(
+        Verdict::Ok,
+        "checkpoints",
+        &format!(
+            "{} in {files} files at {}",
+            mecha_core::human_size(bytes),
+            store.root().display()
+        ),
+    );
+    Ok(())
 }
 
 fn config(report: &mut Report, settings: &Settings) {

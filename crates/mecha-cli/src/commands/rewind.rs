@@ -5,7 +5,9 @@
 use std::fmt::Write as _;
 
 use clap::Args;
-use mecha_checkpoint::{CheckpointError, Limits, changes, restore};
+use std::collections::BTreeSet;
+
+use mecha_checkpoint::{CheckpointError, Limits, PRUNE_GRACE, changes, restore};
 use mecha_core::{Journal, Record};
 use mecha_session::{Restored, Writer};
 
@@ -15,10 +17,11 @@ use crate::rewind::{self, Turn};
 use crate::terminal::printable;
 
 #[derive(Args, Debug)]
-#[command(group(clap::ArgGroup::new("action").required(true).args(["list", "to"])))]
+#[command(group(clap::ArgGroup::new("action").required(true).args(["list", "to", "prune"])))]
 pub struct RewindArgs {
     /// The session's id, or enough of its start to name one session.
-    session: String,
+    #[arg(required_unless_present = "prune")]
+    session: Option<String>,
     /// The session's turns (one per prompt, from 1) and the files each
     /// changed.
     #[arg(long)]
@@ -36,10 +39,17 @@ pub struct RewindArgs {
     /// Overwrite files that changed since the session last saw them.
     #[arg(long, requires = "to")]
     force: bool,
+    /// Free the checkpoint store: remove the snapshots no stored session
+    /// names any more, and the contents only they used.
+    #[arg(long, conflicts_with = "session")]
+    prune: bool,
 }
 
 pub fn run(args: RewindArgs) -> Result<u8, Failure> {
-    let loaded = sessions()?.load(&args.session).map_err(failure)?;
+    let Some(session) = &args.session else {
+        return prune();
+    };
+    let loaded = sessions()?.load(session).map_err(failure)?;
     let turns = rewind::turns(&loaded);
     let Some(number) = args.to else {
         crate::output::out(&printable(&listing(&turns)?));
@@ -165,4 +175,37 @@ fn conversation(
         loaded.header.id
     ));
     Ok(())
+}
+
+/// Removes what no stored session can rewind to any more. A session that
+/// cannot be read keeps everything: what it names is not known.
+fn prune() -> Result<u8, Failure> {
+    let sessions = sessions()?;
+    let mut keep = BTreeSet::new();
+    for listing in sessions.list().map_err(failure)? {
+        let loaded = sessions.load_salvaging(&listing.id).map_err(|e| {
+            Failure::Run(anyhow::anyhow!(
+                "cannot read session {} ({e}), so nothing was pruned: what it can rewind to is \
+                 not known. Remove the session or repair it, then prune again",
+                listing.id
+            ))
+        })?;
+        keep.extend(loaded.entries.iter().filter_map(|e| match &e.record {
+            Record::Checkpoint { id, .. } => Some(id.clone()),
+            _ => None,
+        }));
+    }
+    let store = rewind::store()?;
+    let pruned = store.prune(&keep, PRUNE_GRACE).map_err(run_error)?;
+    crate::output::out(&format!(
+        "pruned {} snapshot{} and {} stored file{}, {} freed; {} left at {}\n",
+        pruned.snapshots,
+        if pruned.snapshots == 1 { "" } else { "s" },
+        pruned.blobs,
+        if pruned.blobs == 1 { "" } else { "s" },
+        mecha_core::human_size(pruned.bytes),
+        mecha_core::human_size(store.size().0),
+        store.root().display()
+    ));
+    Ok(0)
 }
