@@ -20,8 +20,6 @@ pub enum CheckpointError {
         "no checkpoint `{id}` in the store at {store}: it was pruned, or the session ran with another MECHA_HOME"
     )]
     Missing { id: String, store: PathBuf },
-    #[error("cannot walk the workspace at {path}: {reason}")]
-    Walk { path: PathBuf, reason: String },
     #[error(
         "{} changed since mecha last saw {}, and restoring would overwrite {}:\n  {}\nSave what you want to keep, or pass --force to overwrite",
         if .paths.len() == 1 { "a file" } else { "files" },

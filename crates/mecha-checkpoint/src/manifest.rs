@@ -20,6 +20,10 @@ pub struct Manifest {
     /// restore leaves them where they are.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub skipped: BTreeMap<String, String>,
+    /// Each directory's listing blob, once stored or loaded: what the next
+    /// save reuses for a directory whose entries did not change.
+    #[serde(skip)]
+    pub(crate) listings: BTreeMap<String, String>,
 }
 
 /// One file of a snapshot: its content and mode, and what the next walk

@@ -36,8 +36,9 @@ pub fn restore(
     force: bool,
     limits: Limits,
 ) -> Result<Restored, CheckpointError> {
-    let current = scan(store, workspace, store.head(workspace).as_ref(), limits)?;
-    let before = store.save(&current)?;
+    let head = store.head(workspace);
+    let mut current = scan(store, workspace, head.as_ref(), limits)?;
+    let before = store.save(&mut current, head.as_ref())?;
     let planned = changes(&current, target);
     if !force {
         let conflicts: Vec<String> = planned

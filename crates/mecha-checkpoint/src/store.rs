@@ -26,6 +26,19 @@ struct Stored {
     skipped: BTreeMap<String, String>,
 }
 
+/// A directory's files, by name.
+type Listing<'a> = BTreeMap<&'a str, &'a FileEntry>;
+
+/// `manifest`'s files grouped by directory.
+fn by_directory(manifest: &Manifest) -> BTreeMap<&str, Listing<'_>> {
+    let mut dirs: BTreeMap<&str, Listing<'_>> = BTreeMap::new();
+    for (path, entry) in &manifest.files {
+        let (dir, name) = split(path);
+        dirs.entry(dir).or_default().insert(name, entry);
+    }
+    dirs
+}
+
 /// A path's directory and name, as the stored listings split it.
 fn split(path: &str) -> (&str, &str) {
     path.rsplit_once('/').unwrap_or(("", path))
@@ -94,27 +107,37 @@ impl Store {
     }
 
     /// Stores `manifest` and returns its id, and makes it the workspace's
-    /// head.
-    pub fn save(&self, manifest: &Manifest) -> Result<String, CheckpointError> {
+    /// head. A directory whose entries are those it had in `previous`
+    /// keeps its listing blob without writing or hashing it again.
+    pub fn save(
+        &self,
+        manifest: &mut Manifest,
+        previous: Option<&Manifest>,
+    ) -> Result<String, CheckpointError> {
         let encoding = |e: serde_json::Error| CheckpointError::Corrupt {
             path: self.root.clone(),
             reason: e.to_string(),
         };
-        let mut dirs: BTreeMap<&str, BTreeMap<&str, &FileEntry>> = BTreeMap::new();
-        for (path, entry) in &manifest.files {
-            let (dir, name) = split(path);
-            dirs.entry(dir).or_default().insert(name, entry);
+        let dirs = by_directory(manifest);
+        let before = previous.map(by_directory).unwrap_or_default();
+        let mut listings = BTreeMap::new();
+        for (dir, files) in &dirs {
+            let reused = previous
+                .filter(|_| before.get(dir) == Some(files))
+                .and_then(|p| p.listings.get(*dir));
+            let blob = match reused {
+                Some(blob) => blob.clone(),
+                None => self.put_blob(&serde_json::to_vec(files).map_err(encoding)?)?,
+            };
+            listings.insert((*dir).to_owned(), blob);
         }
-        let mut stored = Stored {
+        let stored = Stored {
             workspace: manifest.workspace.clone(),
             started_ns: manifest.started_ns,
-            dirs: BTreeMap::new(),
+            dirs: listings.clone(),
             skipped: manifest.skipped.clone(),
         };
-        for (dir, files) in dirs {
-            let listing = serde_json::to_vec(&files).map_err(encoding)?;
-            stored.dirs.insert(dir.to_owned(), self.put_blob(&listing)?);
-        }
+        manifest.listings = listings;
         let text = serde_json::to_vec(&stored).map_err(encoding)?;
         let id = sha256_hex(&text);
         let path = self.snapshot_path(&id);
@@ -175,6 +198,7 @@ impl Store {
             started_ns: stored.started_ns,
             files,
             skipped: stored.skipped,
+            listings: stored.dirs,
         })
     }
 

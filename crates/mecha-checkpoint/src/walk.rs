@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::CheckpointError;
@@ -54,37 +54,21 @@ pub(crate) fn scan(
     limits: Limits,
 ) -> Result<Manifest, CheckpointError> {
     let started_ns = now_ns();
-    let store_root = fs::canonicalize(store.root()).ok();
-    let mut walker = ignore::WalkBuilder::new(workspace);
-    walker
-        .hidden(false)
-        .follow_links(false)
-        .git_global(false)
-        .require_git(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(move |entry| {
-            entry.file_name() != ".git"
-                && store_root
-                    .as_deref()
-                    .is_none_or(|root| !entry.path().starts_with(root))
-        });
+    let (found, problems) = list(store, workspace);
     let mut manifest = Manifest {
         workspace: workspace.to_path_buf(),
         started_ns,
         files: BTreeMap::new(),
-        skipped: BTreeMap::new(),
+        skipped: problems,
+        listings: BTreeMap::new(),
     };
     let mut taken = 0u64;
-    for entry in walker.build() {
-        let entry = entry.map_err(|e| CheckpointError::Walk {
-            path: workspace.to_path_buf(),
-            reason: e.to_string(),
-        })?;
-        let path = entry.path();
+    for (path, meta) in found {
+        let path = path.as_path();
         let Some(relative) = relative(workspace, path) else {
             continue;
         };
-        let meta = match fs::symlink_metadata(path) {
+        let meta = match meta {
             Ok(meta) => meta,
             // Gone between the listing and the look: nothing to keep.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -168,6 +152,58 @@ pub(crate) fn scan(
             .insert(relative, FileEntry { content, ..fresh });
     }
     Ok(manifest)
+}
+
+/// Every path the walk takes in, in order, each with what `lstat` said of
+/// it; and what could not be walked (a directory it may not read, a
+/// `.gitignore` it cannot parse), by path, which the snapshot then skips
+/// rather than fail the call it precedes.
+fn list(store: &Store, workspace: &Path) -> (Vec<Found>, BTreeMap<String, String>) {
+    let store_root = fs::canonicalize(store.root()).ok();
+    let mut walker = ignore::WalkBuilder::new(workspace);
+    walker
+        .hidden(false)
+        .follow_links(false)
+        .git_global(false)
+        .require_git(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(move |entry| {
+            entry.file_name() != ".git"
+                && store_root
+                    .as_deref()
+                    .is_none_or(|root| !entry.path().starts_with(root))
+        });
+    let mut found = Vec::new();
+    let mut problems = BTreeMap::new();
+    for entry in walker.build() {
+        match entry {
+            Ok(entry) => {
+                let meta = fs::symlink_metadata(entry.path());
+                found.push((entry.into_path(), meta));
+            }
+            Err(e) => {
+                let at = problem_path(&e)
+                    .and_then(|p| relative(workspace, p))
+                    .unwrap_or_else(|| ".".to_owned());
+                problems.insert(at, format!("not walked: {e}"));
+            }
+        }
+    }
+    (found, problems)
+}
+
+type Found = (PathBuf, std::io::Result<fs::Metadata>);
+
+/// The path an error of the walk is about, if it says.
+fn problem_path(error: &ignore::Error) -> Option<&Path> {
+    match error {
+        ignore::Error::WithPath { path, .. } => Some(path),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+            problem_path(err)
+        }
+        ignore::Error::Partial(errors) => errors.first().and_then(problem_path),
+        _ => None,
+    }
 }
 
 /// `path` relative to `workspace`, `/`-separated; `None` for the workspace

@@ -39,12 +39,12 @@ impl WorkspaceCheckpoints {
             .last
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let manifest = scan(&self.store, &self.workspace, last.as_ref(), self.limits)?;
+        let mut manifest = scan(&self.store, &self.workspace, last.as_ref(), self.limits)?;
         let changed = match last.as_ref() {
             Some(previous) => changes(previous, &manifest),
             None => Vec::new(),
         };
-        let id = self.store.save(&manifest)?;
+        let id = self.store.save(&mut manifest, last.as_ref())?;
         *last = Some(manifest.clone());
         Ok((id, manifest, changed))
     }
