@@ -32,7 +32,7 @@ mod workspace;
 pub use error::CheckpointError;
 pub use manifest::{Change, Content, FileEntry, Manifest, changes};
 pub use prune::{PRUNE_GRACE, Pruned};
-pub use restore::{Restored, restore};
+pub use restore::{Known, Restored, restore};
 pub use store::Store;
 pub use walk::Limits;
 pub use workspace::WorkspaceCheckpoints;

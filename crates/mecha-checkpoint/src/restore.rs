@@ -1,6 +1,7 @@
 //! Putting a workspace back as a snapshot had it, refusing to overwrite
 //! what changed since mecha last looked.
 
+use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
@@ -20,19 +21,43 @@ pub struct Restored {
     pub changes: Vec<Change>,
 }
 
+/// What mecha knows of the workspace's history since the state a restore
+/// goes back to.
+#[derive(Debug, Clone, Copy)]
+pub struct Known<'a> {
+    /// The last state mecha saw (the session's last checkpoint).
+    pub last: &'a Manifest,
+    /// Paths something other than the agent changed since (seen between
+    /// its prompts).
+    pub changed_outside: &'a BTreeSet<String>,
+}
+
+static NOTHING_OUTSIDE: BTreeSet<String> = BTreeSet::new();
+
+impl<'a> Known<'a> {
+    /// Only the last state: nothing seen changed between prompts.
+    pub fn last(last: &'a Manifest) -> Self {
+        Self {
+            last,
+            changed_outside: &NOTHING_OUTSIDE,
+        }
+    }
+}
+
 /// Puts `workspace` back as `target` has it: files written byte for byte
 /// with their modes, symlinks remade, files `target` did not have removed
 /// (what the walk leaves out, ignored or over a cap, is left alone).
 ///
-/// `known` is the last state mecha saw (the session's last checkpoint): a
-/// path the restore would change whose content is no longer what `known`
-/// had was changed by someone else, and the restore refuses, naming every
-/// such path, unless `force`.
+/// A path the restore would change that someone else changed (it is no
+/// longer as `known.last` has it, or it is among `known.changed_outside`)
+/// is a conflict, and the restore refuses, naming every such path, unless
+/// `force`. Afterwards the restored state is the workspace's head, so the
+/// next snapshot compares against what the workspace now holds.
 pub fn restore(
     store: &Store,
     workspace: &Path,
     target: &Manifest,
-    known: &Manifest,
+    known: Known<'_>,
     force: bool,
     limits: Limits,
 ) -> Result<Restored, CheckpointError> {
@@ -44,8 +69,10 @@ pub fn restore(
         let conflicts: Vec<String> = planned
             .iter()
             .map(Change::path)
-            .filter(|path| !same(current.files.get(*path), known.files.get(*path)))
-            .filter(|path| !known.skipped.contains_key(*path))
+            .filter(|path| {
+                known.changed_outside.contains(*path)
+                    || !same(current.files.get(*path), known.last.files.get(*path))
+            })
             .map(str::to_owned)
             .collect();
         if !conflicts.is_empty() {
@@ -67,6 +94,7 @@ pub fn restore(
             write_entry(store, &full, entry)?;
         }
     }
+    store.save(&mut target.clone(), None)?;
     Ok(Restored {
         before,
         changes: planned,

@@ -7,7 +7,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use mecha_checkpoint::{Limits, Store, WorkspaceCheckpoints, restore};
+use mecha_checkpoint::{Known, Limits, Store, WorkspaceCheckpoints, restore};
 use proptest::prelude::*;
 
 type Tree = BTreeMap<String, (Vec<u8>, u32)>;
@@ -79,7 +79,7 @@ proptest! {
         }
         write(ws.path(), &after);
         let (_, known, _) = checkpoints.snapshot().unwrap();
-        restore(&store, ws.path(), &store.load(&id).unwrap(), &known, false, Limits::default()).unwrap();
+        restore(&store, ws.path(), &store.load(&id).unwrap(), Known::last(&known), false, Limits::default()).unwrap();
         prop_assert_eq!(read(ws.path()), before);
     }
 }

@@ -5,7 +5,9 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use mecha_checkpoint::{Change, CheckpointError, Limits, Store, WorkspaceCheckpoints, restore};
+use mecha_checkpoint::{
+    Change, CheckpointError, Known, Limits, Store, WorkspaceCheckpoints, restore,
+};
 
 fn setup() -> (tempfile::TempDir, tempfile::TempDir) {
     (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap())
@@ -39,7 +41,15 @@ fn a_restore_brings_back_bytes_modes_links_and_removes_what_came_after() {
 
     let target = store.load(&id).unwrap();
     assert_eq!(target, before);
-    let done = restore(&store, root, &target, &after, false, Limits::default()).unwrap();
+    let done = restore(
+        &store,
+        root,
+        &target,
+        Known::last(&after),
+        false,
+        Limits::default(),
+    )
+    .unwrap();
     assert_eq!(done.changes.len(), 4);
     assert_eq!(fs::read(root.join("keep.txt")).unwrap(), b"one\n");
     assert_eq!(mode(&root.join("bin/run.sh")), 0o755);
@@ -70,7 +80,15 @@ fn ignored_files_and_dot_git_are_neither_taken_nor_removed() {
 
     fs::write(root.join("target/debug/newer"), b"more").unwrap();
     let (_, known, _) = checkpoints.snapshot().unwrap();
-    restore(&store, root, &manifest, &known, false, Limits::default()).unwrap();
+    restore(
+        &store,
+        root,
+        &manifest,
+        Known::last(&known),
+        false,
+        Limits::default(),
+    )
+    .unwrap();
     assert!(
         root.join("target/debug/newer").exists(),
         "ignored files stay"
@@ -95,7 +113,15 @@ fn files_over_the_caps_are_skipped_and_left_alone() {
     assert_eq!(manifest.files.keys().collect::<Vec<_>>(), ["a-small"]);
     assert!(manifest.skipped["b-huge"].contains("per file"));
     assert!(manifest.skipped["c-over-total"].contains("per snapshot"));
-    restore(&store, root, &manifest, &manifest, false, limits).unwrap();
+    restore(
+        &store,
+        root,
+        &manifest,
+        Known::last(&manifest),
+        false,
+        limits,
+    )
+    .unwrap();
     assert!(root.join("b-huge").exists() && root.join("c-over-total").exists());
 }
 
@@ -114,7 +140,15 @@ fn a_file_changed_since_the_last_checkpoint_is_refused_unless_forced() {
     fs::write(root.join("notes.md"), b"v3 by hand").unwrap();
 
     let target = store.load(&first).unwrap();
-    let refused = restore(&store, root, &target, &known, false, Limits::default()).unwrap_err();
+    let refused = restore(
+        &store,
+        root,
+        &target,
+        Known::last(&known),
+        false,
+        Limits::default(),
+    )
+    .unwrap_err();
     let CheckpointError::Conflicts { paths } = &refused else {
         panic!("not a conflict: {refused}");
     };
@@ -127,7 +161,15 @@ fn a_file_changed_since_the_last_checkpoint_is_refused_unless_forced() {
         "nothing half done"
     );
 
-    let forced = restore(&store, root, &target, &known, true, Limits::default()).unwrap();
+    let forced = restore(
+        &store,
+        root,
+        &target,
+        Known::last(&known),
+        true,
+        Limits::default(),
+    )
+    .unwrap();
     assert_eq!(fs::read(root.join("notes.md")).unwrap(), b"v1");
     let saved = store.load(&forced.before).unwrap();
     assert!(
@@ -203,7 +245,7 @@ fn a_repository_config_never_runs_during_a_snapshot() {
         &store,
         root,
         &store.load(&id).unwrap(),
-        &known,
+        Known::last(&known),
         false,
         Limits::default(),
     )

@@ -2,6 +2,7 @@
 //! and the workspace checkpoints journaled around them, and the store they
 //! live in (`$MECHA_HOME/checkpoints`).
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -35,6 +36,9 @@ pub struct Turn {
     pub before: Option<String>,
     /// The workspace when it ended.
     pub after: Option<String>,
+    /// What changed between the snapshot before `before` and it: since
+    /// the last prompt that changed anything ended, so not by the agent.
+    pub changed_between: Vec<String>,
     /// Where its prompt record sits among the session's entries.
     pub entry: usize,
 }
@@ -60,12 +64,18 @@ pub fn turns(loaded: &Loaded) -> Vec<Turn> {
                 }
             }
             Record::Checkpoint {
-                turn, id, after, ..
+                turn,
+                id,
+                after,
+                changed,
             } => {
                 if let Some(t) = turns.iter_mut().rev().find(|t| t.number == *turn) {
                     match after {
                         true => t.after = Some(id.clone()),
-                        false => t.before = Some(id.clone()),
+                        false => {
+                            t.before = Some(id.clone());
+                            t.changed_between = changed.clone();
+                        }
                     }
                 }
             }
@@ -92,6 +102,16 @@ pub fn turn(turns: &[Turn], number: u32) -> Result<&Turn, Failure> {
             _ => format!("no turn {number} in this session: its turns are 1 to {last} (see `mecha rewind SESSION --list`)"),
         })
     })
+}
+
+/// The paths something other than the agent changed after turn `number`
+/// began: between the session's later prompts.
+pub fn changed_outside_since(turns: &[Turn], number: u32) -> BTreeSet<String> {
+    turns
+        .iter()
+        .filter(|t| t.number > number)
+        .flat_map(|t| t.changed_between.iter().cloned())
+        .collect()
 }
 
 /// The checkpoint from which turn `number` is undone: its own, or the

@@ -341,3 +341,42 @@ async fn prune_keeps_what_sessions_name_and_doctor_shows_the_store() {
         stderr(&out)
     );
 }
+
+#[tokio::test]
+async fn a_file_edited_by_hand_between_turns_is_refused_too() {
+    let e = env();
+    let mock = MockModel::start(script()).await;
+    fs::write(e.ws.join("a.txt"), "original a\n").unwrap();
+    fs::write(e.ws.join("run.sh"), "#!/bin/sh\n").unwrap();
+    fs::write(e.ws.join("gone.txt"), "x\n").unwrap();
+    fs::write(e.ws.join("mine.txt"), "before the session\n").unwrap();
+    chat(&e, &mock, None, "write the notes").await;
+    let id = only_session(&e);
+    // Between the prompts, by hand: nothing the agent did.
+    fs::write(e.ws.join("mine.txt"), "typed between turns\n").unwrap();
+    chat(&e, &mock, Some(&id), "tidy with the shell").await;
+    chat(&e, &mock, Some(&id), "edit a").await;
+
+    let out = mecha(&e, &mock, "rewind", &[&id, "--to", "1", "--files"]).await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("mine.txt"), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("a.txt"),
+        "the agent's own changes are no conflict"
+    );
+    assert_eq!(
+        fs::read_to_string(e.ws.join("mine.txt")).unwrap(),
+        "typed between turns\n"
+    );
+    // Before turn 2 the hand edit was already there: nothing to refuse.
+    let out = mecha(&e, &mock, "rewind", &[&id, "--to", "2", "--files"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        fs::read_to_string(e.ws.join("mine.txt")).unwrap(),
+        "typed between turns\n"
+    );
+    assert_eq!(
+        fs::read_to_string(e.ws.join("a.txt")).unwrap(),
+        "original a\n"
+    );
+}

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use clap::Args;
 use std::collections::BTreeSet;
 
-use mecha_checkpoint::{CheckpointError, Limits, PRUNE_GRACE, changes, restore};
+use mecha_checkpoint::{CheckpointError, Known, Limits, PRUNE_GRACE, changes, restore};
 use mecha_core::{Journal, Record};
 use mecha_session::{Restored, Writer};
 
@@ -117,7 +117,12 @@ fn files(
     let known_id = rewind::last_known(loaded).unwrap_or_else(|| id.to_owned());
     let known = store.load(&known_id).map_err(run_error)?;
     let workspace = &loaded.header.workspace;
-    match restore(&store, workspace, &target, &known, force, Limits::default()) {
+    let changed_outside = rewind::changed_outside_since(turns, number);
+    let known = Known {
+        last: &known,
+        changed_outside: &changed_outside,
+    };
+    match restore(&store, workspace, &target, known, force, Limits::default()) {
         Ok(done) => {
             // What the workspace now holds is what the session last saw:
             // a later rewind compares against it, not the state undone.
