@@ -107,7 +107,26 @@ fn script() -> Vec<MockReply> {
 
 #[tokio::test]
 async fn every_turn_is_undone_byte_for_byte_with_its_modes() {
-    let e = env();
+    undone_turn_by_turn(env()).await;
+}
+
+/// The same with the shell confined by bubblewrap: what it changed from
+/// inside the sandbox is undone the same way.
+#[tokio::test]
+async fn a_confined_shells_changes_are_undone_too() {
+    if !common::have(
+        "bwrap",
+        "the confined rewind test",
+        "bubblewrap (apt-get install bubblewrap)",
+    ) {
+        return;
+    }
+    let mut e = env();
+    e.extra_config = "[sandbox]\nkind = \"bwrap\"\n".into();
+    undone_turn_by_turn(e).await;
+}
+
+async fn undone_turn_by_turn(e: Env) {
     let mock = MockModel::start(script()).await;
     let (id, states) = three_turns(&e, &mock).await;
     assert_ne!(states[1], states[0]);
