@@ -82,7 +82,15 @@ fn shown(store: &Store, from: &Manifest, to: &Manifest) -> String {
             Change::Changed(p) => ("changed", p),
             Change::Removed(p) => ("removed", p),
         };
-        let _ = writeln!(out, "{word} {path}");
+        let modes = (from.files.get(path), to.files.get(path));
+        match modes {
+            (Some(a), Some(b)) if a.mode != b.mode => {
+                let _ = writeln!(out, "{word} {path} (mode {:o} -> {:o})", a.mode, b.mode);
+            }
+            _ => {
+                let _ = writeln!(out, "{word} {path}");
+            }
+        }
     }
     for change in &all {
         let path = change.path();
