@@ -34,8 +34,10 @@ impl Agent {
     /// Takes the closing checkpoint of a prompt that took a first one:
     /// the state the prompt left, which a later rewind compares the
     /// workspace against to find what someone else changed.
-    pub(crate) fn checkpoint_after_prompt(&self, session: &Session) -> Result<(), AgentError> {
+    pub(crate) fn checkpoint_after_prompt(&self, session: &mut Session) -> Result<(), AgentError> {
         if session.checkpointed == Some(session.prompts) {
+            // Once: an interrupt after the prompt ended has nothing to add.
+            session.checkpointed = None;
             self.take_checkpoint(session, true)?;
         }
         Ok(())

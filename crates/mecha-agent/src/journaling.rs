@@ -88,6 +88,11 @@ impl Agent {
                 NOT_RUN_RESULT
             }
         });
+        // What the stopped prompt changed is the agent's, not something a
+        // later rewind should take for a change made from outside.
+        if let Err(e) = self.checkpoint_after_prompt(session) {
+            tracing::warn!("no checkpoint of the workspace after the interrupted prompt: {e}");
+        }
         if content.is_empty() && !open {
             return;
         }

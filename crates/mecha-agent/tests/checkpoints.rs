@@ -130,3 +130,59 @@ async fn a_checkpoint_that_fails_stops_the_call_before_it_runs() {
     assert!(ended.to_string().contains("the disk is full"), "{ended}");
     assert!(log.lock().unwrap().is_empty(), "the write ran unrecorded");
 }
+
+/// Says it started, then runs until it is dropped; it can change the
+/// workspace.
+struct Hangs(Arc<tokio::sync::Notify>);
+
+#[async_trait::async_trait]
+impl mecha_core::Tool for Hangs {
+    fn name(&self) -> &str {
+        "hangs"
+    }
+    fn description(&self) -> &str {
+        "never returns"
+    }
+    fn input_schema(&self) -> serde_json::Value {
+        json!({"type": "object"})
+    }
+    async fn call(
+        &self,
+        _input: serde_json::Value,
+        _ctx: &mecha_core::ToolCtx,
+    ) -> anyhow::Result<ToolOutput> {
+        self.0.notify_one();
+        std::future::pending().await
+    }
+}
+
+#[tokio::test]
+async fn an_interrupted_prompt_still_gets_its_closing_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = Arc::new(tokio::sync::Notify::new());
+    let mut registry = Registry::new();
+    registry
+        .register(Arc::new(Hangs(Arc::clone(&started))))
+        .unwrap();
+    let queue = Queue::new(vec![vec![call("h", "hangs", json!({}))]]);
+    let journal = Arc::new(Recording::default());
+    let agent = agent(queue, registry, allow_all_gate(), dir.path())
+        .with_journal(journal.clone())
+        .with_checkpoints(Arc::new(Counting::default()));
+    let mut session = session();
+    {
+        let events = Recorder::default();
+        let send = agent.send(&mut session, "go", &events);
+        tokio::select! {
+            _ = send => panic!("the hanging call returned"),
+            () = started.notified() => {}
+        }
+    }
+    agent.keep_interrupted(&mut session);
+    agent.keep_interrupted(&mut session);
+    assert_eq!(
+        checkpoints(&journal),
+        [(1, "c0".into(), false), (1, "c1".into(), true)],
+        "one before the call, one for what the stopped prompt left"
+    );
+}

@@ -72,6 +72,11 @@ pub fn turns(loaded: &Loaded) -> Vec<Turn> {
                 if let Some(t) = turns.iter_mut().rev().find(|t| t.number == *turn) {
                     match after {
                         true => t.after = Some(id.clone()),
+                        // A prompt that parked and went on has a second;
+                        // the workspace before the prompt is the first.
+                        false if t.before.is_some() => {
+                            t.changed_between.extend(changed.iter().cloned());
+                        }
                         false => {
                             t.before = Some(id.clone());
                             t.changed_between = changed.clone();
