@@ -55,13 +55,24 @@ pub fn run(args: RewindArgs) -> Result<u8, Failure> {
         crate::output::out(&printable(&listing(&turns)?));
         return Ok(0);
     };
-    rewind::turn(&turns, number)?;
+    let turn = rewind::turn(&turns, number)?;
+    // Checked before any file moves: a rewind of both does both or neither.
+    let keep = match args.files {
+        true => None,
+        false => Some(history_before(&loaded, turn)?),
+    };
     let writer = Writer::reopen(&loaded).map_err(failure)?;
     if !args.conversation {
         files(&loaded, &writer, &turns, number, args.force)?;
     }
-    if !args.files {
-        conversation(&loaded, &writer, &turns, number)?;
+    if let Some(keep) = keep {
+        writer.append(&Record::Rewind { keep });
+        writer.sync();
+        crate::output::out(&format!(
+            "the conversation is back to before turn {number}; resume it with `mecha chat \
+             --resume {}`\n",
+            loaded.header.id
+        ));
     }
     Ok(0)
 }
@@ -151,35 +162,25 @@ fn files(
     }
 }
 
-/// Cuts the history back to just before prompt `number`. The taint stays:
-/// it lasts the whole session, and a rewind only appends records.
-fn conversation(
-    loaded: &mecha_session::Loaded,
-    writer: &Writer,
-    turns: &[Turn],
-    number: u32,
-) -> Result<(), Failure> {
-    let turn = rewind::turn(turns, number)?;
+/// How many messages of the history came before `turn`'s prompt: what a
+/// conversation rewind keeps. The taint is not touched: it lasts the whole
+/// session, and a rewind only appends a record. A compaction after the
+/// prompt replaced the history that count is of, so it is refused.
+fn history_before(loaded: &mecha_session::Loaded, turn: &Turn) -> Result<usize, Failure> {
     let after = &loaded.entries[turn.entry..];
     if after
         .iter()
         .any(|e| matches!(e.record, Record::Compaction { .. }))
     {
         return Err(Failure::Usage(format!(
-            "the conversation was compacted after turn {number}, so its history before that \
-             prompt is no longer the one the session holds; rewind with --files only"
+            "the conversation was compacted after turn {}, so its history before that prompt \
+             is no longer the one the session holds; rewind with --files only",
+            turn.number
         )));
     }
-    let keep = Restored::replay(&loaded.entries[..turn.entry])
+    Ok(Restored::replay(&loaded.entries[..turn.entry])
         .messages
-        .len();
-    writer.append(&Record::Rewind { keep });
-    writer.sync();
-    crate::output::out(&format!(
-        "the conversation is back to before turn {number}; resume it with `mecha chat --resume {}`\n",
-        loaded.header.id
-    ));
-    Ok(())
+        .len())
 }
 
 /// Removes what no stored session can rewind to any more. A session that
