@@ -246,13 +246,26 @@ impl Store {
 }
 
 /// Writes `bytes` to a fresh file beside `path` and renames it into place,
-/// so a reader never sees half a blob.
+/// so a reader never sees half a blob. The store holds copies of whatever
+/// the workspace held, secrets included: directories are made 0700 and
+/// files 0600, as the sessions are.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CheckpointError> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let dir = path.parent().unwrap_or(Path::new("."));
-    fs::create_dir_all(dir).map_err(CheckpointError::io("create", dir))?;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(CheckpointError::io("create", dir))?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("blob");
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let mut file = fs::File::create(&tmp).map_err(CheckpointError::io("create", &tmp))?;
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(CheckpointError::io("create", &tmp))?;
     file.write_all(bytes)
         .map_err(CheckpointError::io("write", &tmp))?;
     drop(file);
@@ -277,6 +290,18 @@ mod tests {
             store.blob(&a),
             Err(CheckpointError::Corrupt { .. })
         ));
+    }
+
+    #[test]
+    fn the_store_is_private_to_its_owner() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("checkpoints"));
+        let blob = store.put_blob(b"a secret").unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(store.root()), 0o700);
+        assert_eq!(mode(&store.root().join("objects")), 0o700);
+        assert_eq!(mode(&store.blob_path(&blob)), 0o600);
     }
 
     #[test]
