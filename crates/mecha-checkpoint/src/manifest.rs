@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 /// One snapshot of a workspace.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Manifest {
     pub workspace: PathBuf,
     /// When the walk began (nanoseconds since the epoch). A file modified
@@ -18,11 +18,9 @@ pub struct Manifest {
     pub files: BTreeMap<String, FileEntry>,
     /// Files left out, with why (over the size caps, unreadable). A
     /// restore leaves them where they are.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub skipped: BTreeMap<String, String>,
     /// Each directory's listing blob, once stored or loaded: what the next
     /// save reuses for a directory whose entries did not change.
-    #[serde(skip)]
     pub(crate) listings: BTreeMap<String, String>,
 }
 
