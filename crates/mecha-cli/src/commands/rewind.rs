@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use clap::Args;
 use std::collections::BTreeSet;
 
-use mecha_checkpoint::{CheckpointError, Known, Limits, PRUNE_GRACE, changes, restore};
+use mecha_checkpoint::{CheckpointError, Known, Limits, PRUNE_GRACE, Store, changes, restore};
 use mecha_core::{Journal, Record};
 use mecha_session::{Restored, Writer};
 
@@ -82,18 +82,11 @@ fn listing(turns: &[Turn]) -> Result<String, Failure> {
     let mut out = String::new();
     for turn in turns {
         let changed = match (&turn.before, &turn.after) {
-            (Some(before), Some(after)) => {
-                let before = store.load(before).map_err(run_error)?;
-                let after = store.load(after).map_err(run_error)?;
-                let paths: Vec<String> = changes(&before, &after)
-                    .iter()
-                    .map(|c| c.path().to_owned())
-                    .collect();
-                match paths.is_empty() {
-                    true => "no files changed".to_owned(),
-                    false => paths.join(", "),
-                }
-            }
+            (Some(before), Some(after)) => match changed_paths(&store, before, after) {
+                Ok(paths) if paths.is_empty() => "no files changed".to_owned(),
+                Ok(paths) => paths.join(", "),
+                Err(e) => format!("cannot tell what it changed: {e}"),
+            },
             (Some(_), None) => "did not finish; what it changed is unknown".to_owned(),
             _ => "no files changed".to_owned(),
         };
@@ -104,6 +97,15 @@ fn listing(turns: &[Turn]) -> Result<String, Failure> {
         out.push_str("no turns in this session yet\n");
     }
     Ok(out)
+}
+
+/// The paths that differ between two snapshots.
+fn changed_paths(store: &Store, before: &str, after: &str) -> Result<Vec<String>, CheckpointError> {
+    let (before, after) = (store.load(before)?, store.load(after)?);
+    Ok(changes(&before, &after)
+        .iter()
+        .map(|c| c.path().to_owned())
+        .collect())
 }
 
 fn run_error(e: CheckpointError) -> Failure {
