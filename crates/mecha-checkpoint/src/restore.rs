@@ -79,19 +79,28 @@ pub fn restore(
             return Err(CheckpointError::Conflicts { paths: conflicts });
         }
     }
-    for change in &planned {
-        if let Change::Removed(path) = change {
-            let full = checked_path(workspace, path)?;
-            remove(&full)?;
-            prune_empty_parents(workspace, &full);
+    // Every path is checked before the first is touched: a refusal leaves
+    // the workspace as it was, not half restored.
+    let removed: BTreeSet<&str> = planned
+        .iter()
+        .filter(|change| matches!(change, Change::Removed(_)))
+        .map(Change::path)
+        .collect();
+    let paths: Vec<PathBuf> = planned
+        .iter()
+        .map(|change| checked_path(workspace, change.path(), &removed))
+        .collect::<Result<_, _>>()?;
+    for (change, full) in planned.iter().zip(&paths) {
+        if let Change::Removed(_) = change {
+            remove(full)?;
+            prune_empty_parents(workspace, full);
         }
     }
-    for change in &planned {
+    for (change, full) in planned.iter().zip(&paths) {
         if let Change::Added(path) | Change::Changed(path) = change
             && let Some(entry) = target.files.get(path)
         {
-            let full = checked_path(workspace, path)?;
-            write_entry(store, &full, entry)?;
+            write_entry(store, full, entry)?;
         }
     }
     store.save(&mut target.clone(), None)?;
@@ -110,8 +119,14 @@ fn same(a: Option<&FileEntry>, b: Option<&FileEntry>) -> bool {
 }
 
 /// `workspace` joined with a manifest path, refusing one that climbs out
-/// or passes through a symlink (which could point anywhere).
-fn checked_path(workspace: &Path, path: &str) -> Result<PathBuf, CheckpointError> {
+/// or passes through a symlink (which could point anywhere), unless the
+/// restore removes that symlink first (`removed`: a directory the agent
+/// swapped for a link comes back as a directory).
+fn checked_path(
+    workspace: &Path,
+    path: &str,
+    removed: &BTreeSet<&str>,
+) -> Result<PathBuf, CheckpointError> {
     let unsafe_path = |reason: &str| CheckpointError::UnsafePath {
         path: path.to_owned(),
         reason: reason.to_owned(),
@@ -129,7 +144,13 @@ fn checked_path(workspace: &Path, path: &str) -> Result<PathBuf, CheckpointError
     let mut parts = relative.components().peekable();
     while let Some(part) = parts.next() {
         full.push(part);
+        let goes_first = full
+            .strip_prefix(workspace)
+            .ok()
+            .and_then(Path::to_str)
+            .is_some_and(|p| removed.contains(p));
         if parts.peek().is_some()
+            && !goes_first
             && fs::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_symlink())
         {
             return Err(unsafe_path(

@@ -253,3 +253,78 @@ fn a_repository_config_never_runs_during_a_snapshot() {
     assert!(manifest.files.contains_key("tracked"));
     assert!(!marker.exists(), "the repository's fsmonitor ran");
 }
+
+#[test]
+fn a_directory_swapped_for_a_symlink_comes_back_without_writing_through_it() {
+    let (home, ws) = setup();
+    let outside = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    fs::create_dir(root.join("sub")).unwrap();
+    fs::write(root.join("sub/file"), b"inside").unwrap();
+    let store = Store::new(home.path());
+    let checkpoints = WorkspaceCheckpoints::new(store.clone(), root, Limits::default());
+    let (id, _, _) = checkpoints.snapshot().unwrap();
+    fs::remove_dir_all(root.join("sub")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("sub")).unwrap();
+    let (_, known, _) = checkpoints.snapshot().unwrap();
+    let target = store.load(&id).unwrap();
+    restore(
+        &store,
+        root,
+        &target,
+        Known::last(&known),
+        false,
+        Limits::default(),
+    )
+    .unwrap();
+    assert!(fs::symlink_metadata(root.join("sub")).unwrap().is_dir());
+    assert_eq!(fs::read(root.join("sub/file")).unwrap(), b"inside");
+    assert_eq!(
+        fs::read_dir(outside.path()).unwrap().count(),
+        0,
+        "nothing written outside"
+    );
+}
+
+#[test]
+fn a_symlink_the_restore_does_not_remove_is_never_written_through() {
+    let (home, ws) = setup();
+    let outside = tempfile::tempdir().unwrap();
+    let root = ws.path();
+    fs::write(root.join("a-first"), b"one").unwrap();
+    fs::create_dir(root.join("sub")).unwrap();
+    fs::write(root.join("sub/file"), b"inside").unwrap();
+    let store = Store::new(home.path());
+    let checkpoints = WorkspaceCheckpoints::new(store.clone(), root, Limits::default());
+    let (id, _, _) = checkpoints.snapshot().unwrap();
+    // The link is ignored now, so the walk does not see it and the restore
+    // would not remove it first.
+    fs::write(root.join("a-first"), b"two").unwrap();
+    fs::write(root.join(".gitignore"), "sub\n").unwrap();
+    fs::remove_dir_all(root.join("sub")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("sub")).unwrap();
+    let (_, known, _) = checkpoints.snapshot().unwrap();
+    let target = store.load(&id).unwrap();
+    let refused = restore(
+        &store,
+        root,
+        &target,
+        Known::last(&known),
+        true,
+        Limits::default(),
+    );
+    assert!(
+        matches!(refused, Err(CheckpointError::UnsafePath { ref path, .. }) if path == "sub/file"),
+        "{refused:?}"
+    );
+    assert_eq!(
+        fs::read(root.join("a-first")).unwrap(),
+        b"two",
+        "nothing half done"
+    );
+    assert_eq!(
+        fs::read_dir(outside.path()).unwrap().count(),
+        0,
+        "nothing written outside"
+    );
+}
