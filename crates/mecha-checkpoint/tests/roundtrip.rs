@@ -1,5 +1,5 @@
 //! Any workspace, snapshotted, mutated any way and restored, comes back
-//! byte for byte with its modes.
+//! byte for byte with its modes and its symlinks.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -10,15 +10,22 @@ use std::path::Path;
 use mecha_checkpoint::{Known, Limits, Store, WorkspaceCheckpoints, restore};
 use proptest::prelude::*;
 
-type Tree = BTreeMap<String, (Vec<u8>, u32)>;
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Node {
+    File(Vec<u8>, u32),
+    Link(String),
+}
+
+type Tree = BTreeMap<String, Node>;
 
 fn tree() -> impl Strategy<Value = Tree> {
     let path = "(a|b|c)(/(d|e))?(/f)?";
-    let file = (
-        proptest::collection::vec(any::<u8>(), 0..64),
-        prop_oneof![Just(0o644u32), Just(0o755), Just(0o600)],
-    );
-    proptest::collection::btree_map(path, file, 0..8).prop_map(|files| {
+    let mode = prop_oneof![Just(0o644u32), Just(0o755), Just(0o600)];
+    let file = (proptest::collection::vec(any::<u8>(), 0..64), mode)
+        .prop_map(|(bytes, mode)| Node::File(bytes, mode));
+    let link = "(a|b|\\.\\./x|/tmp)".prop_map(Node::Link);
+    let node = prop_oneof![4 => file, 1 => link];
+    proptest::collection::btree_map(path, node, 0..8).prop_map(|files| {
         // A path cannot be both a file and a directory.
         let names: Vec<String> = files.keys().cloned().collect();
         files
@@ -29,11 +36,16 @@ fn tree() -> impl Strategy<Value = Tree> {
 }
 
 fn write(root: &Path, tree: &Tree) {
-    for (path, (bytes, mode)) in tree {
+    for (path, node) in tree {
         let full = root.join(path);
         fs::create_dir_all(full.parent().unwrap()).unwrap();
-        fs::write(&full, bytes).unwrap();
-        fs::set_permissions(&full, fs::Permissions::from_mode(*mode)).unwrap();
+        match node {
+            Node::File(bytes, mode) => {
+                fs::write(&full, bytes).unwrap();
+                fs::set_permissions(&full, fs::Permissions::from_mode(*mode)).unwrap();
+            }
+            Node::Link(target) => std::os::unix::fs::symlink(target, &full).unwrap(),
+        }
     }
 }
 
@@ -42,17 +54,21 @@ fn read(root: &Path) -> Tree {
         for entry in fs::read_dir(dir).unwrap() {
             let entry = entry.unwrap();
             let path = entry.path();
-            if path.is_dir() {
+            let meta = fs::symlink_metadata(&path).unwrap();
+            let rel = path
+                .strip_prefix(root)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_owned();
+            if meta.is_dir() {
                 walk(root, &path, out);
+            } else if meta.file_type().is_symlink() {
+                let target = fs::read_link(&path).unwrap();
+                out.insert(rel, Node::Link(target.to_str().unwrap().to_owned()));
             } else {
-                let rel = path
-                    .strip_prefix(root)
-                    .unwrap()
-                    .to_str()
-                    .unwrap()
-                    .to_owned();
-                let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o7777;
-                out.insert(rel, (fs::read(&path).unwrap(), mode));
+                let mode = meta.permissions().mode() & 0o7777;
+                out.insert(rel, Node::File(fs::read(&path).unwrap(), mode));
             }
         }
     }
