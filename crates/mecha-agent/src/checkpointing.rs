@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use mecha_core::{Checkpointer, Record};
+use mecha_core::{Checkpoint, Checkpointer, Record};
 
 use crate::agent::{Agent, AgentError, Session};
 
@@ -21,35 +21,52 @@ impl Agent {
     }
 
     /// Takes the prompt's first checkpoint, unless it has one already.
-    pub(crate) fn checkpoint_before_change(&self, session: &mut Session) -> Result<(), AgentError> {
+    pub(crate) async fn checkpoint_before_change(
+        &self,
+        session: &mut Session,
+    ) -> Result<(), AgentError> {
         if session.checkpointed == Some(session.prompts) {
             return Ok(());
         }
-        if self.take_checkpoint(session, false)? {
-            session.checkpointed = Some(session.prompts);
-        }
+        let Some(checkpointer) = self.checkpointer.clone() else {
+            return Ok(());
+        };
+        // A walk of a large workspace takes a while: off the runtime's
+        // threads, so a screen or a server on the same runtime does not
+        // stall behind it.
+        let taken = tokio::task::spawn_blocking(move || checkpointer.checkpoint())
+            .await
+            .map_err(|e| AgentError::Checkpoint {
+                reason: format!("the snapshot stopped before it finished: {e}"),
+            })?;
+        self.journal_checkpoint(session, taken, false)?;
+        session.checkpointed = Some(session.prompts);
         Ok(())
     }
 
     /// Takes the closing checkpoint of a prompt that took a first one:
     /// the state the prompt left, which a later rewind compares the
-    /// workspace against to find what someone else changed.
+    /// workspace against to find what someone else changed. Run in place:
+    /// an interrupted prompt takes it from a front end that does not wait.
     pub(crate) fn checkpoint_after_prompt(&self, session: &mut Session) -> Result<(), AgentError> {
-        if session.checkpointed == Some(session.prompts) {
-            // Once: an interrupt after the prompt ended has nothing to add.
-            session.checkpointed = None;
-            self.take_checkpoint(session, true)?;
+        if session.checkpointed != Some(session.prompts) {
+            return Ok(());
+        }
+        // Once: an interrupt after the prompt ended has nothing to add.
+        session.checkpointed = None;
+        if let Some(checkpointer) = &self.checkpointer {
+            self.journal_checkpoint(session, checkpointer.checkpoint(), true)?;
         }
         Ok(())
     }
 
-    fn take_checkpoint(&self, session: &Session, after: bool) -> Result<bool, AgentError> {
-        let Some(checkpointer) = &self.checkpointer else {
-            return Ok(false);
-        };
-        let taken = checkpointer
-            .checkpoint()
-            .map_err(|reason| AgentError::Checkpoint { reason })?;
+    fn journal_checkpoint(
+        &self,
+        session: &Session,
+        taken: Result<Checkpoint, String>,
+        after: bool,
+    ) -> Result<(), AgentError> {
+        let taken = taken.map_err(|reason| AgentError::Checkpoint { reason })?;
         self.note(&Record::Checkpoint {
             turn: session.prompts,
             id: taken.id,
@@ -57,6 +74,6 @@ impl Agent {
             after,
         });
         self.sync();
-        Ok(true)
+        Ok(())
     }
 }

@@ -97,7 +97,7 @@ impl Agent {
                     .is_some_and(|tool| !tool.read_only())
         });
         if changes_workspace {
-            self.checkpoint_before_change(session)?;
+            self.checkpoint_before_change(session).await?;
         }
         // What an interrupt while they run may have left half done.
         session.running = calls
