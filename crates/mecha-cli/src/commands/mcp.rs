@@ -50,7 +50,19 @@ fn list(settings: &Settings) {
             command.push_str(arg);
         }
         outln!("{}  ({})", c.name, server.source);
-        outln!("  command: {command}");
+        match &c.url {
+            Some(url) => {
+                outln!("  remote, streamable HTTP: {url}");
+                if let Some(var) = &c.bearer_token_env {
+                    outln!("  bearer token from ${var}");
+                }
+                if !c.headers.is_empty() {
+                    let names: Vec<&str> = c.headers.keys().map(String::as_str).collect();
+                    outln!("  headers: {}", names.join(", "));
+                }
+            }
+            None => outln!("  command: {command}"),
+        }
         if !c.prefix_tools {
             outln!("  tools keep their own names (prefix_tools = false)");
         }
