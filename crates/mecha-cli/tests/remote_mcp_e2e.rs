@@ -131,6 +131,12 @@ async fn a_remote_server_is_listed_with_its_tools_as_private_untrusted_blind_sen
         .iter()
         .find(|t| t["name"] == "every__echo")
         .unwrap_or_else(|| panic!("{listing}"));
+    let human = e.mecha(Api::OpenAi, &mock, "k", "tools", &[], "").await;
+    assert!(
+        stdout(&human).contains(&format!("remote at http://127.0.0.1:{port}/mcp, ready")),
+        "{}",
+        stdout(&human)
+    );
     let caps = &echo["capabilities"];
     assert_eq!(caps["private_data"], true, "{echo}");
     assert_eq!(caps["untrusted_input"], true, "{echo}");
