@@ -137,6 +137,17 @@ async fn a_remote_server_is_listed_with_its_tools_as_private_untrusted_blind_sen
         "{}",
         stdout(&human)
     );
+    let check = e
+        .mecha(Api::OpenAi, &mock, "k", "mcp", &["check", "every"], "")
+        .await;
+    assert!(check.status.success(), "{}", stderr(&check));
+    assert!(
+        stdout(&check).contains(&format!(
+            "transport: streamable HTTP to http://127.0.0.1:{port}/mcp; auth: no credentials"
+        )),
+        "{}",
+        stdout(&check)
+    );
     let caps = &echo["capabilities"];
     assert_eq!(caps["private_data"], true, "{echo}");
     assert_eq!(caps["untrusted_input"], true, "{echo}");

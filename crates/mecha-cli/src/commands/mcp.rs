@@ -114,6 +114,7 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
             if let Some(info) = server_info {
                 out.push_str(&format!("server: {info}\n"));
             }
+            out.push_str(&transport_line(&server.config));
             // What a run would give each tool: `[tools.NAME] force` too.
             let forcing = settings.forcing();
             let caps_of = |t: &mecha_mcp::ToolSummary| match forcing.get(&t.name) {
@@ -167,6 +168,21 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
     };
     output::out(&printable(&out));
     Ok(code)
+}
+
+/// How `mecha mcp check` says the server is reached, and with what
+/// credentials.
+fn transport_line(config: &mecha_mcp::McpServerConfig) -> String {
+    match &config.url {
+        None => "transport: stdio (a process mecha runs)\n".to_owned(),
+        Some(url) => {
+            let auth = match &config.bearer_token_env {
+                Some(var) => format!("a bearer token from ${var}"),
+                None => "no credentials".to_owned(),
+            };
+            format!("transport: streamable HTTP to {url}; auth: {auth}\n")
+        }
+    }
 }
 
 /// How many of a failed server's last stderr lines `mecha mcp check`
