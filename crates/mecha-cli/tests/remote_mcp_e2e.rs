@@ -221,3 +221,37 @@ async fn a_missing_token_is_named_and_block_sends_after_private_refuses_the_tool
     assert!(is_error, "{result}");
     assert!(!result.contains("Echo: leak"), "{result}");
 }
+
+/// A server that answers every request 401, as one behind OAuth does.
+fn unauthorized() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf);
+            let _ = conn.write_all(
+                b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\n\
+                  Content-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    port
+}
+
+#[tokio::test]
+async fn a_server_that_wants_authorization_says_what_to_set() {
+    let port = unauthorized();
+    let mut e = env();
+    remote_config(&mut e, port, "");
+    let mock = MockModel::start(vec![]).await;
+    let out = e.mecha(Api::OpenAi, &mock, "k", "tools", &[], "").await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("the server asks for authorization (HTTP 401)")
+            && text.contains("bearer_token_env"),
+        "{text}"
+    );
+    assert!(!text.contains("WorkerTransport"), "{text}");
+}

@@ -192,12 +192,40 @@ pub(crate) async fn connect(
     );
     let error = match tokio::time::timeout(limit, handshake(handler, transport)).await {
         Ok(Ok((service, tools))) => return Ok(started(config, service, tools, None, progress)),
+        Ok(Err((StartError::Handshake { detail }, _))) => StartError::Remote {
+            detail: refused_handshake(config, &detail),
+        },
         Ok(Err((error, _))) => error,
         Err(_) => StartError::Timeout {
             secs: config.startup_timeout_s,
         },
     };
     Err(Failure::bare(error))
+}
+
+/// A handshake rmcp could not complete, in words for the user: what went
+/// wrong without the transport's type names, and for a server that wants
+/// authorization, what to set.
+fn refused_handshake(config: &McpServerConfig, detail: &str) -> String {
+    if detail.contains("Auth required") {
+        return match &config.bearer_token_env {
+            Some(var) => format!(
+                "the server refused the token in {var} (HTTP 401); check that it is current and \
+                 meant for {}",
+                config.url.as_deref().unwrap_or_default()
+            ),
+            None => "the server asks for authorization (HTTP 401); put a token for it in a \
+                     variable and name it in bearer_token_env (logging in with OAuth is not \
+                     built yet)"
+                .to_owned(),
+        };
+    }
+    // rmcp names the transport's whole type before what happened.
+    let plain = match detail.find("] error: ") {
+        Some(at) => &detail[at + "] error: ".len()..],
+        None => detail,
+    };
+    format!("the MCP handshake over streamable HTTP failed: {plain}")
 }
 
 #[cfg(test)]
