@@ -65,14 +65,35 @@ pub struct Session {
     /// tells the model these may have run in part, the others that they
     /// never ran.
     pub running: Vec<String>,
+    /// The estimated bytes of the first messages, as far as measured, so a
+    /// turn measures only what came since ([`Session::context_tokens`]);
+    /// forgotten when the history is cut back or rebuilt.
+    pub measured: Measured,
+}
+
+/// How many of the history's first messages were measured, and their bytes.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Measured {
+    messages: usize,
+    bytes: usize,
 }
 
 impl Session {
     /// The context's size in tokens, as best known: the estimate of every
     /// byte, or what the API reported plus the estimate of what came since,
     /// whichever is larger.
-    pub(crate) fn context_tokens(&self, prefix: usize) -> u64 {
-        let estimated = compaction::estimate(prefix, &self.messages);
+    pub(crate) fn context_tokens(&mut self, prefix: usize) -> u64 {
+        // The history only grows between a cut and a rebuild, which forget
+        // the measure; a shorter history than measured is one anyway.
+        if self.measured.messages > self.messages.len() {
+            self.measured = Measured::default();
+        }
+        let unmeasured = &self.messages[self.measured.messages..];
+        self.measured = Measured {
+            messages: self.messages.len(),
+            bytes: self.measured.bytes + compaction::messages_bytes(unmeasured),
+        };
+        let estimated = compaction::tokens_of(prefix + self.measured.bytes);
         match self.reported {
             Some((tokens, upto)) if upto <= self.messages.len() => {
                 estimated.max(tokens + compaction::estimate(0, &self.messages[upto..]))
@@ -168,6 +189,9 @@ pub struct Agent {
     pub(crate) loop_hook: Option<Arc<dyn Hook>>,
     pub(crate) compaction: Option<CompactionPolicy>,
     pub(crate) journal: Option<Arc<dyn Journal>>,
+    /// The last tool list measured and its prefix's bytes (see
+    /// `window.rs`' `prefix_bytes`): the same list is not serialized again.
+    pub(crate) prefix_memo: Mutex<Option<(u64, usize)>>,
 }
 
 impl Agent {
@@ -193,6 +217,7 @@ impl Agent {
             compaction: None,
             journal: None,
             loop_hook: None,
+            prefix_memo: Mutex::new(None),
         }
     }
 
