@@ -34,14 +34,14 @@ proptest! {
         let mut session = Session::default();
         for change in changes {
             match change {
-                Change::Push(size) => session.messages.push(Message::user_text(&"x".repeat(size))),
+                Change::Push(size) => session.messages.push(Message::user_text("x".repeat(size))),
                 Change::Cut(share) => {
                     let keep = session.messages.len() * usize::from(share) / 255;
                     session.messages.truncate(keep);
                     session.measured = Measured::default();
                 }
                 Change::Rebuild(count) => {
-                    session.messages = (0..count).map(|n| Message::user_text(&"y".repeat(usize::from(n) * 7))).collect();
+                    session.messages = (0..count).map(|n| Message::user_text("y".repeat(usize::from(n) * 7))).collect();
                     session.measured = Measured::default();
                 }
                 Change::Measure => {}
