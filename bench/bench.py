@@ -22,6 +22,8 @@ environment and stdin from /dev/null. Nothing leaves the machine.
   1st request  the raw HTTP body of the first request, in bytes, per API.
   CPU / round  user+sys CPU (wait4) of a run of N `fs_read` rounds, minus a
                1-round run, divided by N-1.
+  late round   wall time per round around round 500 of one run, against
+               round 10 (the mock's request times): flat as a session grows.
   4 x sleep 1  one turn with four `shell` calls `sleep 1` (--yes): the time
                between the mock receiving request 1 and request 2. It
                includes the mock streaming its answer to request 1 (1 ms
@@ -80,6 +82,7 @@ TARGETS = {
     "cpu_per_round_ms": 5.0,
     "sleep4_s": 1.1,
     "confined_added_ms": 5.0,
+    "late_round_ratio": 1.2,
     "startup_1000_skills_ms": 50.0,
     "resume_10k_ms": 200.0,
     "tui_stream_cpu_pct": 5.0,
@@ -353,6 +356,25 @@ def measure_cpu(h: Harness, api: str, rounds: int, repeat: int) -> dict:
     }
 
 
+def measure_late_rounds(h: Harness, api: str, repeat: int, rounds: int = 500) -> dict:
+    """Wall time per fs_read round around round 10 and around round
+    `rounds` of one long run (the mock's request times): whether a round
+    costs more as the session grows."""
+    early, late = [], []
+    for _ in range(repeat):
+        turns = [call_turn(("fs_read", {"path": "a.txt"}))] * rounds + [text_turn("done")]
+        with h.mock(turns) as mock:
+            r = h.run(api, mock, h.workspace(), ["--max-turns", str(rounds + 5), "read a.txt"])
+            reqs = mock.requests(rounds + 1)
+        if len(reqs) != rounds + 1:
+            raise BenchError(f"long run: expected {rounds + 1} requests, got {len(reqs)}:\n{r.stderr}")
+        per = lambda a, b: (reqs[b]["t_ns"] - reqs[a]["t_ns"]) / 1e6 / (b - a)
+        early.append(per(10, 20))
+        late.append(per(rounds - 10, rounds))
+    e, l = statistics.median(early), statistics.median(late)
+    return {"rounds": rounds, "early_ms": e, "late_ms": l, "ratio": l / e}
+
+
 def measure_sleep4(h: Harness, api: str, repeat: int) -> dict:
     """Request 1 -> request 2 around a turn of four `sleep 1` calls; and,
     from `--output-format stream-json`, the part of it after mecha had the
@@ -427,6 +449,7 @@ def main() -> int:
         memory = measure_memory(h, "anthropic", args.repeat)
         memory_openai = measure_memory(h, "openai", args.repeat)
         cpu = measure_cpu(h, "anthropic", args.rounds, args.repeat)
+        late = measure_late_rounds(h, "anthropic", args.repeat)
         sleep4 = measure_sleep4(h, "anthropic", args.repeat)
         confined = measure_confined(h, max(10, args.rounds // 5), args.repeat)
         skills = measure_skills(h, measure_startup, [10, 100, 1000], max(5, args.runs // 3))
@@ -454,6 +477,8 @@ def main() -> int:
          verdict(req_o, TARGETS["first_request_kb"])),
         ("harness CPU per tool round", f"{cpu['per_round_ms']:.2f} ms", f"{TARGETS['cpu_per_round_ms']:.0f} ms",
          verdict(cpu["per_round_ms"], TARGETS["cpu_per_round_ms"])),
+        (f"round {late['rounds']} against round 10 (wall)", f"{late['ratio']:.2f}x",
+         f"{TARGETS['late_round_ratio']}x", verdict(late["ratio"], TARGETS["late_round_ratio"])),
         ("4 x `sleep 1` in one turn", f"{sleep4['median_s']:.3f} s", f"{TARGETS['sleep4_s']} s",
          verdict(sleep4["median_s"], TARGETS["sleep4_s"])),
         ("bwrap added per shell call", f"{confined['added_ms']:.2f} ms" if confined else "no bwrap",
@@ -524,6 +549,8 @@ def main() -> int:
     print(f"| peak memory (max RSS, {memory['rounds']} tool rounds) | {memory['median_mb']:.1f} MB | ≤ 20 MB |")
     print(f"| first request (system prompt + tools), Anthropic / OpenAI | {req_a:.1f} / {req_o:.1f} KB | ≤ 12 KB |")
     print(f"| harness CPU per tool round | {cpu['per_round_ms']:.2f} ms | ≤ 5 ms |")
+    print(f"| a tool round at round {late['rounds']} against round 10 (wall) | "
+          f"{late['late_ms']:.2f} / {late['early_ms']:.2f} ms ({late['ratio']:.2f}x) | ≤ 1.2x |")
     print(f"| four `sleep 1` calls in one turn | {sleep4['median_s']:.2f} s | ≤ 1.1 s |")
     sizes = " / ".join(f"{r['median_ms']:.1f}" for r in skills)
     blocks = " / ".join(f"{r['block_bytes'] / 1000:.1f}" for r in skills)

@@ -67,6 +67,10 @@ pub struct Session {
     /// tells the model these may have run in part, the others that they
     /// never ran.
     pub running: Vec<String>,
+    /// The estimated bytes of the first messages, as far as measured, so a
+    /// turn measures only what came since ([`Session::context_tokens`]);
+    /// forgotten when the history is cut back or rebuilt.
+    pub measured: Measured,
     /// How many prompts the session has had: the running one's number,
     /// from 1 (rewind's turns).
     pub prompts: u32,
@@ -75,12 +79,29 @@ pub struct Session {
     pub checkpointed: Option<u32>,
 }
 
+/// How many of the history's first messages were measured, and their bytes.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Measured {
+    messages: usize,
+    bytes: usize,
+}
+
 impl Session {
     /// The context's size in tokens, as best known: the estimate of every
     /// byte, or what the API reported plus the estimate of what came since,
     /// whichever is larger.
-    pub(crate) fn context_tokens(&self, prefix: usize) -> u64 {
-        let estimated = compaction::estimate(prefix, &self.messages);
+    pub(crate) fn context_tokens(&mut self, prefix: usize) -> u64 {
+        // The history only grows between a cut and a rebuild, which forget
+        // the measure; a shorter history than measured is one anyway.
+        if self.measured.messages > self.messages.len() {
+            self.measured = Measured::default();
+        }
+        let unmeasured = &self.messages[self.measured.messages..];
+        self.measured = Measured {
+            messages: self.messages.len(),
+            bytes: self.measured.bytes + compaction::messages_bytes(unmeasured),
+        };
+        let estimated = compaction::tokens_of(prefix + self.measured.bytes);
         match self.reported {
             Some((tokens, upto)) if upto <= self.messages.len() => {
                 estimated.max(tokens + compaction::estimate(0, &self.messages[upto..]))
@@ -182,6 +203,9 @@ pub struct Agent {
     pub(crate) compaction: Option<CompactionPolicy>,
     pub(crate) journal: Option<Arc<dyn Journal>>,
     pub(crate) checkpointer: Option<Arc<dyn Checkpointer>>,
+    /// The last tool list measured and its prefix's bytes (see
+    /// `window.rs`' `prefix_bytes`): the same list is not serialized again.
+    pub(crate) prefix_memo: Mutex<Option<(u64, usize)>>,
 }
 
 impl Agent {
@@ -208,6 +232,7 @@ impl Agent {
             journal: None,
             checkpointer: None,
             loop_hook: None,
+            prefix_memo: Mutex::new(None),
         }
     }
 

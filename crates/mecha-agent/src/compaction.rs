@@ -69,7 +69,16 @@ pub(crate) enum Failed {
 /// The estimated size of a request, in tokens: every byte the model reads,
 /// at `BYTES_PER_TOKEN`, an image at its fixed cost.
 pub(crate) fn estimate(prefix_bytes: usize, messages: &[Message]) -> u64 {
-    let bytes: usize = prefix_bytes + messages.iter().map(message_bytes).sum::<usize>();
+    tokens_of(prefix_bytes + messages_bytes(messages))
+}
+
+/// The estimated bytes of `messages` on the wire.
+pub(crate) fn messages_bytes(messages: &[Message]) -> usize {
+    messages.iter().map(message_bytes).sum()
+}
+
+/// Tokens for `bytes`, at [`BYTES_PER_TOKEN`].
+pub(crate) fn tokens_of(bytes: usize) -> u64 {
     (bytes as u64).div_ceil(BYTES_PER_TOKEN)
 }
 

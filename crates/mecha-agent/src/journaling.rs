@@ -51,6 +51,7 @@ impl Agent {
     /// exchange a person interrupted, or the model refused).
     pub fn rewind(&self, session: &mut Session, keep: usize) {
         session.messages.truncate(keep);
+        session.measured = Default::default();
         session.reported = None;
         session.unfinished.clear();
         session.running.clear();

@@ -18,6 +18,8 @@ mod gate;
 mod hook;
 mod hooking;
 mod journaling;
+#[cfg(test)]
+mod measured_tests;
 mod planning;
 mod progress;
 mod retold;
@@ -28,7 +30,7 @@ mod typed;
 mod validate;
 mod window;
 
-pub use agent::{Agent, AgentError, Limits, Outcome, Session};
+pub use agent::{Agent, AgentError, Limits, Measured, Outcome, Session};
 pub use compaction::{COMPACTION_ATTEMPTS, CompactionPolicy, SUMMARY_HEADER, SUMMARY_REQUEST};
 pub use dispatch::Parked;
 pub use ending::{CONTINUE_PROMPT, CUT_CALL};

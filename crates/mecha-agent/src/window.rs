@@ -48,6 +48,29 @@ impl EventSink for Watching<'_> {
 }
 
 impl Agent {
+    /// The bytes of the system prompt and `definitions`, measured once per
+    /// tool list: the list is told apart by its names and descriptions,
+    /// which every change the loop makes to it (a refresh, a narrowing, the
+    /// mode's filter) alters.
+    fn prefix_bytes(&self, definitions: &[ToolDefinition]) -> usize {
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for d in definitions {
+            for byte in d.name.bytes().chain(d.description.bytes()).chain([0]) {
+                hash ^= u64::from(byte);
+                hash = hash.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        let mut memo = self.prefix_memo.lock().unwrap_or_else(|p| p.into_inner());
+        match *memo {
+            Some((known, bytes)) if known == hash => bytes,
+            _ => {
+                let bytes = compaction::prefix_bytes(&self.system, definitions);
+                *memo = Some((hash, bytes));
+                bytes
+            }
+        }
+    }
+
     /// Compacts now, whatever the threshold says: a front end's
     /// `/compact`. The same summary, journal record and events as a
     /// compaction at the threshold.
@@ -101,7 +124,7 @@ impl Agent {
         let Some(window) = self.provider().context_window() else {
             return Ok(());
         };
-        let prefix = compaction::prefix_bytes(&self.system, definitions);
+        let prefix = self.prefix_bytes(definitions);
         let tokens = compaction::estimate(prefix, std::slice::from_ref(prompt));
         let reply = reply_reserve(self.provider().max_output_tokens(), window);
         if tokens + reply > window {
@@ -132,7 +155,7 @@ impl Agent {
         let prefix = Prefix {
             system: &self.system,
             tools: definitions,
-            bytes: compaction::prefix_bytes(&self.system, definitions),
+            bytes: self.prefix_bytes(definitions),
             registry,
         };
         let asked = std::mem::take(&mut session.compact_requested);
@@ -164,6 +187,7 @@ impl Agent {
                         });
                         self.sync();
                         session.messages = done.messages;
+                        session.measured = Default::default();
                         session.reported = None;
                         break;
                     }

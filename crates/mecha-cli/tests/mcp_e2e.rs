@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::{Api, env, results_in, stderr, stdout, tool_turn};
 use mecha_testkit::{MockModel, MockReply, fixture_mcp};
@@ -370,30 +370,11 @@ async fn an_mcp_servers_json_file_works_with_mcp_file() {
     assert!(stdout(&out).contains("desk__echo"), "{}", stdout(&out));
 }
 
-/// The reference servers from npm, installed by .ci/run.
-fn npm_server(bin: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("MECHA_MCP_SERVERS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-servers"));
-    let path = dir.join("node_modules/.bin").join(bin);
-    if path.exists() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is missing: npm install --prefix target/mcp-servers @modelcontextprotocol/server-everything \
-         @modelcontextprotocol/server-filesystem",
-        path.display()
-    );
-    eprintln!("SKIPPED: {} is not installed", path.display());
-    None
-}
-
 #[tokio::test]
 async fn the_reference_servers_work_through_mecha() {
     let (Some(everything), Some(files)) = (
-        npm_server("mcp-server-everything"),
-        npm_server("mcp-server-filesystem"),
+        common::npm_server("mcp-server-everything"),
+        common::npm_server("mcp-server-filesystem"),
     ) else {
         return;
     };

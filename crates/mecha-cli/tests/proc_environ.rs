@@ -30,8 +30,9 @@ fn the_model_api_key_is_not_readable_from_proc() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let (home, ws) = (root.join("home"), root.join("ws"));
-    for dir in [&home, &ws] {
+    // Its own TMPDIR: a machine's /tmp need not be writable by `nobody`.
+    let (home, ws, tmpdir) = (root.join("home"), root.join("ws"), root.join("tmp"));
+    for dir in [&home, &ws, &tmpdir] {
         std::fs::create_dir(dir).unwrap();
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     }
@@ -50,6 +51,7 @@ fn the_model_api_key_is_not_readable_from_proc() {
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap())
         .env("MECHA_HOME", &home)
+        .env("TMPDIR", &tmpdir)
         .env("ANTHROPIC_API_KEY", "sk-test-SECRET")
         .current_dir(&ws)
         .output()

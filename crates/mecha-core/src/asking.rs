@@ -15,6 +15,30 @@ use crate::{
     StandingAnswer, Tool,
 };
 
+/// The input schema of `ask_user`, wherever it asks (the terminal UI's
+/// modal, a delegated task's parking): one question, `about` saying whom.
+pub fn ask_user_schema(about: &str) -> Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "question": {
+                "type": "string",
+                "description": about
+            }
+        },
+        "required": ["question"]
+    })
+}
+
+/// The question an `ask_user` call asks, or the refusal that names what it
+/// needs.
+pub fn asked_question(input: &Value) -> Result<&str, String> {
+    match input.get("question").and_then(Value::as_str) {
+        Some(question) if !question.trim().is_empty() => Ok(question),
+        _ => Err("ask_user needs `question`: the question to ask, as a non-empty string".into()),
+    }
+}
+
 /// What a person may answer besides yes and no.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Offer {

@@ -42,7 +42,7 @@ mod threshold;
 mod tool;
 
 pub use approval::{Approver, Decision, FreshReason, ModeApprover};
-pub use asking::{Asker, AskingApprover, Offer, Said};
+pub use asking::{Asker, AskingApprover, Offer, Said, ask_user_schema, asked_question};
 pub use batch::{Call, EXTERNAL_HEADER, Slot, run_turn, unknown_tool};
 pub use budget::{
     FALLBACK_TURN_BUDGET, MAX_ECHO_BYTES, MIN_CALL_SHARE, MIN_TURN_BUDGET,

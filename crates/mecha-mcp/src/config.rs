@@ -28,7 +28,24 @@ pub struct McpServerConfig {
     /// A bare name (resolved against mecha's own PATH) or a path; a relative
     /// path is made absolute against the directory of the file that
     /// configured it (see [`anchor_command`](Self::anchor_command)).
+    /// Empty for a remote server, which has a `url` instead.
+    #[serde(default)]
     pub command: String,
+    /// A remote server's endpoint, spoken to over streamable HTTP;
+    /// exclusive with `command` (see `remote.rs`).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// `streamable-http`, the one remote transport this build speaks.
+    #[serde(default)]
+    pub transport: Option<String>,
+    /// The variable of mecha's environment whose value a remote server gets
+    /// as `Authorization: Bearer …`.
+    #[serde(default)]
+    pub bearer_token_env: Option<String>,
+    /// Headers sent with every request to a remote server; `${VAR}` in a
+    /// value is read from mecha's environment when it connects.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
     #[serde(default)]
     pub args: Vec<String>,
     /// Register tools as `<server>__<tool>`; `false` promises distinct names.
@@ -81,6 +98,10 @@ impl McpServerConfig {
         Self {
             name: name.into(),
             command: command.into(),
+            url: None,
+            transport: None,
+            bearer_token_env: None,
+            headers: BTreeMap::new(),
             args: Vec::new(),
             prefix_tools: true,
             env_passthrough: Vec::new(),
@@ -120,7 +141,12 @@ impl McpServerConfig {
     pub fn validate(&self, sandbox_backend: bool) -> Result<(), ConfigError> {
         check_name(&self.name)?;
         let name = || self.name.clone();
-        if self.command.trim().is_empty() {
+        if self.url.is_some() {
+            crate::remote::validate(self).map_err(|reason| ConfigError::Remote {
+                name: name(),
+                reason,
+            })?;
+        } else if self.command.trim().is_empty() {
             return Err(ConfigError::EmptyCommand { name: name() });
         }
         if self.startup_timeout_s == 0 {
@@ -243,6 +269,8 @@ pub enum ConfigError {
     HostsAndNetwork { name: String },
     #[error("MCP server `{name}`: allow_hosts: {reason}")]
     BadAllowHosts { name: String, reason: String },
+    #[error("MCP server `{name}`: {reason}")]
+    Remote { name: String, reason: String },
 }
 
 fn check_name(name: &str) -> Result<(), ConfigError> {

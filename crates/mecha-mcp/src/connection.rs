@@ -36,7 +36,8 @@ const MAX_PAGES: usize = 1000;
 
 pub(crate) struct Connection {
     service: RunningService<RoleClient, Handler>,
-    process: ServerProcess,
+    /// The server's process; `None` for a remote server (a `url`).
+    process: Option<ServerProcess>,
     /// Where the server's progress reports for each running call go.
     progress: std::sync::Arc<ProgressRoutes>,
     /// The version the server answered `initialize` with.
@@ -50,12 +51,18 @@ pub(crate) struct Connection {
 impl Connection {
     /// See [`ServerProcess::sweep`].
     pub(crate) fn sweep(&self) -> Vec<String> {
-        self.process.sweep()
+        self.process
+            .as_ref()
+            .map(ServerProcess::sweep)
+            .unwrap_or_default()
     }
 
     /// See [`ServerProcess::network_report`].
     pub(crate) fn network_report(&self) -> Vec<String> {
-        self.process.network_report()
+        self.process
+            .as_ref()
+            .map(ServerProcess::network_report)
+            .unwrap_or_default()
     }
 }
 
@@ -65,21 +72,24 @@ pub(crate) struct Started {
     pub tools: Vec<Value>,
 }
 
-/// Spawns the server, shakes hands and lists its tools, all within
-/// `startup_timeout_s`.
+/// Spawns the server (or reaches a remote one: `remote.rs`), shakes hands
+/// and lists its tools, all within `startup_timeout_s`.
 pub(crate) async fn connect(
     config: &McpServerConfig,
     opts: &SpawnOptions,
     signals: std::sync::Arc<Signals>,
 ) -> Result<Started, Failure> {
+    let progress = std::sync::Arc::<ProgressRoutes>::default();
+    let handler = Handler::new(config.name.clone(), std::sync::Arc::clone(&progress));
+    if config.url.is_some() {
+        return crate::remote::connect(config, handler, progress, signals).await;
+    }
     let Spawned {
         stdin,
         stdout,
         process,
     } = spawn(config, opts).map_err(Failure::bare)?;
     let limit = Duration::from_secs(config.startup_timeout_s);
-    let progress = std::sync::Arc::<ProgressRoutes>::default();
-    let handler = Handler::new(config.name.clone(), std::sync::Arc::clone(&progress));
     let transport = Watched::new(
         AsyncRwTransport::new_client(
             BoundedLines::new(stdout, MAX_MESSAGE_BYTES, config.name.clone()),
@@ -88,61 +98,10 @@ pub(crate) async fn connect(
         config.name.clone(),
         signals,
     );
-    // Each early failure says whether the pipe closed under it: then the
-    // exit status explains more than the closed pipe does.
-    let handshake = async {
-        let service = handler.serve(transport).await.map_err(|e| {
-            let closed = matches!(
-                e,
-                ClientInitializeError::ConnectionClosed(_)
-                    | ClientInitializeError::TransportError { .. }
-            );
-            let error = StartError::Handshake {
-                detail: e.to_string(),
-            };
-            (error, closed)
-        })?;
-        let tools = list_tools(service.peer(), None).await.map_err(|e| {
-            let closed = matches!(e, RequestError::Closed(_));
-            let error = StartError::ListTools {
-                detail: e.to_string(),
-            };
-            (error, closed)
-        })?;
-        Ok::<_, (StartError, bool)>((service, tools))
-    };
+    let handshake = handshake(handler, transport);
     let error = match tokio::time::timeout(limit, handshake).await {
         Ok(Ok((service, tools))) => {
-            let info = service.peer_info();
-            let protocol_version = info
-                .as_ref()
-                .map(|i| i.protocol_version.to_string())
-                .unwrap_or_default();
-            // A server may send an empty version; then the name alone.
-            let server_info = info
-                .as_ref()
-                .and_then(|i| i.server_info.as_ref())
-                .map(|s| format!("{} {}", s.name, s.version).trim().to_owned());
-            let offers_resources = info
-                .as_ref()
-                .is_some_and(|i| i.capabilities.resources.is_some());
-            tracing::debug!(
-                server = %config.name,
-                protocol = %protocol_version,
-                tools = tools.len(),
-                "MCP server ready"
-            );
-            return Ok(Started {
-                connection: Connection {
-                    service,
-                    process,
-                    progress,
-                    protocol_version,
-                    server_info,
-                    offers_resources,
-                },
-                tools,
-            });
+            return Ok(started(config, service, tools, Some(process), progress));
         }
         Ok(Err((error, false))) => error,
         Ok(Err((error, true))) => match process.wait_exit(SETTLE).await {
@@ -162,10 +121,86 @@ pub(crate) async fn connect(
     })
 }
 
+/// The handshake and the first `tools/list` over `transport`. Each early
+/// failure says whether the transport closed under it: for a process, the
+/// exit status then explains more than the closed pipe does.
+pub(crate) async fn handshake<T>(
+    handler: Handler,
+    transport: T,
+) -> Result<(RunningService<RoleClient, Handler>, Vec<Value>), (StartError, bool)>
+where
+    T: rmcp::transport::Transport<RoleClient> + Send + 'static,
+    T::Error: std::error::Error + Send + Sync + 'static,
+{
+    let service = handler.serve(transport).await.map_err(|e| {
+        let closed = matches!(
+            e,
+            ClientInitializeError::ConnectionClosed(_)
+                | ClientInitializeError::TransportError { .. }
+        );
+        let error = StartError::Handshake {
+            detail: e.to_string(),
+        };
+        (error, closed)
+    })?;
+    let tools = list_tools(service.peer(), None).await.map_err(|e| {
+        let closed = matches!(e, RequestError::Closed(_));
+        let error = StartError::ListTools {
+            detail: e.to_string(),
+        };
+        (error, closed)
+    })?;
+    Ok((service, tools))
+}
+
+/// A connection that shook hands, with what the server said of itself.
+pub(crate) fn started(
+    config: &McpServerConfig,
+    service: RunningService<RoleClient, Handler>,
+    tools: Vec<Value>,
+    process: Option<ServerProcess>,
+    progress: std::sync::Arc<ProgressRoutes>,
+) -> Started {
+    let info = service.peer_info();
+    let protocol_version = info
+        .as_ref()
+        .map(|i| i.protocol_version.to_string())
+        .unwrap_or_default();
+    // A server may send an empty version; then the name alone.
+    let server_info = info
+        .as_ref()
+        .and_then(|i| i.server_info.as_ref())
+        .map(|s| format!("{} {}", s.name, s.version).trim().to_owned());
+    let offers_resources = info
+        .as_ref()
+        .is_some_and(|i| i.capabilities.resources.is_some());
+    tracing::debug!(
+        server = %config.name,
+        protocol = %protocol_version,
+        tools = tools.len(),
+        "MCP server ready"
+    );
+    Started {
+        connection: Connection {
+            service,
+            process,
+            progress,
+            protocol_version,
+            server_info,
+            offers_resources,
+        },
+        tools,
+    }
+}
+
 impl Connection {
     /// Whether requests can still reach the server.
     pub fn is_alive(&self) -> bool {
-        !self.service.peer().is_transport_closed() && self.process.exit_status().is_none()
+        !self.service.peer().is_transport_closed()
+            && self
+                .process
+                .as_ref()
+                .is_none_or(|p| p.exit_status().is_none())
     }
 
     /// `tools/call`, cancelled (`notifications/cancelled`) once `idle`
@@ -224,9 +259,12 @@ impl Connection {
     /// Why the server went away, for people: its exit status, and the last
     /// lines of its stderr.
     pub async fn death(&self) -> (String, Vec<String>) {
-        let status = self.process.wait_exit(SETTLE).await;
-        self.process.kill();
-        let tail = self.process.stderr_tail(SETTLE).await;
+        let Some(process) = &self.process else {
+            return ("it closed the connection".to_owned(), Vec::new());
+        };
+        let status = process.wait_exit(SETTLE).await;
+        process.kill();
+        let tail = process.stderr_tail(SETTLE).await;
         let reason = match status {
             Some(status) => format!("it exited ({})", describe_exit(status)),
             None => "it closed the connection".to_owned(),
@@ -236,7 +274,10 @@ impl Connection {
 
     /// Kills the server now, rather than when the last handle drops.
     pub fn kill(&self) {
-        self.process.kill();
+        match &self.process {
+            Some(process) => process.kill(),
+            None => self.service.cancellation_token().cancel(),
+        }
     }
 }
 

@@ -47,6 +47,9 @@ pub enum StartError {
     Handshake { detail: String },
     #[error("listing its tools failed: {detail}")]
     ListTools { detail: String },
+    /// A remote server that cannot be reached as configured.
+    #[error("{detail}")]
+    Remote { detail: String },
 }
 
 impl StartError {

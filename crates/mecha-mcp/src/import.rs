@@ -79,7 +79,7 @@ pub fn parse_mcp_servers_json(text: &str, path: &Path) -> Result<ImportedServers
             return Err(fail(format!("`{key}.{raw_name}` is not an object")));
         };
         let mut config = match entry_to_config(raw_name, entry) {
-            Ok(Entry::Server(config)) => config,
+            Ok(Entry::Server(config)) => *config,
             Ok(Entry::Skip(reason)) => {
                 out.skipped.push(SkippedServer {
                     name: raw_name.clone(),
@@ -103,8 +103,39 @@ pub fn parse_mcp_servers_json(text: &str, path: &Path) -> Result<ImportedServers
     Ok(out)
 }
 
+/// A `url` entry (`"type": "http"`, `"streamable-http"` or none): a remote
+/// server over streamable HTTP, its `headers` kept as written (`${VAR}` is
+/// read when it connects). An SSE-only one is skipped with the reason.
+fn remote_entry(raw_name: &str, kind: &str, entry: &Map<String, Value>) -> Result<Entry, String> {
+    if kind == "sse" {
+        return Ok(Entry::Skip(
+            "an SSE (`\"type\": \"sse\"`) server; this build speaks the streamable-HTTP \
+             transport to remote servers, not the older SSE one"
+                .into(),
+        ));
+    }
+    let url = match entry.get("url") {
+        Some(Value::String(url)) if !url.trim().is_empty() => url.clone(),
+        _ => return Err("a remote server needs `url`, as a non-empty string".into()),
+    };
+    let mut config = McpServerConfig::new(raw_name, "");
+    config.url = Some(url);
+    if let Some(headers) = entry.get("headers") {
+        let Some(headers) = headers.as_object() else {
+            return Err("`headers` must be an object of strings".into());
+        };
+        for (name, value) in headers {
+            let Some(value) = value.as_str() else {
+                return Err(format!("`headers.{name}` must be a string"));
+            };
+            config.headers.insert(name.clone(), value.to_owned());
+        }
+    }
+    Ok(Entry::Server(Box::new(config)))
+}
+
 enum Entry {
-    Server(McpServerConfig),
+    Server(Box<McpServerConfig>),
     Skip(String),
 }
 
@@ -114,11 +145,7 @@ fn entry_to_config(raw_name: &str, entry: &Map<String, Value>) -> Result<Entry, 
     }
     let kind = entry.get("type").and_then(Value::as_str).unwrap_or("stdio");
     if kind != "stdio" || entry.contains_key("url") {
-        let kind = if kind == "stdio" { "http" } else { kind };
-        return Ok(Entry::Skip(format!(
-            "a remote (`{kind}`) server; mecha talks to MCP servers over stdio only, so run it \
-             through a local stdio bridge or leave it out"
-        )));
+        return remote_entry(raw_name, kind, entry);
     }
     if entry.contains_key("cwd") {
         return Ok(Entry::Skip(
@@ -172,7 +199,7 @@ fn entry_to_config(raw_name: &str, entry: &Map<String, Value>) -> Result<Entry, 
              `\"NAME\": \"${{NAME}}\"` to pass a variable of the same name through"
         )));
     }
-    Ok(Entry::Server(config))
+    Ok(Entry::Server(Box::new(config)))
 }
 
 /// The key itself when it is already a valid server name.
@@ -217,11 +244,12 @@ mod tests {
     }
 
     #[test]
-    fn remote_and_odd_entries_are_reported_not_dropped() {
+    fn remote_entries_run_and_odd_ones_are_reported_not_dropped() {
         let got = parse(
             r#"{"mcpServers": {
-                "docs": {"type": "http", "url": "https://example.com/mcp"},
-                "old": {"url": "https://example.com/sse"},
+                "docs": {"type": "http", "url": "https://example.com/mcp",
+                         "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}},
+                "old": {"url": "https://example.com/mcp2"},
                 "sse": {"type": "sse", "url": "https://example.com/sse"},
                 "off": {"command": "x", "disabled": true},
                 "moved": {"command": "x", "cwd": "/srv"},
@@ -230,14 +258,16 @@ mod tests {
             }}"#,
         )
         .unwrap();
-        assert_eq!(got.servers.len(), 1);
-        assert_eq!(got.servers[0].name, "ok");
+        let names: Vec<&str> = got.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["docs", "ok", "old"]);
+        let docs = &got.servers[0];
+        assert_eq!(docs.url.as_deref(), Some("https://example.com/mcp"));
+        assert_eq!(docs.headers["Authorization"], "Bearer ${DOCS_TOKEN}");
+        assert!(docs.validate(false).is_ok());
         let skipped: Vec<&str> = got.skipped.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(skipped, ["docs", "leaky", "moved", "off", "old", "sse"]);
+        assert_eq!(skipped, ["leaky", "moved", "off", "sse"]);
         let reason = |n: &str| &got.skipped.iter().find(|s| s.name == n).unwrap().reason;
-        assert!(reason("docs").contains("`http`"));
-        assert!(reason("sse").contains("`sse`"));
-        assert!(reason("old").contains("remote"));
+        assert!(reason("sse").contains("`\"type\": \"sse\"`"));
         assert!(reason("leaky").contains("ANTHROPIC_API_KEY"));
         assert!(reason("moved").contains("cwd"));
     }

@@ -32,6 +32,7 @@ mod handler;
 mod hub;
 mod import;
 mod naming;
+mod remote;
 mod result;
 mod send_words;
 mod server;

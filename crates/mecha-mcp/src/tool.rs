@@ -44,6 +44,9 @@ pub(crate) enum ToolKind {
 /// The reader tool's name after `<server>__`.
 const READER_SUFFIX: &str = "read_resource";
 
+/// Why a remote server's tool counts as a send.
+const REMOTE_SEND: &str = "belongs to a remote MCP server, so each call sends its arguments to the \
+                           host its config names";
 /// Why an open-world tool is refused in an armed conversation: it may take
 /// no arguments at all (`browser_snapshot`), so "a destination the model
 /// chooses" would be untrue of it.
@@ -149,14 +152,18 @@ fn spec(
     };
     let open_world = hint("openWorldHint");
     let forced = config.force.capabilities();
+    // A remote server's every call sends its arguments to a host, fixed by
+    // config, and what comes back a third party wrote.
+    let remote = config.url.is_some();
     let capabilities = Capabilities {
         private_data: true,
-        untrusted_input: open_world,
+        untrusted_input: open_world || remote,
         // `Chosen`: a remote tool's input schema is the server's to write,
         // so nothing local can prove it holds no destination. Only a
         // sandbox that fixes the destinations (`allow_hosts`) makes it
         // `Blind`, and one without network makes it `None`.
         egress: match (open_world, confinement) {
+            (false, _) if remote => Egress::Blind,
             (false, _) => Egress::None,
             (true, None) => Egress::Chosen,
             (true, Some((sandbox, network))) => sandbox.egress(Egress::Chosen, network),
@@ -184,9 +191,11 @@ fn spec(
         capabilities,
         read_only,
         // A server the config distrusts is treated as outside content too.
-        external: open_world || forced.untrusted_input,
+        external: open_world || remote || forced.untrusted_input,
         send_reason: if open_world {
             OPEN_WORLD_SEND
+        } else if remote {
+            REMOTE_SEND
         } else {
             FORCED_SEND
         },

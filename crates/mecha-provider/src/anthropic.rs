@@ -8,6 +8,7 @@ mod thinking;
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderValue};
 
+use crate::config::CacheTtl;
 use crate::http::{HttpCore, HttpOptions};
 use crate::{Provider, ProviderError, Request, Response, StreamSink};
 use stream::StreamState;
@@ -55,6 +56,8 @@ pub struct AnthropicOptions {
     pub thinking: Option<Thinking>,
     /// Whether the model reads images (`[provider] images`, default yes).
     pub images: bool,
+    /// `[provider] cache_ttl`: how long the stable prefix stays cached.
+    pub cache_ttl: Option<CacheTtl>,
     pub http: HttpOptions,
 }
 
@@ -67,6 +70,8 @@ pub struct AnthropicProvider {
     context_window: u64,
     thinking: Option<Thinking>,
     images: bool,
+    /// The system prompt and the tools are cached for an hour.
+    hour_cache: bool,
 }
 
 impl AnthropicProvider {
@@ -122,6 +127,8 @@ impl AnthropicProvider {
             options.thinking.and_then(Thinking::beta),
             spec.filter(|s| s.needs_window_beta)
                 .map(|_| "model-context-window-exceeded-2025-08-26"),
+            (options.cache_ttl == Some(CacheTtl::OneHour))
+                .then_some("extended-cache-ttl-2025-04-11"),
         ]
         .into_iter()
         .flatten()
@@ -148,6 +155,7 @@ impl AnthropicProvider {
             max_tokens,
             thinking: options.thinking,
             images: options.images,
+            hour_cache: options.cache_ttl == Some(CacheTtl::OneHour),
         })
     }
 }
@@ -181,7 +189,13 @@ impl Provider for AnthropicProvider {
         request: Request<'_>,
         on_stream: &mut StreamSink<'_>,
     ) -> Result<Response, ProviderError> {
-        let body = request::body(&self.model, self.max_tokens, self.thinking, &request);
+        let body = request::body(
+            &self.model,
+            self.max_tokens,
+            self.thinking,
+            self.hour_cache,
+            &request,
+        );
         let body = serde_json::to_vec(&body)
             .map_err(|e| ProviderError::Api(format!("cannot encode the request: {e}")))?;
         self.http.exchange::<StreamState>(&body, on_stream).await

@@ -62,6 +62,9 @@ pub struct ProviderSettings {
     pub max_tokens_field: Option<MaxTokensField>,
     /// Claude's extended thinking: `"adaptive"` or `{ budget_tokens = N }`.
     pub thinking: Option<Thinking>,
+    /// How long Anthropic keeps the prompt's stable prefix (the tool list
+    /// and the system prompt) cached: `"5m"` (the default) or `"1h"`.
+    pub cache_ttl: Option<CacheTtl>,
     /// The script file the scripted provider plays.
     pub script: Option<PathBuf>,
     /// Longest silence, in seconds, before a stalled request or stream is an
@@ -75,6 +78,15 @@ pub struct ProviderSettings {
     /// which key to change (never read from the file itself).
     #[serde(skip)]
     pub config_file: Option<PathBuf>,
+}
+
+/// `[provider] cache_ttl`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum CacheTtl {
+    #[serde(rename = "5m")]
+    FiveMinutes,
+    #[serde(rename = "1h")]
+    OneHour,
 }
 
 /// How to configure a provider; shown when none is.
@@ -184,11 +196,19 @@ fn build_provider(
                 context_window: settings.context_window,
                 thinking: settings.thinking,
                 images,
+                cache_ttl: settings.cache_ttl,
                 http,
             })?;
             Ok(Arc::new(provider))
         }
         Kind::OpenAi => {
+            if settings.cache_ttl.is_some() {
+                return Err(ProviderError::NotConfigured(
+                    "cache_ttl in [provider] sets how long Anthropic caches the prompt; an \
+                     OpenAI-compatible server caches on its own terms, so remove the line"
+                        .into(),
+                ));
+            }
             let key_env = resolved.key_env.unwrap_or_default();
             let api_key = var(&key_env);
             if api_key.is_none() && settings.api_key_env.is_some() {

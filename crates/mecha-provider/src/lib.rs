@@ -32,7 +32,7 @@ pub use anthropic::{
     MIN_THINKING_BUDGET, Thinking,
 };
 pub use config::{
-    DEFAULT_ANTHROPIC_BASE_URL, DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_BASE_URL, Kind,
+    CacheTtl, DEFAULT_ANTHROPIC_BASE_URL, DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_BASE_URL, Kind,
     ProviderSettings, build, build_with,
 };
 pub use http::HttpOptions;

@@ -270,3 +270,40 @@ async fn a_refusal_carries_the_explanation() {
         Some("This asks for a working exploit.")
     );
 }
+
+#[tokio::test]
+async fn an_hour_cache_is_asked_for_with_its_beta_and_only_on_the_prefix() {
+    let tools = [mecha_core::ToolDefinition {
+        name: "fs_read".into(),
+        description: "reads".into(),
+        input_schema: json!({"type": "object"}),
+    }];
+    let mock = MockModel::start(vec![MockReply::text("ok")]).await;
+    let settings = ProviderSettings {
+        cache_ttl: Some(mecha_provider::CacheTtl::OneHour),
+        ..model("claude-sonnet-4-5-20250929")
+    };
+    let provider = provider_with(&mock, settings);
+    let messages = [Message::user_text("hi")];
+    let request = mecha_provider::Request {
+        system: "be brief",
+        tools: &tools,
+        messages: &messages,
+    };
+    let mut sink = |_: mecha_provider::Streamed<'_>| {};
+    provider.complete(request, &mut sink).await.unwrap();
+    let sent = mock.requests().remove(0);
+    assert_eq!(
+        sent.header("anthropic-beta"),
+        Some("extended-cache-ttl-2025-04-11")
+    );
+    let hour = json!({"type": "ephemeral", "ttl": "1h"});
+    assert_eq!(sent.body["system"][0]["cache_control"], hour);
+    assert_eq!(sent.body["tools"][0]["cache_control"], hour);
+    assert_eq!(
+        sent.body["messages"][0]["content"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    let plain = first_body(model("claude-sonnet-4-5-20250929")).await;
+    assert_eq!(plain.header("anthropic-beta"), None);
+}

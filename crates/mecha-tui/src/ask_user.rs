@@ -10,7 +10,7 @@
 
 use async_trait::async_trait;
 use mecha_core::{Capabilities, Tool, ToolCtx, ToolOutput};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::bridge::ToScreen;
@@ -89,16 +89,7 @@ impl Tool for AskUser {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "question": {
-                    "type": "string",
-                    "description": "The question to show the user."
-                }
-            },
-            "required": ["question"]
-        })
+        mecha_core::ask_user_schema("The question to show the user.")
     }
 
     /// It changes nothing: the approval gate would only ask the user
@@ -117,14 +108,9 @@ impl Tool for AskUser {
     }
 
     async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
-        let question = match input.get("question").and_then(Value::as_str) {
-            Some(question) if !question.trim().is_empty() => question,
-            _ => {
-                return Ok(ToolOutput::err(
-                    "ask_user needs `question`: the question to show the user, as a non-empty \
-                     string",
-                ));
-            }
+        let question = match mecha_core::asked_question(&input) {
+            Ok(question) => question,
+            Err(refusal) => return Ok(ToolOutput::err(refusal)),
         };
         let (asked, answer) = UserQuestion::new(ctx.agent(), question);
         if self.screen.send(ToScreen::AskUser(asked)).is_err() {
@@ -143,6 +129,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use serde_json::json;
 
     /// Calls the tool with `input`, the screen answering `answer`.
     async fn asked(input: Value, answer: Option<&str>) -> (Option<String>, ToolOutput) {

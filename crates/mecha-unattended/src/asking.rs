@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use mecha_core::{Approver, Capabilities, Decision, ModeSwitch, Tool, ToolCtx, ToolOutput};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// The result the parked call holds while the question waits. The model
 /// never reads it: the answer takes its place before the next request.
@@ -36,16 +36,7 @@ impl Tool for ParkingAskUser {
     }
 
     fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "question": {
-                    "type": "string",
-                    "description": "The question for the owner."
-                }
-            },
-            "required": ["question"]
-        })
+        mecha_core::ask_user_schema("The question for the owner.")
     }
 
     /// It changes nothing and reaches only the owner.
@@ -59,13 +50,9 @@ impl Tool for ParkingAskUser {
     }
 
     async fn call(&self, input: Value, _ctx: &ToolCtx) -> anyhow::Result<ToolOutput> {
-        let question = match input.get("question").and_then(Value::as_str) {
-            Some(question) if !question.trim().is_empty() => question,
-            _ => {
-                return Ok(ToolOutput::refusal(
-                    "ask_user needs `question`: the question for the owner, as a non-empty string",
-                ));
-            }
+        let question = match mecha_core::asked_question(&input) {
+            Ok(question) => question,
+            Err(refusal) => return Ok(ToolOutput::refusal(refusal)),
         };
         if self.parked.swap(true, Ordering::SeqCst) {
             return Ok(ToolOutput::refusal(
@@ -105,6 +92,7 @@ impl Approver for NobodyToAsk {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[tokio::test]
     async fn the_first_question_parks_and_a_second_beside_it_is_refused() {

@@ -50,7 +50,19 @@ fn list(settings: &Settings) {
             command.push_str(arg);
         }
         outln!("{}  ({})", c.name, server.source);
-        outln!("  command: {command}");
+        match &c.url {
+            Some(url) => {
+                outln!("  remote, streamable HTTP: {url}");
+                if let Some(var) = &c.bearer_token_env {
+                    outln!("  bearer token from ${var}");
+                }
+                if !c.headers.is_empty() {
+                    let names: Vec<&str> = c.headers.keys().map(String::as_str).collect();
+                    outln!("  headers: {}", names.join(", "));
+                }
+            }
+            None => outln!("  command: {command}"),
+        }
         if !c.prefix_tools {
             outln!("  tools keep their own names (prefix_tools = false)");
         }
@@ -102,6 +114,7 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
             if let Some(info) = server_info {
                 out.push_str(&format!("server: {info}\n"));
             }
+            out.push_str(&transport_line(&server.config));
             // What a run would give each tool: `[tools.NAME] force` too.
             let forcing = settings.forcing();
             let caps_of = |t: &mecha_mcp::ToolSummary| match forcing.get(&t.name) {
@@ -155,6 +168,21 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
     };
     output::out(&printable(&out));
     Ok(code)
+}
+
+/// How `mecha mcp check` says the server is reached, and with what
+/// credentials.
+fn transport_line(config: &mecha_mcp::McpServerConfig) -> String {
+    match &config.url {
+        None => "transport: stdio (a process mecha runs)\n".to_owned(),
+        Some(url) => {
+            let auth = match &config.bearer_token_env {
+                Some(var) => format!("a bearer token from ${var}"),
+                None => "no credentials".to_owned(),
+            };
+            format!("transport: streamable HTTP to {url}; auth: {auth}\n")
+        }
+    }
 }
 
 /// How many of a failed server's last stderr lines `mecha mcp check`

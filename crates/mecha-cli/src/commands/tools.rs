@@ -338,8 +338,14 @@ fn servers(hub: &McpHub, registry: &Registry, settings: &Settings, width: usize)
     for (status, configured) in hub.statuses().iter().zip(&settings.mcp) {
         match &status.state {
             ServerState::Ready { tools, .. } => {
+                let remote = configured
+                    .config
+                    .url
+                    .as_ref()
+                    .map(|url| format!("remote at {url}, "))
+                    .unwrap_or_default();
                 out.push_str(&format!(
-                    "MCP server `{}` ({}): ready, {} tool{}\n",
+                    "MCP server `{}` ({}): {remote}ready, {} tool{}\n",
                     status.name,
                     configured.source,
                     tools.len(),

@@ -3,10 +3,13 @@
 
 mod compaction;
 mod distrust;
+mod filter;
 mod hooks;
 mod instructions;
+mod mcp_files;
 mod model;
 mod origin;
+mod outbox;
 mod project;
 mod sandbox;
 mod search;
@@ -19,7 +22,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mecha_core::Tool;
 use mecha_core::{
     DEFAULT_SPILL_MAX_BYTES, FALLBACK_TURN_BUDGET, ForcedCapabilities, MIN_TURN_BUDGET,
     PermissionMode, RuleAction, RuleConfig, budget_for_context_window,
@@ -29,6 +31,7 @@ use mecha_provider::ProviderSettings;
 use mecha_sandbox::SandboxConfig;
 use mecha_tools::{BuiltinConfig, FetchConfig, ShellConfig};
 
+pub use filter::ToolFilter;
 pub use hooks::Hooks;
 use model::{GlobalConfig, ProjectConfig};
 pub use origin::Origin;
@@ -73,34 +76,6 @@ pub fn mecha_home() -> Result<PathBuf, ConfigError> {
         .filter(|h| !h.is_empty())
         .map(|h| PathBuf::from(h).join(".mecha"))
         .ok_or(ConfigError::NoHome)
-}
-
-/// Which tools a run keeps: config's enabled/disabled and `--tool` (already
-/// folded into the sets), and in a planning run only read-only tools.
-#[derive(Debug, Clone)]
-pub struct ToolFilter {
-    enabled: Option<BTreeSet<String>>,
-    disabled: BTreeSet<String>,
-    read_only_only: bool,
-}
-
-impl ToolFilter {
-    pub fn keeps(&self, tool: &dyn Tool) -> bool {
-        self.keeps_name(tool.name()) && (!self.read_only_only || tool.read_only())
-    }
-
-    /// [`ToolFilter::keeps`] for a subagent, which a planning run also
-    /// drops when its profile lists a tool that changes things, even one
-    /// narrowed away: a writer cut down to its readers is not what the
-    /// profile describes.
-    pub fn keeps_subagent(&self, tool: &dyn Tool, read_only_as_configured: bool) -> bool {
-        self.keeps(tool) && (!self.read_only_only || read_only_as_configured)
-    }
-
-    /// Whether a tool of this name survives every layer.
-    pub fn keeps_name(&self, name: &str) -> bool {
-        self.enabled.as_ref().is_none_or(|e| e.contains(name)) && !self.disabled.contains(name)
-    }
 }
 
 /// An MCP server and the file (or flag) it came from.
@@ -263,7 +238,7 @@ impl Settings {
             skills: SkillSettings::from_user(&global.skills, here, &path),
             subagents: subagents::check(&path, global.subagent)?,
             hooks: hooks::compile(&path, here, &global.hook),
-            outbox: checked_outbox(&path, global.outbox)?,
+            outbox: outbox::checked(&path, global.outbox)?,
             notify: global.tui.notify.unwrap_or_default(),
             search,
             origins: Origins::default(),
@@ -276,61 +251,12 @@ impl Settings {
         Ok(settings)
     }
 
-    /// Narrows the enabled set to `only` (`None` leaves it as it is).
-    pub fn narrow_enabled(&mut self, only: Option<BTreeSet<String>>) {
-        let Some(only) = only else { return };
-        self.tools_enabled = Some(match self.tools_enabled.take() {
-            None => only,
-            Some(current) => current.intersection(&only).cloned().collect(),
-        });
-    }
-
-    /// Adds the servers of an `mcpServers` JSON file; `via` says what named
-    /// it (a config file, or --mcp-file). Entries mecha cannot run become
-    /// warnings, never silent omissions.
-    fn import_mcp_file(&mut self, file: &Path, via: &str) -> Result<(), ConfigError> {
-        let imported =
-            mecha_mcp::read_mcp_servers_json(file).map_err(|e| ConfigError::Invalid {
-                path: e.path.clone(),
-                message: format!("{} (named by {via})", e.message),
-            })?;
-        for skipped in imported.skipped {
-            self.warnings.push(format!(
-                "MCP server `{}` in {} is skipped: {}",
-                skipped.name,
-                file.display(),
-                skipped.reason
-            ));
-        }
-        self.mcp
-            .extend(imported.servers.into_iter().map(|config| ConfiguredServer {
-                config,
-                source: file.display().to_string(),
-            }));
-        let configs: Vec<McpServerConfig> = self.mcp.iter().map(|s| s.config.clone()).collect();
-        mecha_mcp::validate_all(&configs, self.sandbox.kind.is_some()).map_err(|e| {
-            ConfigError::Invalid {
-                path: file.to_path_buf(),
-                message: e.to_string(),
-            }
-        })
-    }
-
     /// Derives the budget from the provider's context window when the
     /// user's config left it unset. A project value still only lowers it.
     pub fn adopt_context_window(&mut self, window: Option<u64>) {
         if let (true, Some(window)) = (self.budget_is_fallback, window) {
             let derived = budget_for_context_window(window).max(MIN_TURN_BUDGET);
             self.turn_budget = self.project_budget.map_or(derived, |p| derived.min(p));
-        }
-    }
-
-    /// What survives narrowing; `plan` keeps only read-only tools.
-    pub fn tool_filter(&self, plan: bool) -> ToolFilter {
-        ToolFilter {
-            enabled: self.tools_enabled.clone(),
-            disabled: self.tools_disabled.clone(),
-            read_only_only: plan,
         }
     }
 
@@ -429,17 +355,3 @@ mod force_tests;
 mod subagent_tests;
 #[cfg(test)]
 mod tests;
-
-/// `[[outbox]]` entries, each one usable or an error naming what to fix.
-fn checked_outbox(
-    path: &Path,
-    actions: Vec<mecha_unattended::outbox::OutboxAction>,
-) -> Result<Vec<mecha_unattended::outbox::OutboxAction>, ConfigError> {
-    for action in &actions {
-        action.check().map_err(|message| ConfigError::Invalid {
-            path: path.to_owned(),
-            message,
-        })?;
-    }
-    Ok(actions)
-}

@@ -146,9 +146,9 @@ fn bare_options(settings: &Settings, workspace: &Path, sandbox: Option<&Sandbox>
 fn skill_store_paths(store: &Path) -> Vec<PathBuf> {
     let mut paths = vec![link_target(store)];
     for entry in std::fs::read_dir(store).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.symlink_metadata().is_ok_and(|m| m.is_symlink()) {
-            paths.push(link_target(&path));
+        // The directory entry's own type: no lstat per skill folder.
+        if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+            paths.push(link_target(&entry.path()));
         }
     }
     paths

@@ -306,3 +306,22 @@ pub fn docker_ready() -> bool {
     );
     true
 }
+
+/// The reference servers from npm, installed by .ci/run.
+pub fn npm_server(bin: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("MECHA_MCP_SERVERS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mcp-servers"));
+    let path = dir.join("node_modules/.bin").join(bin);
+    if path.exists() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is missing: npm install --prefix target/mcp-servers @modelcontextprotocol/server-everything \
+         @modelcontextprotocol/server-filesystem",
+        path.display()
+    );
+    eprintln!("SKIPPED: {} is not installed", path.display());
+    None
+}

@@ -10,11 +10,15 @@ use crate::Request;
 /// tool and the last message block: the first two mark the stable prefix
 /// shared by every request of the run, the last lets each turn read the
 /// previous turn's conversation from the cache instead of paying for it
-/// again.
+/// again. With `hour`, the stable prefix is cached for an hour; the last
+/// message's breakpoint, which the next turn replaces, keeps the default
+/// five minutes (a longer one only costs more to write, and the API wants
+/// longer-lived breakpoints first).
 pub(crate) fn body(
     model: &str,
     max_tokens: u32,
     thinking: Option<Thinking>,
+    hour: bool,
     request: &Request<'_>,
 ) -> Value {
     let mut body = Map::new();
@@ -31,12 +35,12 @@ pub(crate) fn body(
             json!([{
                 "type": "text",
                 "text": request.system,
-                "cache_control": ephemeral(),
+                "cache_control": prefix_breakpoint(hour),
             }]),
         );
     }
     if !request.tools.is_empty() {
-        body.insert("tools".into(), tools(request.tools));
+        body.insert("tools".into(), tools(request.tools, hour));
     }
     body.insert("messages".into(), messages(request.messages));
     Value::Object(body)
@@ -46,9 +50,17 @@ fn ephemeral() -> Value {
     json!({"type": "ephemeral"})
 }
 
+/// A breakpoint of the stable prefix: an hour's, or the default.
+fn prefix_breakpoint(hour: bool) -> Value {
+    match hour {
+        true => json!({"type": "ephemeral", "ttl": "1h"}),
+        false => ephemeral(),
+    }
+}
+
 /// In the order given (sorted by the registry); the last one carries the
 /// breakpoint that caches the whole tool list.
-fn tools(tools: &[ToolDefinition]) -> Value {
+fn tools(tools: &[ToolDefinition], hour: bool) -> Value {
     let mut list: Vec<Value> = tools
         .iter()
         .map(|t| {
@@ -60,7 +72,7 @@ fn tools(tools: &[ToolDefinition]) -> Value {
         })
         .collect();
     if let Some(Value::Object(last)) = list.last_mut() {
-        last.insert("cache_control".into(), ephemeral());
+        last.insert("cache_control".into(), prefix_breakpoint(hour));
     }
     Value::Array(list)
 }
@@ -177,7 +189,7 @@ mod tests {
             tools: &tools,
             messages: &messages,
         };
-        let body = body("claude-x", 1024, None, &request);
+        let body = body("claude-x", 1024, None, false, &request);
         assert_eq!(
             body,
             json!({
@@ -200,6 +212,25 @@ mod tests {
     }
 
     #[test]
+    fn an_hour_cache_holds_the_prefix_and_the_newest_message_keeps_five_minutes() {
+        let tools = [tool("fs_read")];
+        let messages = [Message::user_text("hi")];
+        let request = Request {
+            system: "be brief",
+            tools: &tools,
+            messages: &messages,
+        };
+        let body = body("m", 1, None, true, &request);
+        let hour = json!({"type": "ephemeral", "ttl": "1h"});
+        assert_eq!(body["system"][0]["cache_control"], hour);
+        assert_eq!(body["tools"][0]["cache_control"], hour);
+        assert_eq!(
+            body["messages"][0]["content"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+    }
+
+    #[test]
     fn a_message_with_nothing_to_send_is_left_out() {
         let messages = [
             Message::user_text("hi"),
@@ -216,7 +247,7 @@ mod tests {
             tools: &[],
             messages: &messages,
         };
-        let sent = &body("m", 1, None, &request)["messages"];
+        let sent = &body("m", 1, None, false, &request)["messages"];
         assert_eq!(sent.as_array().map(Vec::len), Some(2), "{sent}");
         assert_eq!(sent[1]["content"][0]["text"], "still there?");
     }
@@ -228,7 +259,7 @@ mod tests {
             tools: &[],
             messages: &[],
         };
-        let body = body("m", 1, None, &request);
+        let body = body("m", 1, None, false, &request);
         assert!(body.get("system").is_none());
         assert!(body.get("tools").is_none());
         assert_eq!(body["messages"], json!([]));
@@ -284,7 +315,7 @@ mod tests {
             tools: &[],
             messages: &messages,
         };
-        let body = body("m", 1, None, &request);
+        let body = body("m", 1, None, false, &request);
         assert_eq!(
             body["messages"],
             json!([
@@ -336,7 +367,7 @@ mod tests {
             tools: &[],
             messages: &messages,
         };
-        let body = body("m", 16_000, Some(Thinking::Budget(4096)), &request);
+        let body = body("m", 16_000, Some(Thinking::Budget(4096)), false, &request);
         assert_eq!(
             body["thinking"],
             json!({"type": "enabled", "budget_tokens": 4096})
@@ -360,7 +391,7 @@ mod tests {
             tools: &[],
             messages,
         };
-        body("m", 1, None, &request)
+        body("m", 1, None, false, &request)
     }
 
     #[test]

@@ -1,0 +1,296 @@
+//! Remote MCP servers: an `[[mcp]]` entry with a `url` instead of a
+//! `command`, reached over rmcp's streamable-HTTP client transport. The
+//! endpoint is fixed by config; a bearer token and header values come from
+//! mecha's environment when the server is reached, so no secret is written
+//! in a config file. TLS trusts the webpki roots, as the model providers do.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+use crate::config::McpServerConfig;
+use crate::connection::{Started, handshake, started};
+use crate::error::{Failure, StartError};
+use crate::handler::{Handler, ProgressRoutes, Signals, Watched};
+
+/// The remote transports; the first is the default.
+const TRANSPORTS: [&str; 1] = ["streamable-http"];
+
+/// What an entry with a `url` must hold, or why it cannot be used.
+pub(crate) fn validate(config: &McpServerConfig) -> Result<(), String> {
+    let url = config.url.as_deref().unwrap_or_default();
+    if !config.command.trim().is_empty() {
+        return Err(
+            "sets both `command` and `url`; a server is a program mecha runs or a URL it \
+             reaches: keep one"
+                .into(),
+        );
+    }
+    let parsed = url::Url::parse(url).map_err(|e| {
+        format!("`url = \"{url}\"` is not a URL ({e}); write it as https://host/mcp")
+    })?;
+    if !matches!(parsed.scheme(), "https" | "http") {
+        return Err(format!(
+            "`url = \"{url}\"` is not http(s); a remote MCP server is reached over HTTP"
+        ));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(
+            "`url` carries a user name or password; put a token in bearer_token_env instead".into(),
+        );
+    }
+    if let Some(transport) = &config.transport
+        && !TRANSPORTS.contains(&transport.as_str())
+    {
+        return Err(match transport.as_str() {
+            "sse" => "`transport = \"sse\"`: the older SSE transport is not supported by this \
+                      build; a server that speaks streamable HTTP works with the line removed"
+                .into(),
+            other => format!(
+                "`transport = \"{other}\"` is no transport; use \"streamable-http\" or drop the \
+                 line"
+            ),
+        });
+    }
+    let local = [
+        ("args", !config.args.is_empty()),
+        ("env", !config.env.is_empty()),
+        ("env_passthrough", !config.env_passthrough.is_empty()),
+        ("sandbox", config.sandbox),
+        ("network", config.network.is_some()),
+        ("allow_hosts", config.allow_hosts.is_some()),
+    ];
+    if let Some((field, _)) = local.iter().find(|(_, set)| *set) {
+        return Err(format!(
+            "sets `{field}`, which only means something for a server mecha runs; a `url` server \
+             runs elsewhere: drop it"
+        ));
+    }
+    if let Some(var) = &config.bearer_token_env
+        && (var.is_empty() || var.contains(['=', '\0']))
+    {
+        return Err(format!(
+            "`bearer_token_env = \"{var}\"` is not a variable name"
+        ));
+    }
+    for (name, value) in &config.headers {
+        if reqwest013::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+            return Err(format!(
+                "`headers` has `{name}`, which is not a header name"
+            ));
+        }
+        if value.contains(['\r', '\n', '\0']) {
+            return Err(format!("`headers.{name}` holds a line break or NUL"));
+        }
+    }
+    Ok(())
+}
+
+/// `${VAR}` in `value` read from mecha's environment; a variable that is not
+/// set is an error naming it.
+fn expanded(value: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("`{value}` opens `${{` without closing it"))?;
+        let name = &after[..end];
+        let found = env(name).ok_or_else(|| {
+            format!(
+                "`${{{name}}}` is not set in mecha's environment; export it, or drop the header"
+            )
+        })?;
+        out.push_str(&found);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The bearer token and the other headers, read from `env`.
+pub(crate) fn credentials(
+    config: &McpServerConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<
+    (
+        Option<String>,
+        HashMap<reqwest013::header::HeaderName, reqwest013::header::HeaderValue>,
+    ),
+    String,
+> {
+    let auth = match &config.bearer_token_env {
+        Some(var) => match env(var).filter(|t| !t.is_empty()) {
+            // rmcp sends it as `Authorization: Bearer <token>`.
+            Some(token) => Some(token),
+            None => {
+                return Err(format!(
+                    "`bearer_token_env = \"{var}\"`, but {var} is not set in mecha's environment; \
+                     export the token as {var}"
+                ));
+            }
+        },
+        None => None,
+    };
+    let mut headers = HashMap::new();
+    for (name, value) in &config.headers {
+        let value = expanded(value, env)?;
+        let name = reqwest013::header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|e| format!("header `{name}`: {e}"))?;
+        let value = reqwest013::header::HeaderValue::from_str(&value)
+            .map_err(|e| format!("header `{name}` cannot be sent: {e}"))?;
+        headers.insert(name, value);
+    }
+    Ok((auth, headers))
+}
+
+/// The HTTP client: rustls on ring with the webpki roots.
+fn client(timeout: Duration) -> Result<reqwest013::Client, String> {
+    let roots = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| e.to_string())?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    reqwest013::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .connect_timeout(timeout)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// Reaches the server at `config.url`, shakes hands and lists its tools
+/// within `startup_timeout_s`.
+pub(crate) async fn connect(
+    config: &McpServerConfig,
+    handler: Handler,
+    progress: Arc<ProgressRoutes>,
+    signals: Arc<Signals>,
+) -> Result<Started, Failure> {
+    let url = config.url.clone().unwrap_or_default();
+    let limit = Duration::from_secs(config.startup_timeout_s);
+    let env = |name: &str| std::env::var(name).ok();
+    let (auth, headers) =
+        credentials(config, &env).map_err(|detail| Failure::bare(StartError::Remote { detail }))?;
+    let client = client(limit).map_err(|detail| Failure::bare(StartError::Remote { detail }))?;
+    let mut transport_config =
+        StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers);
+    if let Some(auth) = auth {
+        transport_config = transport_config.auth_header(auth);
+    }
+    let transport = Watched::new(
+        StreamableHttpClientTransport::with_client(client, transport_config),
+        config.name.clone(),
+        signals,
+    );
+    let error = match tokio::time::timeout(limit, handshake(handler, transport)).await {
+        Ok(Ok((service, tools))) => return Ok(started(config, service, tools, None, progress)),
+        Ok(Err((StartError::Handshake { detail }, _))) => StartError::Remote {
+            detail: refused_handshake(config, &detail),
+        },
+        Ok(Err((error, _))) => error,
+        Err(_) => StartError::Timeout {
+            secs: config.startup_timeout_s,
+        },
+    };
+    Err(Failure::bare(error))
+}
+
+/// A handshake rmcp could not complete, in words for the user: what went
+/// wrong without the transport's type names, and for a server that wants
+/// authorization, what to set.
+fn refused_handshake(config: &McpServerConfig, detail: &str) -> String {
+    if detail.contains("Auth required") {
+        return match &config.bearer_token_env {
+            Some(var) => format!(
+                "the server refused the token in {var} (HTTP 401); check that it is current and \
+                 meant for {}",
+                config.url.as_deref().unwrap_or_default()
+            ),
+            None => "the server asks for authorization (HTTP 401); put a token for it in a \
+                     variable and name it in bearer_token_env (logging in with OAuth is not \
+                     built yet)"
+                .to_owned(),
+        };
+    }
+    // rmcp names the transport's whole type before what happened.
+    let plain = match detail.find("] error: ") {
+        Some(at) => &detail[at + "] error: ".len()..],
+        None => detail,
+    };
+    format!("the MCP handshake over streamable HTTP failed: {plain}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn remote(url: &str) -> McpServerConfig {
+        McpServerConfig {
+            url: Some(url.into()),
+            ..McpServerConfig::new("docs", "")
+        }
+    }
+
+    #[test]
+    fn a_url_entry_is_checked_with_the_fix_named() {
+        assert!(validate(&remote("https://mcp.example.com/mcp")).is_ok());
+        let both = McpServerConfig {
+            command: "npx".into(),
+            ..remote("https://mcp.example.com/mcp")
+        };
+        for (config, says) in [
+            (both, "both `command` and `url`"),
+            (remote("mcp.example.com"), "not a URL"),
+            (remote("ftp://mcp.example.com/"), "not http(s)"),
+            (remote("https://me:pw@mcp.example.com/"), "bearer_token_env"),
+            (
+                McpServerConfig {
+                    transport: Some("sse".into()),
+                    ..remote("https://x.example/")
+                },
+                "not supported",
+            ),
+            (
+                McpServerConfig {
+                    sandbox: true,
+                    ..remote("https://x.example/")
+                },
+                "`sandbox`",
+            ),
+        ] {
+            let err = validate(&config).unwrap_err();
+            assert!(err.contains(says), "{says}: {err}");
+        }
+    }
+
+    #[test]
+    fn tokens_and_header_values_come_from_the_environment() {
+        let mut config = remote("https://x.example/mcp");
+        config.bearer_token_env = Some("DOCS_TOKEN".into());
+        config
+            .headers
+            .insert("X-Team".into(), "infra-${TEAM}".into());
+        let env = |name: &str| match name {
+            "DOCS_TOKEN" => Some("s3cret".to_owned()),
+            "TEAM" => Some("blue".to_owned()),
+            _ => None,
+        };
+        let (auth, headers) = credentials(&config, &env).unwrap();
+        assert_eq!(auth.as_deref(), Some("s3cret"));
+        assert_eq!(
+            headers[&reqwest013::header::HeaderName::from_static("x-team")],
+            "infra-blue"
+        );
+        let unset = |_: &str| None;
+        let err = credentials(&config, &unset).unwrap_err();
+        assert!(err.contains("export the token as DOCS_TOKEN"), "{err}");
+    }
+}
