@@ -253,10 +253,12 @@ fn validate(dir_name: &str, raw: Raw, body: &str) -> Result<Skill, String> {
 
 /// Reads `file` as UTF-8, refusing one over [`MAX_SKILL_FILE_BYTES`].
 fn read_capped(file: &Path) -> io::Result<String> {
-    let mut bytes = Vec::new();
-    std::fs::File::open(file)?
-        .take(MAX_SKILL_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)?;
+    let file = std::fs::File::open(file)?;
+    // Room for the whole file at once: behind `take`, read_to_end would
+    // otherwise start small and grow, a read call per doubling.
+    let size = file.metadata().map_or(0, |m| m.len()).min(MAX_SKILL_FILE_BYTES);
+    let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0) + 1);
+    file.take(MAX_SKILL_FILE_BYTES + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_SKILL_FILE_BYTES {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
