@@ -256,9 +256,13 @@ fn read_capped(file: &Path) -> io::Result<String> {
     let file = std::fs::File::open(file)?;
     // Room for the whole file at once: behind `take`, read_to_end would
     // otherwise start small and grow, a read call per doubling.
-    let size = file.metadata().map_or(0, |m| m.len()).min(MAX_SKILL_FILE_BYTES);
+    let size = file
+        .metadata()
+        .map_or(0, |m| m.len())
+        .min(MAX_SKILL_FILE_BYTES);
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0) + 1);
-    file.take(MAX_SKILL_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    file.take(MAX_SKILL_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)?;
     if bytes.len() as u64 > MAX_SKILL_FILE_BYTES {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
