@@ -166,6 +166,17 @@ impl Failure {
     }
 }
 
+/// A store of unattended work refusing what was asked (no such trigger, a
+/// bad name) is a usage error; failing to read or write it, a failed run.
+impl From<mecha_unattended::UnattendedError> for Failure {
+    fn from(e: mecha_unattended::UnattendedError) -> Self {
+        match e {
+            mecha_unattended::UnattendedError::Usage(message) => Self::Usage(message),
+            other => Self::Run(other.into()),
+        }
+    }
+}
+
 impl From<config::ConfigError> for Failure {
     fn from(e: config::ConfigError) -> Self {
         Self::Usage(e.to_string())

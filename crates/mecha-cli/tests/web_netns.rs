@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::process::{Output, Stdio};
 use std::sync::Arc;
 
 use common::netns::{Netns, PRIVATE, PUBLIC};
@@ -34,29 +33,6 @@ const ARTICLE: &str = "<!doctype html><html><head><title>Borrowing, explained</t
 
 fn call(name: &str, input: Value) -> Value {
     json!({ "name": name, "input": input })
-}
-
-/// `mecha run --yes go` inside the namespace, its model a script of
-/// `calls`; returns the output and the stored session's text, unescaped.
-fn run(ns: &Netns, e: &common::Env, calls: &[Value], extra_config: &str) -> (Output, String) {
-    common::scripted_home(&e.home, calls, "Done.", extra_config);
-    let out = ns
-        .command(&assert_cmd::cargo::cargo_bin("mecha"))
-        .args(["run", "--yes", "go"])
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap())
-        .env("HOME", &e.home)
-        .env("MECHA_HOME", &e.home)
-        .current_dir(&e.ws)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let id = common::only_session(e);
-    let session = std::fs::read_to_string(e.home.join("sessions").join(format!("{id}.jsonl")))
-        .unwrap()
-        .replace("\\n", "\n")
-        .replace("\\\"", "\"");
-    (out, session)
 }
 
 #[test]
@@ -119,7 +95,7 @@ fn web_open_follows_public_redirects_and_refuses_private_ones_in_an_armed_conver
         ),
     ];
     let config = "[[search]]\nkind = \"searxng\"\nurl = \"http://127.0.0.1:8888\"\n";
-    let (out, session) = run(&ns, &e, &calls, config);
+    let (out, session) = ns.run_mecha(&e, &calls, config);
     assert!(
         out.status.success(),
         "{}",

@@ -78,19 +78,17 @@ impl Parking {
                 parked.question
             )));
         };
-        let question = question_store()?
-            .park(Question {
-                id: String::new(),
-                session: session.clone(),
-                workspace: self.workspace.clone(),
-                asked: String::new(),
-                question: parked.question.clone(),
-                call_id: parked.call_id.clone(),
-                results,
-                external,
-                delegation: self.delegation.clone(),
-            })
-            .map_err(|e| Failure::Run(e.into()))?;
+        let question = question_store()?.park(Question {
+            id: String::new(),
+            session: session.clone(),
+            workspace: self.workspace.clone(),
+            asked: String::new(),
+            question: parked.question.clone(),
+            call_id: parked.call_id.clone(),
+            results,
+            external,
+            delegation: self.delegation.clone(),
+        })?;
         Ok(format!(
             "waiting for an answer: the task asks \"{}\". Answer it with `mecha questions answer \
              {} \"…\"` and the task goes on; `mecha questions` lists what waits",

@@ -12,7 +12,6 @@ use mecha_unattended::outbox::{Decision, Item};
 use mecha_unattended::trigger::written_time;
 
 use crate::Failure;
-use crate::commands::trigger::failure;
 use crate::terminal::printable;
 use crate::wiring::outbox_store;
 
@@ -51,8 +50,7 @@ pub fn run(args: OutboxArgs) -> Result<u8, Failure> {
     match args.command.unwrap_or(OutboxCommand::List { all: false }) {
         OutboxCommand::List { all } => {
             let items: Vec<Item> = store
-                .list()
-                .map_err(failure)?
+                .list()?
                 .into_iter()
                 .filter(|item| all || item.decision == Decision::Staged)
                 .collect();
@@ -65,16 +63,16 @@ pub fn run(args: OutboxArgs) -> Result<u8, Failure> {
             Ok(0)
         }
         OutboxCommand::Show { id } => {
-            print!("{}", shown(&store.get(&id).map_err(failure)?));
+            print!("{}", shown(&store.get(&id)?));
             Ok(0)
         }
         OutboxCommand::Reject { id, reason } => {
-            let mut item = pending(&store.get(&id).map_err(failure)?)?;
+            let mut item = pending(&store.get(&id)?)?;
             item.decision = Decision::Rejected {
                 at: written_time(&Local::now()),
                 reason: reason.filter(|r| !r.trim().is_empty()),
             };
-            store.save(&item).map_err(failure)?;
+            store.save(&item)?;
             crate::output::err_line(&format!(
                 "mecha: rejected {}; it will not run, and its session is told when it next runs",
                 item.id
@@ -82,7 +80,7 @@ pub fn run(args: OutboxArgs) -> Result<u8, Failure> {
             Ok(0)
         }
         OutboxCommand::Approve { id, yes } => {
-            let mut item = pending(&store.get(&id).map_err(failure)?)?;
+            let mut item = pending(&store.get(&id)?)?;
             print!("{}", shown(&item));
             if !yes && !confirmed()? {
                 crate::output::err_line("mecha: not approved; the item still waits");
@@ -93,7 +91,7 @@ pub fn run(args: OutboxArgs) -> Result<u8, Failure> {
                 at: written_time(&Local::now()),
                 exit,
             };
-            store.save(&item).map_err(failure)?;
+            store.save(&item)?;
             crate::output::err_line(&format!(
                 "mecha: {} ran{}",
                 item.id,

@@ -47,7 +47,7 @@ pub fn run(args: QuestionsArgs, mcp_files: &[PathBuf]) -> Result<u8, Failure> {
     let store = question_store()?;
     match args.command.unwrap_or(QuestionsCommand::List) {
         QuestionsCommand::List => {
-            let questions = store.list().map_err(usage)?;
+            let questions = store.list()?;
             if questions.is_empty() {
                 println!("no questions wait for an answer");
             }
@@ -57,8 +57,8 @@ pub fn run(args: QuestionsArgs, mcp_files: &[PathBuf]) -> Result<u8, Failure> {
             Ok(0)
         }
         QuestionsCommand::Dismiss { id } => {
-            let question = store.get(&id).map_err(usage)?;
-            store.remove(&question.id).map_err(usage)?;
+            let question = store.get(&id)?;
+            store.remove(&question.id)?;
             crate::output::err_line(&format!(
                 "mecha: dismissed {}; its session {} stays where it stopped",
                 question.id, question.session
@@ -70,7 +70,7 @@ pub fn run(args: QuestionsArgs, mcp_files: &[PathBuf]) -> Result<u8, Failure> {
             answer,
             output_format,
         } => {
-            let question = store.get(&id).map_err(usage)?;
+            let question = store.get(&id)?;
             if answer.trim().is_empty() {
                 return Err(Failure::Usage(
                     "the answer is empty; say what the task should know".into(),
@@ -78,13 +78,6 @@ pub fn run(args: QuestionsArgs, mcp_files: &[PathBuf]) -> Result<u8, Failure> {
             }
             run_on(&question, &answer, output_format, mcp_files)
         }
-    }
-}
-
-fn usage(e: mecha_unattended::UnattendedError) -> Failure {
-    match e {
-        mecha_unattended::UnattendedError::Usage(message) => Failure::Usage(message),
-        other => Failure::Run(other.into()),
     }
 }
 
@@ -152,9 +145,7 @@ fn run_on(
             toolbox: &started.toolbox,
         });
         // The answer is in the session from here on: the question is done.
-        question_store()?
-            .remove(&question.id)
-            .map_err(|e| Failure::Run(e.into()))?;
+        question_store()?.remove(&question.id)?;
         let work = Work::Answer(question.answered(answer), question.external.clone());
         let parking = Parking::resumed(question);
         let code = drive(

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use chrono::Local;
 use clap::Subcommand;
 use mecha_unattended::trigger::written_time;
-use mecha_unattended::{LastRun, Trigger, TriggerStore, UnattendedError};
+use mecha_unattended::{LastRun, Trigger, TriggerStore};
 
 use crate::Failure;
 use crate::commands::RunOptions;
@@ -56,13 +56,6 @@ pub fn store() -> Result<TriggerStore, Failure> {
     ))
 }
 
-pub fn failure(e: UnattendedError) -> Failure {
-    match e {
-        UnattendedError::Usage(message) => Failure::Usage(message),
-        other => Failure::Run(other.into()),
-    }
-}
-
 pub fn run(
     command: TriggerCommand,
     workspace: &Path,
@@ -90,7 +83,7 @@ pub fn run(
                 tools,
                 added: written_time(&Local::now()),
             };
-            let path = store.add(&name, &trigger).map_err(failure)?;
+            let path = store.add(&name, &trigger)?;
             crate::output::err_line(&format!(
                 "mecha: added trigger `{name}` ({})",
                 path.display()
@@ -99,7 +92,7 @@ pub fn run(
             Ok(0)
         }
         TriggerCommand::List => {
-            let names = store.names().map_err(failure)?;
+            let names = store.names()?;
             if names.is_empty() {
                 println!(
                     "no triggers; add one with `mecha trigger add NAME --schedule … --prompt …`"
@@ -119,12 +112,12 @@ pub fn run(
             Ok(0)
         }
         TriggerCommand::Show { name } => {
-            let trigger = store.get(&name).map_err(failure)?;
+            let trigger = store.get(&name)?;
             print!("{}", shown(&store, &name, &trigger));
             Ok(0)
         }
         TriggerCommand::Remove { name } => {
-            store.remove(&name).map_err(failure)?;
+            store.remove(&name)?;
             crate::output::err_line(&format!("mecha: removed trigger `{name}`"));
             Ok(0)
         }
@@ -200,8 +193,8 @@ fn exit_meaning(code: i32) -> &'static str {
 
 /// Runs the trigger now, holding its lock, and records the run.
 pub fn run_now(store: &TriggerStore, name: &str, mcp_files: &[PathBuf]) -> Result<u8, Failure> {
-    let trigger = store.get(name).map_err(failure)?;
-    let _lock = store.lock(name).map_err(failure)?;
+    let trigger = store.get(name)?;
+    let _lock = store.lock(name)?;
     let workspace = crate::checked_workspace(&trigger.workspace)?;
     let settings = crate::load_settings(&crate::config::mecha_home()?, &workspace, mcp_files)?;
     for warning in &settings.warnings {
