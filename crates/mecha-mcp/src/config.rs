@@ -46,6 +46,10 @@ pub struct McpServerConfig {
     /// value is read from mecha's environment when it connects.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// The OAuth client a remote server's authorization server registered
+    /// for mecha beforehand; without it `mecha mcp login` registers itself.
+    #[serde(default)]
+    pub client_id: Option<String>,
     #[serde(default)]
     pub args: Vec<String>,
     /// Register tools as `<server>__<tool>`; `false` promises distinct names.
@@ -102,6 +106,7 @@ impl McpServerConfig {
             transport: None,
             bearer_token_env: None,
             headers: BTreeMap::new(),
+            client_id: None,
             args: Vec::new(),
             prefix_tools: true,
             env_passthrough: Vec::new(),
@@ -148,6 +153,11 @@ impl McpServerConfig {
             })?;
         } else if self.command.trim().is_empty() {
             return Err(ConfigError::EmptyCommand { name: name() });
+        } else {
+            crate::remote::validate_local(self).map_err(|reason| ConfigError::Remote {
+                name: name(),
+                reason,
+            })?;
         }
         if self.startup_timeout_s == 0 {
             return Err(ConfigError::ZeroTimeout {

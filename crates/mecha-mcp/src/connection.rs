@@ -82,7 +82,7 @@ pub(crate) async fn connect(
     let progress = std::sync::Arc::<ProgressRoutes>::default();
     let handler = Handler::new(config.name.clone(), std::sync::Arc::clone(&progress));
     if config.url.is_some() {
-        return crate::remote::connect(config, handler, progress, signals).await;
+        return crate::remote::connect(config, opts, handler, progress, signals).await;
     }
     let Spawned {
         stdin,
@@ -121,13 +121,15 @@ pub(crate) async fn connect(
     })
 }
 
+/// A handshake's service and tools, or why it failed and whether the
+/// transport closed under it.
+pub(crate) type Handshaken =
+    Result<(RunningService<RoleClient, Handler>, Vec<Value>), (StartError, bool)>;
+
 /// The handshake and the first `tools/list` over `transport`. Each early
 /// failure says whether the transport closed under it: for a process, the
 /// exit status then explains more than the closed pipe does.
-pub(crate) async fn handshake<T>(
-    handler: Handler,
-    transport: T,
-) -> Result<(RunningService<RoleClient, Handler>, Vec<Value>), (StartError, bool)>
+pub(crate) async fn handshake<T>(handler: Handler, transport: T) -> Handshaken
 where
     T: rmcp::transport::Transport<RoleClient> + Send + 'static,
     T::Error: std::error::Error + Send + Sync + 'static,

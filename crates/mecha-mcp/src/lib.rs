@@ -32,6 +32,8 @@ mod handler;
 mod hub;
 mod import;
 mod naming;
+mod oauth;
+mod oauth_login;
 mod remote;
 mod result;
 mod send_words;
@@ -50,5 +52,7 @@ pub use import::{
     ImportError, ImportedServers, SkippedServer, parse_mcp_servers_json, read_mcp_servers_json,
 };
 pub use naming::MAX_TOOL_NAME_LEN;
+pub use oauth::{AuthState, auth_state, credentials_file};
+pub use oauth_login::{Login, logout};
 pub use send_words::send_word;
 pub use spawn::{BASE_ENV, SpawnOptions, server_env, unconfined_programs};

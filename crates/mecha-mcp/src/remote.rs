@@ -11,10 +11,14 @@ use std::time::Duration;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
+use rmcp::transport::auth::AuthClient;
+
+use crate::SpawnOptions;
 use crate::config::McpServerConfig;
-use crate::connection::{Started, handshake, started};
+use crate::connection::{Handshaken, Started, handshake, started};
 use crate::error::{Failure, StartError};
 use crate::handler::{Handler, ProgressRoutes, Signals, Watched};
+use crate::oauth::CredentialFile;
 
 /// The remote transports; the first is the default.
 const TRANSPORTS: [&str; 1] = ["streamable-http"];
@@ -69,6 +73,13 @@ pub(crate) fn validate(config: &McpServerConfig) -> Result<(), String> {
              runs elsewhere: drop it"
         ));
     }
+    if config.bearer_token_env.is_some() && config.client_id.is_some() {
+        return Err(
+            "sets both `bearer_token_env` and `client_id`; a server takes a fixed token or an \
+             OAuth login: keep one"
+                .into(),
+        );
+    }
     if let Some(var) = &config.bearer_token_env
         && (var.is_empty() || var.contains(['=', '\0']))
     {
@@ -87,6 +98,24 @@ pub(crate) fn validate(config: &McpServerConfig) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A server mecha runs (a `command`) with keys that only mean something
+/// for one it reaches by `url`.
+pub(crate) fn validate_local(config: &McpServerConfig) -> Result<(), String> {
+    let remote_only = [
+        ("transport", config.transport.is_some()),
+        ("bearer_token_env", config.bearer_token_env.is_some()),
+        ("headers", !config.headers.is_empty()),
+        ("client_id", config.client_id.is_some()),
+    ];
+    match remote_only.iter().find(|(_, set)| *set) {
+        Some((field, _)) => Err(format!(
+            "sets `{field}`, which only means something for a server reached by `url`; this one \
+             is a command mecha runs: drop it"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// `${VAR}` in `value` read from mecha's environment; a variable that is not
@@ -167,33 +196,63 @@ fn client(timeout: Duration) -> Result<reqwest013::Client, String> {
 }
 
 /// Reaches the server at `config.url`, shakes hands and lists its tools
-/// within `startup_timeout_s`.
+/// within `startup_timeout_s`. A server with an OAuth login kept for this
+/// URL gets its access token (refreshed when it is due); one with
+/// `bearer_token_env` gets that token; others get none.
 pub(crate) async fn connect(
     config: &McpServerConfig,
+    opts: &SpawnOptions,
     handler: Handler,
     progress: Arc<ProgressRoutes>,
     signals: Arc<Signals>,
 ) -> Result<Started, Failure> {
+    let fail = |detail| Failure::bare(StartError::Remote { detail });
     let url = config.url.clone().unwrap_or_default();
     let limit = Duration::from_secs(config.startup_timeout_s);
     let env = |name: &str| std::env::var(name).ok();
-    let (auth, headers) =
-        credentials(config, &env).map_err(|detail| Failure::bare(StartError::Remote { detail }))?;
-    let client = client(limit).map_err(|detail| Failure::bare(StartError::Remote { detail }))?;
+    let (auth, headers) = credentials(config, &env).map_err(fail)?;
+    let client = client(limit).map_err(fail)?;
     let mut transport_config =
         StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers);
+    let login = match (&auth, &opts.credentials) {
+        (None, Some(dir)) => {
+            crate::oauth_login::install_tls_provider();
+            let file = CredentialFile::new(dir, config);
+            crate::oauth::manager_from_login(config, file)
+                .await
+                .map_err(fail)?
+        }
+        _ => None,
+    };
     if let Some(auth) = auth {
         transport_config = transport_config.auth_header(auth);
     }
-    let transport = Watched::new(
-        StreamableHttpClientTransport::with_client(client, transport_config),
-        config.name.clone(),
-        signals,
-    );
-    let error = match tokio::time::timeout(limit, handshake(handler, transport)).await {
+    let logged_in = login.is_some();
+    let reached = match login {
+        Some(manager) => {
+            let client = AuthClient::new(client, manager);
+            let transport = StreamableHttpClientTransport::with_client(client, transport_config);
+            handshake_within(
+                limit,
+                handler,
+                Watched::new(transport, config.name.clone(), signals),
+            )
+            .await
+        }
+        None => {
+            let transport = StreamableHttpClientTransport::with_client(client, transport_config);
+            handshake_within(
+                limit,
+                handler,
+                Watched::new(transport, config.name.clone(), signals),
+            )
+            .await
+        }
+    };
+    let error = match reached {
         Ok(Ok((service, tools))) => return Ok(started(config, service, tools, None, progress)),
         Ok(Err((StartError::Handshake { detail }, _))) => StartError::Remote {
-            detail: refused_handshake(config, &detail),
+            detail: refused_handshake(config, &detail, logged_in),
         },
         Ok(Err((error, _))) => error,
         Err(_) => StartError::Timeout {
@@ -203,21 +262,41 @@ pub(crate) async fn connect(
     Err(Failure::bare(error))
 }
 
+async fn handshake_within<T>(
+    limit: Duration,
+    handler: Handler,
+    transport: T,
+) -> Result<Handshaken, tokio::time::error::Elapsed>
+where
+    T: rmcp::transport::Transport<rmcp::RoleClient> + Send + 'static,
+    T::Error: std::error::Error + Send + Sync + 'static,
+{
+    tokio::time::timeout(limit, handshake(handler, transport)).await
+}
+
 /// A handshake rmcp could not complete, in words for the user: what went
 /// wrong without the transport's type names, and for a server that wants
 /// authorization, what to set.
-fn refused_handshake(config: &McpServerConfig, detail: &str) -> String {
+fn refused_handshake(config: &McpServerConfig, detail: &str, logged_in: bool) -> String {
     if detail.contains("Auth required") {
+        let name = &config.name;
+        if logged_in {
+            return format!(
+                "the server refused the OAuth login (HTTP 401) and it could not be refreshed; \
+                 run `mecha mcp login {name}` again"
+            );
+        }
         return match &config.bearer_token_env {
             Some(var) => format!(
                 "the server refused the token in {var} (HTTP 401); check that it is current and \
                  meant for {}",
                 config.url.as_deref().unwrap_or_default()
             ),
-            None => "the server asks for authorization (HTTP 401); put a token for it in a \
-                     variable and name it in bearer_token_env (logging in with OAuth is not \
-                     built yet)"
-                .to_owned(),
+            None => format!(
+                "the server asks for authorization (HTTP 401); run `mecha mcp login {name}`, or, \
+                 if it takes a fixed token, put that in a variable and name it in \
+                 bearer_token_env"
+            ),
         };
     }
     // rmcp names the transport's whole type before what happened.

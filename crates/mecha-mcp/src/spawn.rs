@@ -48,6 +48,9 @@ pub struct SpawnOptions {
     /// servers files, the programs mecha runs unconfined): the sandbox
     /// re-binds them read-only, as it does for the shell. Canonical.
     pub read_only: Vec<PathBuf>,
+    /// Where remote servers' OAuth logins are kept
+    /// (`$MECHA_HOME/credentials`); `None`: no login is used.
+    pub credentials: Option<PathBuf>,
 }
 
 impl SpawnOptions {
@@ -59,7 +62,14 @@ impl SpawnOptions {
             parent_env: std::env::vars_os().collect(),
             sandbox: None,
             read_only: Vec::new(),
+            credentials: None,
         }
+    }
+
+    #[must_use]
+    pub fn with_credentials(mut self, dir: PathBuf) -> Self {
+        self.credentials = Some(dir);
+        self
     }
 
     #[must_use]

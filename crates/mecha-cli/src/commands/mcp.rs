@@ -8,7 +8,7 @@ use mecha_sandbox::Sandbox;
 
 use crate::Failure;
 use crate::commands::tools::{ARMED_LEGEND, ARMED_MARK, mcp_entry_file, send_warning};
-use crate::config::Settings;
+use crate::config::{ConfiguredServer, Settings};
 use crate::output::{self, outln};
 use crate::terminal::printable;
 
@@ -21,6 +21,19 @@ pub enum McpCommand {
         /// The server's name.
         name: String,
     },
+    /// Log in to a remote server with OAuth (in a browser) and keep its tokens.
+    Login {
+        /// The server's name.
+        name: String,
+        /// Print the address only; do not start a browser.
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget a remote server's OAuth tokens.
+    Logout {
+        /// The server's name.
+        name: String,
+    },
 }
 
 pub fn run(command: McpCommand, settings: Settings, workspace: &Path) -> Result<u8, Failure> {
@@ -30,6 +43,10 @@ pub fn run(command: McpCommand, settings: Settings, workspace: &Path) -> Result<
             Ok(0)
         }
         McpCommand::Check { name } => check(&settings, &name, workspace),
+        McpCommand::Login { name, no_browser } => {
+            crate::commands::mcp_login::login(&settings, &name, !no_browser)
+        }
+        McpCommand::Logout { name } => crate::commands::mcp_login::logout(&name),
     }
 }
 
@@ -83,7 +100,8 @@ fn list(settings: &Settings) {
     }
 }
 
-fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failure> {
+/// The server configured as `name`, or a usage error naming those that are.
+pub fn configured<'a>(settings: &'a Settings, name: &str) -> Result<&'a ConfiguredServer, Failure> {
     let Some(server) = settings.mcp.iter().find(|s| s.config.name == name) else {
         let names: Vec<&str> = settings
             .mcp
@@ -99,6 +117,11 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
             }
         )));
     };
+    Ok(server)
+}
+
+fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failure> {
+    let server = configured(settings, name)?;
     // A `sandbox = true` server is checked the way a run would start it.
     let sandbox = Sandbox::start(&settings.sandbox, crate::wiring::host_env())
         .map_err(|e| Failure::Usage(e.to_string()))?;
@@ -162,6 +185,9 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
             0
         }
         ServerState::Failed { stderr_tail, .. } => {
+            if server.config.url.is_some() {
+                out.push_str(&transport_line(&server.config));
+            }
             out.push_str(&stderr_evidence(name, &stderr_tail));
             1
         }
@@ -176,11 +202,9 @@ fn transport_line(config: &mecha_mcp::McpServerConfig) -> String {
     match &config.url {
         None => "transport: stdio (a process mecha runs)\n".to_owned(),
         Some(url) => {
-            let auth = match &config.bearer_token_env {
-                Some(var) => format!("a bearer token from ${var}"),
-                None => "no credentials".to_owned(),
-            };
-            format!("transport: streamable HTTP to {url}; auth: {auth}\n")
+            let dir = crate::commands::mcp_login::credentials_dir().ok();
+            let auth = mecha_mcp::auth_state(config, dir.as_deref());
+            format!("transport: streamable HTTP to {url}\nauth: {auth}\n")
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod doctor;
 pub mod eval;
 pub mod hooks;
 pub mod mcp;
+pub mod mcp_login;
 mod modes;
 pub mod outbox;
 pub mod questions;

@@ -135,6 +135,9 @@ pub fn spawn_options(
 
 fn bare_options(settings: &Settings, workspace: &Path, sandbox: Option<&Sandbox>) -> SpawnOptions {
     let mut options = SpawnOptions::new(workspace).with_sandbox(sandbox.cloned());
+    if let Ok(dir) = crate::commands::mcp_login::credentials_dir() {
+        options = options.with_credentials(dir);
+    }
     if let Some(tz) = &settings.timezone {
         options = options.with_timezone(tz.clone());
     }
