@@ -9,32 +9,14 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::remote::{Server, free_port, relay};
 use common::{Api, Env, env, results_in, stderr, stdout, tool_turn};
 use mecha_testkit::{MockModel, MockReply};
 use serde_json::{Value, json};
-
-/// The server, killed when dropped.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// server-everything in streamable-HTTP mode, ready on its port.
 fn start_everything() -> Option<(Server, u16)> {
@@ -63,46 +45,6 @@ fn start_everything() -> Option<(Server, u16)> {
         }
     }
     panic!("server-everything did not start on port {port}");
-}
-
-/// A relay on loopback to `port` that keeps each request's head.
-fn relay(port: u16) -> (u16, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let here = listener.local_addr().unwrap().port();
-    let heads = Arc::new(Mutex::new(Vec::new()));
-    let seen = heads.clone();
-    std::thread::spawn(move || {
-        for client in listener.incoming().flatten() {
-            let seen = seen.clone();
-            std::thread::spawn(move || carry(client, port, &seen));
-        }
-    });
-    (here, heads)
-}
-
-fn carry(mut client: TcpStream, port: u16, seen: &Mutex<Vec<String>>) {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        match client.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => return,
-        }
-    }
-    seen.lock()
-        .unwrap()
-        .push(String::from_utf8_lossy(&head).into_owned());
-    let Ok(mut upstream) = TcpStream::connect(("127.0.0.1", port)) else {
-        return;
-    };
-    let _ = upstream.write_all(&head);
-    let (mut up_read, mut client_write) =
-        (upstream.try_clone().unwrap(), client.try_clone().unwrap());
-    std::thread::spawn(move || {
-        let _ = std::io::copy(&mut up_read, &mut client_write);
-        let _ = client_write.shutdown(std::net::Shutdown::Write);
-    });
-    let _ = std::io::copy(&mut client, &mut upstream);
 }
 
 fn remote_config(e: &mut Env, port: u16, extra: &str) {
@@ -143,7 +85,7 @@ async fn a_remote_server_is_listed_with_its_tools_as_private_untrusted_blind_sen
     assert!(check.status.success(), "{}", stderr(&check));
     assert!(
         stdout(&check).contains(&format!(
-            "transport: streamable HTTP to http://127.0.0.1:{port}/mcp; auth: no credentials"
+            "transport: streamable HTTP to http://127.0.0.1:{port}/mcp\nauth: none sent"
         )),
         "{}",
         stdout(&check)
@@ -250,7 +192,8 @@ async fn a_server_that_wants_authorization_says_what_to_set() {
     let text = stdout(&out);
     assert!(
         text.contains("the server asks for authorization (HTTP 401)")
-            && text.contains("bearer_token_env"),
+            && text.contains("bearer_token_env")
+            && text.contains("run `mecha mcp login every`"),
         "{text}"
     );
     assert!(!text.contains("WorkerTransport"), "{text}");

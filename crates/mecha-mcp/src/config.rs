@@ -50,6 +50,11 @@ pub struct McpServerConfig {
     /// for mecha beforehand; without it `mecha mcp login` registers itself.
     #[serde(default)]
     pub client_id: Option<String>,
+    /// The loopback port `mecha mcp login` listens on for the browser's
+    /// return, for a pre-registered client whose redirect names one;
+    /// otherwise any free port.
+    #[serde(default)]
+    pub callback_port: Option<u16>,
     #[serde(default)]
     pub args: Vec<String>,
     /// Register tools as `<server>__<tool>`; `false` promises distinct names.
@@ -107,6 +112,7 @@ impl McpServerConfig {
             bearer_token_env: None,
             headers: BTreeMap::new(),
             client_id: None,
+            callback_port: None,
             args: Vec::new(),
             prefix_tools: true,
             env_passthrough: Vec::new(),

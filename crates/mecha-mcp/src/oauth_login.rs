@@ -66,9 +66,18 @@ impl Login {
         manager.set_metadata(resolution.metadata.clone());
         let file = CredentialFile::new(dir, config);
         manager.set_credential_store(file.clone());
-        let listener = TcpListener::bind(("127.0.0.1", 0))
-            .await
-            .map_err(|e| format!("cannot listen on loopback for the browser: {e}"))?;
+        let wanted = config.callback_port.unwrap_or(0);
+        let listener =
+            TcpListener::bind(("127.0.0.1", wanted))
+                .await
+                .map_err(|e| match wanted {
+                    0 => format!("cannot listen on loopback for the browser: {e}"),
+                    port => format!(
+                        "cannot listen on 127.0.0.1:{port} (callback_port) for the browser: {e}; \
+                     stop what holds it, or change the port here and with the authorization \
+                     server"
+                    ),
+                })?;
         let port = listener.local_addr().map_err(|e| e.to_string())?.port();
         let mut request = AuthorizationRequest::new(format!("http://127.0.0.1:{port}/callback"))
             .with_client_name("mecha");

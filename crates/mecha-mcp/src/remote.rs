@@ -108,6 +108,7 @@ pub(crate) fn validate_local(config: &McpServerConfig) -> Result<(), String> {
         ("bearer_token_env", config.bearer_token_env.is_some()),
         ("headers", !config.headers.is_empty()),
         ("client_id", config.client_id.is_some()),
+        ("callback_port", config.callback_port.is_some()),
     ];
     match remote_only.iter().find(|(_, set)| *set) {
         Some((field, _)) => Err(format!(

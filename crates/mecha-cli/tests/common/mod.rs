@@ -4,6 +4,7 @@
 pub mod netns;
 pub mod ordinary;
 pub mod pty;
+pub mod remote;
 pub mod standin;
 pub mod tui;
 
