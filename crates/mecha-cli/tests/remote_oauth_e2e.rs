@@ -328,3 +328,39 @@ async fn a_server_without_oauth_is_not_logged_into() {
     );
     assert!(!e.home.join("credentials/mcp-docs.json").exists());
 }
+
+/// A workspace that holds mecha's home (a workspace at `~`): the tokens in
+/// it are out of every file tool's reach, and hidden from a confined shell.
+#[tokio::test]
+async fn the_tokens_are_read_by_no_tool_even_inside_the_workspace() {
+    let mut e = env();
+    e.home = e.ws.join("mh");
+    let credentials = e.home.join("credentials");
+    std::fs::create_dir_all(&credentials).unwrap();
+    std::fs::write(credentials.join("mcp-docs.json"), "SECRET-TOKEN\n").unwrap();
+    let confined = common::have("bwrap", "the confined half of this test", "bubblewrap");
+    if confined {
+        e.extra_config = "[sandbox]\nkind = \"bwrap\"\n".into();
+    }
+    let mock = MockModel::start(vec![
+        tool_turn(&[("fs_read", json!({"path": "mh/credentials/mcp-docs.json"}))]),
+        tool_turn(&[(
+            "shell",
+            json!({"command": "ls -A mh/credentials; cat mh/credentials/mcp-docs.json"}),
+        )]),
+        MockReply::text("done"),
+    ])
+    .await;
+    let out = e.run(Api::OpenAi, &mock, "k", &["--yes", "read it"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let results = results_in(&mock, 2);
+    let (read, is_error) = &results[0];
+    assert!(*is_error, "{read}");
+    assert!(read.contains("where mecha keeps the tokens"), "{read}");
+    assert!(!read.contains("SECRET"), "{read}");
+    if confined {
+        let (shell, _) = &results[1];
+        assert!(!shell.contains("SECRET"), "{shell}");
+        assert!(shell.contains("No such file"), "an empty folder: {shell}");
+    }
+}

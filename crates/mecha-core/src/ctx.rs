@@ -19,6 +19,9 @@ pub struct ToolCtx {
     spill: Arc<SpillDir>,
     /// Canonical directories the writers' resolver refuses (mecha's home).
     protected: Arc<[PathBuf]>,
+    /// Canonical directories no tool may read or write (mecha's
+    /// credentials); a sandbox hides them.
+    sealed: Arc<[PathBuf]>,
     /// Canonical directories whose files hold content from outside the
     /// machine (the session store: its sessions hold fetched pages).
     external_dirs: Arc<[PathBuf]>,
@@ -54,6 +57,7 @@ impl ToolCtx {
             spill: Arc::new(SpillDir::create(DEFAULT_SPILL_MAX_BYTES)?),
             call_spills: Arc::default(),
             protected: Arc::from(Vec::new()),
+            sealed: Arc::from(Vec::new()),
             external_dirs: Arc::from(Vec::new()),
             progress: None,
             call_budget_bytes: call_budget,
@@ -85,6 +89,23 @@ impl ToolCtx {
         protected.push(jail::canonical_protected(dir)?);
         self.protected = Arc::from(protected);
         Ok(self)
+    }
+
+    /// The same context, with `dir` (and everything under it) refused to
+    /// every tool, readers included: where mecha keeps the tokens of the
+    /// servers the user logged into. Kept by [`rerooted`](Self::rerooted)
+    /// and [`for_call`](Self::for_call).
+    pub fn sealing(mut self, dir: &Path) -> Result<Self, JailError> {
+        let mut sealed = self.sealed.to_vec();
+        sealed.push(jail::canonical_protected(dir)?);
+        self.sealed = Arc::from(sealed);
+        Ok(self)
+    }
+
+    /// The directories [`sealing`](Self::sealing) keeps from every tool,
+    /// canonical: a sandbox hides them too.
+    pub fn sealed(&self) -> &[PathBuf] {
+        &self.sealed
     }
 
     /// The directories [`protecting`](Self::protecting) keeps from the
@@ -212,7 +233,8 @@ impl ToolCtx {
     /// result lies in the workspace or, as the one exception, in this
     /// context's spill directory.
     pub fn resolve(&self, requested: &str) -> Result<ResolvedPath, JailError> {
-        jail::resolve_in(&[&self.workspace, self.spill.jail()], requested)
+        let resolved = jail::resolve_in(&[&self.workspace, self.spill.jail()], requested)?;
+        jail::refuse_sealed(resolved, &self.sealed, requested)
     }
 
     /// Like [`resolve`](Self::resolve), but for tools that write: the spill
@@ -220,6 +242,7 @@ impl ToolCtx {
     /// refused.
     pub fn resolve_in_workspace(&self, requested: &str) -> Result<ResolvedPath, JailError> {
         let resolved = jail::resolve_in(&[&self.workspace], requested)?;
+        let resolved = jail::refuse_sealed(resolved, &self.sealed, requested)?;
         let resolved = jail::refuse_protected(resolved, &self.protected, requested)?;
         jail::refuse_git_dir(resolved, requested)
     }

@@ -51,6 +51,15 @@ pub enum JailError {
         protected: PathBuf,
     },
     #[error(
+        "`{requested}` resolves to {resolved}, inside {sealed}, where mecha keeps the tokens of \
+         the servers the user logged into; no tool may read or write there"
+    )]
+    Sealed {
+        requested: String,
+        resolved: PathBuf,
+        sealed: PathBuf,
+    },
+    #[error(
         "`{requested}` resolves to {resolved}, inside a git directory, whose hooks and config \
          git on this machine runs; the file tools do not write there. Change it with git \
          commands in the shell, or ask the user"
@@ -77,6 +86,7 @@ impl JailError {
             Self::ClimbsFromMissing { .. } => "`..` after a missing directory",
             Self::DanglingSymlink { .. } => "through a dangling symlink",
             Self::Protected { .. } => "in mecha's own files",
+            Self::Sealed { .. } => "in mecha's credentials",
             Self::GitDir { .. } => "inside a git directory",
             Self::Io { .. } => "a path that cannot be resolved",
         }
@@ -86,7 +96,7 @@ impl JailError {
     /// front end sees the gate's verdict as text). Each variant's message
     /// holds words no other holds; a test keeps them in step.
     pub fn summary_in(message: &str) -> Option<&'static str> {
-        const MARKS: [(&str, &str); 7] = [
+        const MARKS: [(&str, &str); 8] = [
             ("empty path;", "an empty path"),
             ("which is outside the workspace", "outside the workspace"),
             (
@@ -95,6 +105,7 @@ impl JailError {
             ),
             ("whose target does not exist", "through a dangling symlink"),
             ("where mecha keeps its own config", "in mecha's own files"),
+            ("where mecha keeps the tokens", "in mecha's credentials"),
             (
                 "inside a git directory, whose hooks",
                 "inside a git directory",
@@ -368,6 +379,29 @@ pub(crate) fn refuse_git_dir(
     Ok(resolved)
 }
 
+/// The first of `dirs` (canonical) that `resolved` is at or under.
+/// Canonical forms on both sides, so a symlink or `..` into one is caught.
+fn first_holding<'a>(dirs: &'a [PathBuf], resolved: &ResolvedPath) -> Option<&'a PathBuf> {
+    dirs.iter().find(|dir| resolved.absolute.starts_with(dir))
+}
+
+/// Refuses `resolved` if it is at or under one of the `sealed`
+/// directories (canonical), for readers and writers alike.
+pub(crate) fn refuse_sealed(
+    resolved: ResolvedPath,
+    sealed: &[PathBuf],
+    requested: &str,
+) -> Result<ResolvedPath, JailError> {
+    match first_holding(sealed, &resolved) {
+        Some(dir) => Err(JailError::Sealed {
+            requested: requested.to_owned(),
+            resolved: resolved.absolute,
+            sealed: dir.clone(),
+        }),
+        None => Ok(resolved),
+    }
+}
+
 /// Refuses `resolved` if it is at or under one of the `protected`
 /// directories (canonical, from [`canonical_protected`]). Canonical forms
 /// on both sides, so a symlink or `..` into one is caught.
@@ -376,7 +410,7 @@ pub(crate) fn refuse_protected(
     protected: &[PathBuf],
     requested: &str,
 ) -> Result<ResolvedPath, JailError> {
-    match protected.iter().find(|p| resolved.absolute.starts_with(p)) {
+    match first_holding(protected, &resolved) {
         Some(dir) => Err(JailError::Protected {
             requested: requested.to_owned(),
             resolved: resolved.absolute,
@@ -414,6 +448,11 @@ mod tests {
                 requested: requested(),
                 resolved: path(),
                 protected: path(),
+            },
+            JailError::Sealed {
+                requested: requested(),
+                resolved: path(),
+                sealed: path(),
             },
             JailError::GitDir {
                 requested: requested(),

@@ -300,6 +300,7 @@ pub(crate) fn spawn(config: &McpServerConfig, opts: &SpawnOptions) -> Result<Spa
                     env,
                     network,
                     read_only: &opts.read_only,
+                    hidden: opts.credentials.as_slice(),
                 })
                 .map_err(|e| StartError::Sandbox(e.to_string()))?;
             (confined.command, program, Some(confined.lease))

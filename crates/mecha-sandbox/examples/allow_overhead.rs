@@ -126,6 +126,7 @@ async fn confined_ms(sandbox: &Sandbox, network: &Network, script: &str, runs: u
             env,
             network: network.clone(),
             read_only: &[],
+            hidden: &[],
         };
         let mut run = sandbox.confine(job).unwrap();
         let status = run.command.status().await.unwrap();

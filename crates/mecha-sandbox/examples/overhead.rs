@@ -61,6 +61,7 @@ async fn main() {
             env,
             network: mecha_sandbox::Network::None,
             read_only: &[],
+            hidden: &[],
         };
         let mut run = sandbox.confine(job).unwrap();
         let status = run.command.status().await.unwrap();

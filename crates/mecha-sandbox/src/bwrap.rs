@@ -247,6 +247,7 @@ mod tests {
             env: BTreeMap::new(),
             network: network.into(),
             read_only: &[],
+            hidden: &[],
         };
         let protected = [
             Mount::Pin {

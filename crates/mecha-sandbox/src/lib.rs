@@ -123,6 +123,10 @@ pub struct Job<'a> {
     /// job could otherwise write them (under the workspace or a `writable`
     /// path). Canonical, as `ToolCtx::protected` holds them.
     pub read_only: &'a [PathBuf],
+    /// Host directories no confined program may read (mecha's
+    /// credentials): wherever the job's mounts would show one, an empty
+    /// directory is bound over it, read-only. Canonical.
+    pub hidden: &'a [PathBuf],
 }
 
 /// What of the network a confined program reaches.

@@ -3,7 +3,7 @@
 //! baseline for the sweep, and the job's private `/tmp` (scratch.rs), the
 //! last two held in the job's lease.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::protect::{self, Mount};
 use crate::scratch::Scratch;
@@ -17,6 +17,38 @@ pub(crate) struct Prepared {
     /// The job's `/tmp` on the host.
     pub tmp: PathBuf,
     pub lease: Lease,
+}
+
+/// The mounts that hide `job.hidden` where the job would see it: under
+/// one of `roots` (the workspace, the `readable` and `writable` paths), an
+/// empty directory of the lease's, bound read-only over it.
+fn hide<'a>(
+    job: &Job<'_>,
+    host_workspace: &Path,
+    roots: impl Iterator<Item = &'a Path> + Clone,
+    lease: &mut Lease,
+) -> std::io::Result<Vec<Mount>> {
+    let shown: Vec<&PathBuf> = job
+        .hidden
+        .iter()
+        .filter(|dir| dir.is_dir() && roots.clone().any(|root| dir.starts_with(root)))
+        .collect();
+    if shown.is_empty() {
+        return Ok(Vec::new());
+    }
+    let empty = tempfile::Builder::new().prefix("mecha-hidden-").tempdir()?;
+    let mounts = shown
+        .into_iter()
+        .map(|dir| Mount::ReadOnly {
+            source: empty.path().to_owned(),
+            dest: match dir.strip_prefix(host_workspace) {
+                Ok(rel) => job.workspace.join(rel),
+                Err(_) => dir.clone(),
+            },
+        })
+        .collect();
+    lease.hold(empty);
+    Ok(mounts)
 }
 
 /// `readable` only the paths the backend will mount (those that exist).
@@ -48,8 +80,16 @@ pub(crate) fn prepare(
         search_path: &host.path,
         records: host.records.as_deref(),
     };
-    let (protected, baseline) = protect::plan(&scope, &mut lease)?;
+    let (mut protected, baseline) = protect::plan(&scope, &mut lease)?;
     lease.baseline = baseline;
+    let roots = [host_workspace.as_path()]
+        .into_iter()
+        .chain(readable.iter().chain(writable).map(PathBuf::as_path));
+    protected.extend(hide(job, &host_workspace, roots, &mut lease).map_err(|e| {
+        fail(format!(
+            "could not make the directory that hides mecha's credentials: {e}"
+        ))
+    })?);
     let dests = protected.iter().map(|mount| match mount {
         Mount::Pin { dest, .. } | Mount::ReadOnly { dest, .. } => dest.as_path(),
     });

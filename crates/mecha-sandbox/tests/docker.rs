@@ -144,6 +144,7 @@ fn job<'a>(workspace: &'a Path, args: &'a [OsString], network: bool) -> Job<'a> 
         env: job_env(),
         network: network.into(),
         read_only: &[],
+        hidden: &[],
     }
 }
 
@@ -312,6 +313,7 @@ fn the_protected_paths_are_mounted_read_only_and_pinned() {
     let confined = sandbox
         .confine(Job {
             read_only: &read_only,
+            hidden: &[],
             ..job(&ws, &args, false)
         })
         .unwrap();

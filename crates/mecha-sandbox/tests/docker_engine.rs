@@ -103,6 +103,7 @@ fn confine(
             env,
             network: Network::None,
             read_only,
+            hidden: &[],
         })
         .unwrap();
     confined
@@ -388,6 +389,7 @@ async fn the_job_sees_exactly_its_own_environment() {
                 env: job_env.clone(),
                 network: Network::None,
                 read_only: &[],
+                hidden: &[],
             })
             .unwrap();
         confined.command.stdin(Stdio::null());

@@ -183,6 +183,7 @@ async fn a_symlinked_dot_git_is_refused_with_the_fix() {
             env: Default::default(),
             network: Network::None,
             read_only: &[],
+            hidden: &[],
         })
         .unwrap_err();
     assert_eq!(

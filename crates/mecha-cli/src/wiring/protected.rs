@@ -15,6 +15,9 @@
 //! workspace repository's config names for git to run or read (its
 //! `core.hooksPath` directory, its `include.path` files). (Git directories
 //! are refused to the file tools by the jail itself, wherever they are.)
+//! The credentials directory, where remote servers' OAuth tokens are kept,
+//! is sealed: refused to every file tool, readers included, and hidden
+//! from confined programs.
 
 use std::path::{Path, PathBuf};
 
@@ -23,12 +26,15 @@ use mecha_mcp::{SpawnOptions, unconfined_programs};
 use mecha_sandbox::Sandbox;
 
 use crate::Failure;
+use crate::commands::mcp_login::credentials_dir;
 use crate::config::Settings;
 
 /// The protected paths of a run, canonical.
 #[derive(Debug, Clone, Default)]
 pub struct Protected {
     paths: Vec<PathBuf>,
+    /// Refused to readers too: the credentials directory.
+    sealed: Vec<PathBuf>,
 }
 
 impl Protected {
@@ -44,6 +50,15 @@ impl Protected {
     ) -> Result<Self, Failure> {
         let mut protected = Self::default();
         let home = crate::config::mecha_home()?;
+        let credentials = credentials_dir()?;
+        protected
+            .sealed
+            .push(canonical_protected(&credentials).map_err(|e| {
+                Failure::Run(anyhow::anyhow!(
+                    "cannot keep {} from the file tools: {e}",
+                    credentials.display()
+                ))
+            })?);
         let server_files = settings.mcp.iter().map(|s| PathBuf::from(&s.source));
         for path in std::iter::once(home).chain(server_files) {
             let canonical = canonical_protected(&path).map_err(|e| {
@@ -83,13 +98,18 @@ impl Protected {
         }
     }
 
-    /// `ctx` with every protected path refused to its writers.
+    /// `ctx` with every protected path refused to its writers, and the
+    /// sealed ones to every tool.
     pub fn apply(&self, ctx: ToolCtx) -> ToolCtx {
-        self.paths.iter().fold(ctx, |ctx, path| {
-            // Already canonical, so protecting cannot fail on it again;
-            // if the filesystem changed under it, the original stands.
-            ctx.clone().protecting(path).unwrap_or(ctx)
-        })
+        // Already canonical, so neither can fail on it again; if the
+        // filesystem changed under it, the original stands.
+        let ctx = self
+            .paths
+            .iter()
+            .fold(ctx, |ctx, path| ctx.clone().protecting(path).unwrap_or(ctx));
+        self.sealed
+            .iter()
+            .fold(ctx, |ctx, path| ctx.clone().sealing(path).unwrap_or(ctx))
     }
 }
 
@@ -135,8 +155,9 @@ pub fn spawn_options(
 
 fn bare_options(settings: &Settings, workspace: &Path, sandbox: Option<&Sandbox>) -> SpawnOptions {
     let mut options = SpawnOptions::new(workspace).with_sandbox(sandbox.cloned());
-    if let Ok(dir) = crate::commands::mcp_login::credentials_dir() {
-        options = options.with_credentials(dir);
+    if let Ok(dir) = credentials_dir() {
+        // Canonical, as the sandbox compares it with its mounts.
+        options = options.with_credentials(canonical_protected(&dir).unwrap_or(dir));
     }
     if let Some(tz) = &settings.timezone {
         options = options.with_timezone(tz.clone());

@@ -63,6 +63,7 @@ pub fn confine(sandbox: &Sandbox, workspace: &Path, script: &str, network: bool)
             env,
             network: network.into(),
             read_only: &[],
+            hidden: &[],
         })
         .unwrap();
     confined

@@ -39,13 +39,15 @@ pub(super) enum LaunchError {
 
 /// Starts `bash -c command` in `cwd`, in its own registered process group,
 /// with stdout and stderr on one pipe. Confined, `protected` (mecha's own
-/// files) stays read-only even where the workspace contains it.
+/// files) stays read-only even where the workspace contains it, and
+/// `sealed` (its credentials) unreadable.
 pub(super) fn launch(
     command: &str,
     cwd: &Path,
     hidden_env: &[String],
     sandbox: Option<&Sandbox>,
     protected: &[PathBuf],
+    sealed: &[PathBuf],
 ) -> Result<Launched, LaunchError> {
     let (writer, reader) = pipe::pipe().map_err(LaunchError::Io)?;
     let writer = writer.into_blocking_fd().map_err(LaunchError::Io)?;
@@ -61,6 +63,7 @@ pub(super) fn launch(
                     env: confined_env(sandbox),
                     network: sandbox.network().clone(),
                     read_only: protected,
+                    hidden: sealed,
                 })
                 .map_err(LaunchError::Sandbox)?;
             (confined.command, Some(confined.lease))

@@ -220,6 +220,7 @@ impl Tool for Shell {
             &self.config.hidden_env,
             sandbox,
             ctx.protected(),
+            ctx.sealed(),
         );
         let Launched {
             mut child,

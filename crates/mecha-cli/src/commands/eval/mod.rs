@@ -227,6 +227,7 @@ async fn checked_command(
                 env,
                 network: sandbox.network().clone(),
                 read_only: &[],
+                hidden: &[],
             };
             let confined = sandbox.confine(job).map_err(|e| e.to_string())?;
             (confined.command, Some(confined.lease))
