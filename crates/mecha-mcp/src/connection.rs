@@ -44,6 +44,8 @@ pub(crate) struct Connection {
     pub protocol_version: String,
     /// `name version` from the server's `serverInfo`.
     pub server_info: Option<String>,
+    /// How it is reached: `stdio`, `streamable HTTP` or `SSE`.
+    pub transport: &'static str,
     /// Its `initialize` answer declares the resources capability.
     pub offers_resources: bool,
 }
@@ -80,10 +82,10 @@ pub(crate) async fn connect(
     signals: std::sync::Arc<Signals>,
 ) -> Result<Started, Failure> {
     let progress = std::sync::Arc::<ProgressRoutes>::default();
-    let handler = Handler::new(config.name.clone(), std::sync::Arc::clone(&progress));
     if config.url.is_some() {
-        return crate::remote::connect(config, opts, handler, progress, signals).await;
+        return crate::remote::connect(config, opts, progress, signals).await;
     }
+    let handler = Handler::new(config.name.clone(), std::sync::Arc::clone(&progress));
     let Spawned {
         stdin,
         stdout,
@@ -101,7 +103,14 @@ pub(crate) async fn connect(
     let handshake = handshake(handler, transport);
     let error = match tokio::time::timeout(limit, handshake).await {
         Ok(Ok((service, tools))) => {
-            return Ok(started(config, service, tools, Some(process), progress));
+            return Ok(started(
+                config,
+                service,
+                tools,
+                Some(process),
+                progress,
+                "stdio",
+            ));
         }
         Ok(Err((error, false))) => error,
         Ok(Err((error, true))) => match process.wait_exit(SETTLE).await {
@@ -162,6 +171,7 @@ pub(crate) fn started(
     tools: Vec<Value>,
     process: Option<ServerProcess>,
     progress: std::sync::Arc<ProgressRoutes>,
+    transport: &'static str,
 ) -> Started {
     let info = service.peer_info();
     let protocol_version = info
@@ -190,6 +200,7 @@ pub(crate) fn started(
             protocol_version,
             server_info,
             offers_resources,
+            transport,
         },
         tools,
     }

@@ -27,6 +27,8 @@ pub enum ServerState {
         protocol_version: String,
         /// `name version` from its `serverInfo`, if it sent one.
         server_info: Option<String>,
+        /// How it is reached: `stdio`, `streamable HTTP` or `SSE`.
+        transport: &'static str,
         tools: Vec<ToolSummary>,
     },
     /// Not running: never started, or died. Its tools are absent (or fail

@@ -103,23 +103,26 @@ pub fn parse_mcp_servers_json(text: &str, path: &Path) -> Result<ImportedServers
     Ok(out)
 }
 
-/// A `url` entry (`"type": "http"`, `"streamable-http"` or none): a remote
-/// server over streamable HTTP, its `headers` kept as written (`${VAR}` is
-/// read when it connects). An SSE-only one is skipped with the reason.
+/// A `url` entry (`"type": "http"`, `"streamable-http"`, `"sse"` or none):
+/// a remote server, its `headers` kept as written (`${VAR}` is read when it
+/// connects).
 fn remote_entry(raw_name: &str, kind: &str, entry: &Map<String, Value>) -> Result<Entry, String> {
-    if kind == "sse" {
-        return Ok(Entry::Skip(
-            "an SSE (`\"type\": \"sse\"`) server; this build speaks the streamable-HTTP \
-             transport to remote servers, not the older SSE one"
-                .into(),
-        ));
-    }
+    let transport = match kind {
+        "sse" => Some("sse".to_owned()),
+        "http" | "streamable-http" | "stdio" => None,
+        other => {
+            return Ok(Entry::Skip(format!(
+                "`\"type\": \"{other}\"` is no transport mecha knows; use \"http\" or \"sse\""
+            )));
+        }
+    };
     let url = match entry.get("url") {
         Some(Value::String(url)) if !url.trim().is_empty() => url.clone(),
         _ => return Err("a remote server needs `url`, as a non-empty string".into()),
     };
     let mut config = McpServerConfig::new(raw_name, "");
     config.url = Some(url);
+    config.transport = transport;
     if let Some(headers) = entry.get("headers") {
         let Some(headers) = headers.as_object() else {
             return Err("`headers` must be an object of strings".into());
@@ -251,6 +254,7 @@ mod tests {
                          "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}},
                 "old": {"url": "https://example.com/mcp2"},
                 "sse": {"type": "sse", "url": "https://example.com/sse"},
+                "ws": {"type": "websocket", "url": "wss://example.com/ws"},
                 "off": {"command": "x", "disabled": true},
                 "moved": {"command": "x", "cwd": "/srv"},
                 "leaky": {"command": "x", "env": {"TOKEN": "${ANTHROPIC_API_KEY}"}},
@@ -259,15 +263,17 @@ mod tests {
         )
         .unwrap();
         let names: Vec<&str> = got.servers.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["docs", "ok", "old"]);
+        assert_eq!(names, ["docs", "ok", "old", "sse"]);
         let docs = &got.servers[0];
         assert_eq!(docs.url.as_deref(), Some("https://example.com/mcp"));
         assert_eq!(docs.headers["Authorization"], "Bearer ${DOCS_TOKEN}");
         assert!(docs.validate(false).is_ok());
+        assert_eq!(got.servers[3].transport.as_deref(), Some("sse"));
+        assert!(got.servers[3].validate(false).is_ok());
         let skipped: Vec<&str> = got.skipped.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(skipped, ["leaky", "moved", "off", "sse"]);
+        assert_eq!(skipped, ["leaky", "moved", "off", "ws"]);
         let reason = |n: &str| &got.skipped.iter().find(|s| s.name == n).unwrap().reason;
-        assert!(reason("sse").contains("`\"type\": \"sse\"`"));
+        assert!(reason("ws").contains("`\"type\": \"websocket\"`"));
         assert!(reason("leaky").contains("ANTHROPIC_API_KEY"));
         assert!(reason("moved").contains("cwd"));
     }

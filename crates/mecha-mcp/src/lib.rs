@@ -39,6 +39,7 @@ mod result;
 mod send_words;
 mod server;
 mod spawn;
+mod sse;
 mod stderr_log;
 mod tool;
 

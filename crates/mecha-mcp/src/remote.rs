@@ -19,9 +19,11 @@ use crate::connection::{Handshaken, Started, handshake, started};
 use crate::error::{Failure, StartError};
 use crate::handler::{Handler, ProgressRoutes, Signals, Watched};
 use crate::oauth::CredentialFile;
+use crate::sse::{self, Credential};
 
-/// The remote transports; the first is the default.
-const TRANSPORTS: [&str; 1] = ["streamable-http"];
+/// The remote transports. With none named, streamable HTTP is tried
+/// first and SSE when the server refuses it.
+const TRANSPORTS: [&str; 2] = ["streamable-http", "sse"];
 
 /// What an entry with a `url` must hold, or why it cannot be used.
 pub(crate) fn validate(config: &McpServerConfig) -> Result<(), String> {
@@ -49,15 +51,10 @@ pub(crate) fn validate(config: &McpServerConfig) -> Result<(), String> {
     if let Some(transport) = &config.transport
         && !TRANSPORTS.contains(&transport.as_str())
     {
-        return Err(match transport.as_str() {
-            "sse" => "`transport = \"sse\"`: the older SSE transport is not supported by this \
-                      build; a server that speaks streamable HTTP works with the line removed"
-                .into(),
-            other => format!(
-                "`transport = \"{other}\"` is no transport; use \"streamable-http\" or drop the \
-                 line"
-            ),
-        });
+        return Err(format!(
+            "`transport = \"{transport}\"` is no transport; use \"streamable-http\" or \"sse\", \
+             or drop the line to try both"
+        ));
     }
     let local = [
         ("args", !config.args.is_empty()),
@@ -197,13 +194,14 @@ fn client(timeout: Duration) -> Result<reqwest013::Client, String> {
 }
 
 /// Reaches the server at `config.url`, shakes hands and lists its tools
-/// within `startup_timeout_s`. A server with an OAuth login kept for this
-/// URL gets its access token (refreshed when it is due); one with
-/// `bearer_token_env` gets that token; others get none.
+/// within `startup_timeout_s`: over streamable HTTP, or over SSE when the
+/// config says so or the server refuses streamable HTTP's first POST. A
+/// server with an OAuth login kept for this URL gets its access token
+/// (refreshed when it is due); one with `bearer_token_env` gets that
+/// token; others get none.
 pub(crate) async fn connect(
     config: &McpServerConfig,
     opts: &SpawnOptions,
-    handler: Handler,
     progress: Arc<ProgressRoutes>,
     signals: Arc<Signals>,
 ) -> Result<Started, Failure> {
@@ -211,49 +209,87 @@ pub(crate) async fn connect(
     let url = config.url.clone().unwrap_or_default();
     let limit = Duration::from_secs(config.startup_timeout_s);
     let env = |name: &str| std::env::var(name).ok();
-    let (auth, headers) = credentials(config, &env).map_err(fail)?;
+    let (token, headers) = credentials(config, &env).map_err(fail)?;
     let client = client(limit).map_err(fail)?;
-    let mut transport_config =
-        StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(headers);
-    let login = match (&auth, &opts.credentials) {
+    let login = match (&token, &opts.credentials) {
         (None, Some(dir)) => {
             crate::oauth_login::install_tls_provider();
             let file = CredentialFile::new(dir, config);
             crate::oauth::manager_from_login(config, file)
                 .await
                 .map_err(fail)?
+                .map(|manager| AuthClient::new(client.clone(), manager))
         }
         _ => None,
     };
-    if let Some(auth) = auth {
-        transport_config = transport_config.auth_header(auth);
-    }
-    let logged_in = login.is_some();
-    let reached = match login {
-        Some(manager) => {
-            let client = AuthClient::new(client, manager);
-            let transport = StreamableHttpClientTransport::with_client(client, transport_config);
-            handshake_within(
-                limit,
-                handler,
-                Watched::new(transport, config.name.clone(), signals),
-            )
-            .await
-        }
-        None => {
-            let transport = StreamableHttpClientTransport::with_client(client, transport_config);
-            handshake_within(
-                limit,
-                handler,
-                Watched::new(transport, config.name.clone(), signals),
-            )
-            .await
-        }
+    let credential = match (token, &login) {
+        (Some(token), _) => Credential::Bearer(token),
+        (None, Some(login)) => Credential::OAuth(Arc::clone(&login.auth_manager)),
+        (None, None) => Credential::None,
     };
+    let handler = || Handler::new(config.name.clone(), Arc::clone(&progress));
+    let mut transport = "streamable HTTP";
+    let mut reached = Ok(Err((
+        StartError::Remote {
+            detail: String::new(),
+        },
+        false,
+    )));
+    if config.transport.as_deref() != Some("sse") {
+        let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+            .custom_headers(headers.clone());
+        if let Credential::Bearer(token) = &credential {
+            http = http.auth_header(token.clone());
+        }
+        reached = match &login {
+            Some(login) => {
+                let streamable = StreamableHttpClientTransport::with_client(login.clone(), http);
+                handshake_within(
+                    limit,
+                    handler(),
+                    Watched::new(streamable, config.name.clone(), Arc::clone(&signals)),
+                )
+                .await
+            }
+            None => {
+                let streamable = StreamableHttpClientTransport::with_client(client.clone(), http);
+                handshake_within(
+                    limit,
+                    handler(),
+                    Watched::new(streamable, config.name.clone(), Arc::clone(&signals)),
+                )
+                .await
+            }
+        };
+    }
+    let refused = matches!(&reached, Ok(Err((StartError::Handshake { detail }, _)))
+        if config.transport.is_none() && refuses_streamable(detail));
+    if config.transport.as_deref() == Some("sse") || refused {
+        transport = "SSE";
+        let headers = headers.into_iter().collect();
+        reached = match sse::connect(client, &url, headers, credential, limit).await {
+            Ok(sse) => {
+                handshake_within(
+                    limit,
+                    handler(),
+                    Watched::new(sse, config.name.clone(), Arc::clone(&signals)),
+                )
+                .await
+            }
+            Err(e) => Ok(Err((
+                StartError::Handshake {
+                    detail: e.to_string(),
+                },
+                true,
+            ))),
+        };
+    }
     let error = match reached {
-        Ok(Ok((service, tools))) => return Ok(started(config, service, tools, None, progress)),
+        Ok(Ok((service, tools))) => {
+            return Ok(started(config, service, tools, None, progress, transport));
+        }
         Ok(Err((StartError::Handshake { detail }, _))) => StartError::Remote {
-            detail: refused_handshake(config, &detail, logged_in),
+            detail: refused_handshake(config, &detail, login.is_some(), transport),
         },
         Ok(Err((error, _))) => error,
         Err(_) => StartError::Timeout {
@@ -261,6 +297,16 @@ pub(crate) async fn connect(
         },
     };
     Err(Failure::bare(error))
+}
+
+/// Whether a failed handshake was the server refusing streamable HTTP's
+/// first POST (400, 404 or 405), as one that speaks only SSE does: then
+/// the older transport is tried at the same URL.
+fn refuses_streamable(detail: &str) -> bool {
+    detail.contains("when send initialize request")
+        && ["HTTP 400", "HTTP 404", "HTTP 405"]
+            .iter()
+            .any(|status| detail.contains(status))
 }
 
 async fn handshake_within<T>(
@@ -278,7 +324,12 @@ where
 /// A handshake rmcp could not complete, in words for the user: what went
 /// wrong without the transport's type names, and for a server that wants
 /// authorization, what to set.
-fn refused_handshake(config: &McpServerConfig, detail: &str, logged_in: bool) -> String {
+fn refused_handshake(
+    config: &McpServerConfig,
+    detail: &str,
+    logged_in: bool,
+    transport: &str,
+) -> String {
     if detail.contains("Auth required") {
         let name = &config.name;
         if logged_in {
@@ -305,7 +356,7 @@ fn refused_handshake(config: &McpServerConfig, detail: &str, logged_in: bool) ->
         Some(at) => &detail[at + "] error: ".len()..],
         None => detail,
     };
-    format!("the MCP handshake over streamable HTTP failed: {plain}")
+    format!("the MCP handshake over {transport} failed: {plain}")
 }
 
 #[cfg(test)]
@@ -333,10 +384,10 @@ mod tests {
             (remote("https://me:pw@mcp.example.com/"), "bearer_token_env"),
             (
                 McpServerConfig {
-                    transport: Some("sse".into()),
+                    transport: Some("websocket".into()),
                     ..remote("https://x.example/")
                 },
-                "not supported",
+                "\"streamable-http\" or \"sse\"",
             ),
             (
                 McpServerConfig {

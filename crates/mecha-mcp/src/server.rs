@@ -186,6 +186,7 @@ impl Server {
             (Some(conn), _) => ServerState::Ready {
                 protocol_version: conn.protocol_version.clone(),
                 server_info: conn.server_info.clone(),
+                transport: conn.transport,
                 tools: st
                     .tools
                     .iter()

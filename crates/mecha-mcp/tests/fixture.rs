@@ -35,6 +35,7 @@ async fn tools_are_prefixed_and_calls_work() {
             protocol_version,
             server_info,
             tools,
+            ..
         } => {
             assert_eq!(protocol_version, "2025-06-18");
             assert!(

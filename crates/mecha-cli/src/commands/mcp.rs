@@ -69,7 +69,12 @@ fn list(settings: &Settings) {
         outln!("{}  ({})", c.name, server.source);
         match &c.url {
             Some(url) => {
-                outln!("  remote, streamable HTTP: {url}");
+                let transport = match c.transport.as_deref() {
+                    Some("sse") => "SSE",
+                    Some(_) => "streamable HTTP",
+                    None => "streamable HTTP, or SSE if refused",
+                };
+                outln!("  remote, {transport}: {url}");
                 if let Some(var) = &c.bearer_token_env {
                     outln!("  bearer token from ${var}");
                 }
@@ -132,12 +137,15 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
     let mut out = format!("{status}\n");
     let code = match status.state {
         ServerState::Ready {
-            server_info, tools, ..
+            server_info,
+            tools,
+            transport,
+            ..
         } => {
             if let Some(info) = server_info {
                 out.push_str(&format!("server: {info}\n"));
             }
-            out.push_str(&transport_line(&server.config));
+            out.push_str(&transport_line(&server.config, Some(transport)));
             // What a run would give each tool: `[tools.NAME] force` too.
             let forcing = settings.forcing();
             let caps_of = |t: &mecha_mcp::ToolSummary| match forcing.get(&t.name) {
@@ -186,7 +194,7 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
         }
         ServerState::Failed { stderr_tail, .. } => {
             if server.config.url.is_some() {
-                out.push_str(&transport_line(&server.config));
+                out.push_str(&transport_line(&server.config, None));
             }
             out.push_str(&stderr_evidence(name, &stderr_tail));
             1
@@ -196,17 +204,21 @@ fn check(settings: &Settings, name: &str, workspace: &Path) -> Result<u8, Failur
     Ok(code)
 }
 
-/// How `mecha mcp check` says the server is reached, and with what
-/// credentials.
-fn transport_line(config: &mecha_mcp::McpServerConfig) -> String {
-    match &config.url {
-        None => "transport: stdio (a process mecha runs)\n".to_owned(),
-        Some(url) => {
-            let dir = crate::commands::mcp_login::credentials_dir().ok();
-            let auth = mecha_mcp::auth_state(config, dir.as_deref());
-            format!("transport: streamable HTTP to {url}\nauth: {auth}\n")
-        }
-    }
+/// How `mecha mcp check` says the server is reached (`used`: the
+/// transport it answered on), and with what credentials.
+fn transport_line(config: &mecha_mcp::McpServerConfig, used: Option<&str>) -> String {
+    let Some(url) = &config.url else {
+        return "transport: stdio (a process mecha runs)\n".to_owned();
+    };
+    let transport = match (used, config.transport.as_deref()) {
+        (Some(used), _) => used,
+        (None, Some("sse")) => "SSE",
+        (None, Some(_)) => "streamable HTTP",
+        (None, None) => "streamable HTTP, then SSE",
+    };
+    let dir = crate::commands::mcp_login::credentials_dir().ok();
+    let auth = mecha_mcp::auth_state(config, dir.as_deref());
+    format!("transport: {transport} to {url}\nauth: {auth}\n")
 }
 
 /// How many of a failed server's last stderr lines `mecha mcp check`

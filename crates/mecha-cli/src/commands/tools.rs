@@ -256,9 +256,11 @@ pub fn toolbox_json(toolbox: &Toolbox) -> serde_json::Value {
                 protocol_version,
                 server_info,
                 tools,
+                transport,
             } => json!({
                 "name": status.name,
                 "status": "ready",
+                "transport": transport,
                 "protocol_version": protocol_version,
                 "server_info": server_info,
                 "tools": tools.len(),
@@ -337,12 +339,14 @@ fn servers(hub: &McpHub, registry: &Registry, settings: &Settings, width: usize)
     let mut out = String::new();
     for (status, configured) in hub.statuses().iter().zip(&settings.mcp) {
         match &status.state {
-            ServerState::Ready { tools, .. } => {
+            ServerState::Ready {
+                tools, transport, ..
+            } => {
                 let remote = configured
                     .config
                     .url
                     .as_ref()
-                    .map(|url| format!("remote at {url}, "))
+                    .map(|url| format!("remote at {url} ({transport}), "))
                     .unwrap_or_default();
                 out.push_str(&format!(
                     "MCP server `{}` ({}): {remote}ready, {} tool{}\n",
