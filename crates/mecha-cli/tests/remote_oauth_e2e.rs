@@ -7,12 +7,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Output;
 
-use common::remote::{browse, free_port, http_get, logged, relay, sdk_python, start_sdk_server};
+use common::remote::{
+    follow, free_port, http_get, logged, login, relay, sdk_python, start_sdk_server,
+};
 use common::{Api, Env, env, results_in, stderr, stdout, tool_turn};
 use mecha_testkit::{MockModel, MockReply};
 use serde_json::json;
@@ -20,54 +21,6 @@ use serde_json::json;
 fn docs_config(e: &mut Env, port: u16, extra: &str) {
     e.extra_config =
         format!("[[mcp]]\nname = \"docs\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n{extra}");
-}
-
-/// `mecha mcp login docs`, with the browser's part played by `browser`,
-/// given the address mecha printed and mecha's stdin.
-async fn login(
-    e: &Env,
-    mock: &MockModel,
-    browser: impl FnOnce(&str, &mut std::process::ChildStdin) + Send + 'static,
-) -> Output {
-    let mut cmd = e.command(
-        Api::OpenAi,
-        mock,
-        "k",
-        "mcp",
-        &["login", "docs", "--no-browser"],
-    );
-    tokio::task::spawn_blocking(move || {
-        let mut child = cmd.spawn().unwrap();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut printed = String::new();
-        let url = loop {
-            let mut line = String::new();
-            if out.read_line(&mut line).unwrap() == 0 {
-                break None;
-            }
-            printed.push_str(&line);
-            if line.trim_start().starts_with("http://") {
-                break Some(line.trim().to_owned());
-            }
-        };
-        let mut stdin = child.stdin.take().unwrap();
-        if let Some(url) = url {
-            browser(&url, &mut stdin);
-        }
-        drop(stdin);
-        out.read_to_string(&mut printed).unwrap();
-        let mut output = child.wait_with_output().unwrap();
-        output.stdout = printed.into_bytes();
-        output
-    })
-    .await
-    .unwrap()
-}
-
-/// The browser comes back to mecha's listener.
-fn follow(url: &str, _: &mut std::process::ChildStdin) {
-    let landed = browse(url);
-    assert!(landed.contains("/callback?"), "{landed}");
 }
 
 fn events<'a>(log: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
@@ -104,7 +57,7 @@ async fn a_login_made_once_carries_every_call_until_logout() {
         stdout(&before)
     );
 
-    let out = login(&e, &mock, follow).await;
+    let out = login(&e, &mock, "docs", follow).await;
     assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
     assert!(
         stdout(&out).contains("logged in to `docs`"),
@@ -180,7 +133,7 @@ async fn an_expiring_token_is_refreshed_and_the_call_goes_through() {
     let mut e = env();
     docs_config(&mut e, port, "");
     let mock = MockModel::start(vec![]).await;
-    let out = login(&e, &mock, follow).await;
+    let out = login(&e, &mock, "docs", follow).await;
     assert!(out.status.success(), "{}", stderr(&out));
     std::thread::sleep(std::time::Duration::from_millis(2500));
     let mock = MockModel::start(vec![
@@ -219,7 +172,7 @@ async fn a_login_is_never_sent_to_another_url_under_the_same_name() {
     let mut e = env();
     docs_config(&mut e, port, "");
     let mock = MockModel::start(vec![]).await;
-    assert!(login(&e, &mock, follow).await.status.success());
+    assert!(login(&e, &mock, "docs", follow).await.status.success());
 
     // The same name now points elsewhere (a relay that records what
     // reaches it): the token stays home.
@@ -252,7 +205,7 @@ async fn the_address_the_browser_ended_on_can_be_pasted() {
     let mock = MockModel::start(vec![]).await;
     // A browser on another machine: it is sent to the callback address,
     // which it cannot reach; the user copies that address into mecha.
-    let out = login(&e, &mock, |url, stdin| {
+    let out = login(&e, &mock, "docs", |url, stdin| {
         let (status, location) = http_get(url);
         assert_eq!(status, 302, "{location:?}");
         writeln!(stdin, "{}", location.unwrap()).unwrap();
@@ -293,7 +246,7 @@ async fn a_preregistered_client_is_used_instead_of_registering() {
         &format!("client_id = \"mecha-cli\"\ncallback_port = {callback}\n"),
     );
     let mock = MockModel::start(vec![]).await;
-    let out = login(&e, &mock, follow).await;
+    let out = login(&e, &mock, "docs", follow).await;
     assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
     let seen = logged(log.path());
     assert!(events(&seen, "register").is_empty(), "{seen:?}");

@@ -6,9 +6,13 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use mecha_testkit::MockModel;
+
+use super::{Api, Env};
 
 /// A server process, killed when dropped.
 pub struct Server(pub Child);
@@ -168,4 +172,53 @@ pub fn logged(path: &Path) -> Vec<serde_json::Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// `mecha mcp login NAME`, with the browser's part played by `browser`,
+/// given the address mecha printed and mecha's stdin.
+pub async fn login(
+    e: &Env,
+    mock: &MockModel,
+    name: &str,
+    browser: impl FnOnce(&str, &mut std::process::ChildStdin) + Send + 'static,
+) -> Output {
+    let mut cmd = e.command(
+        Api::OpenAi,
+        mock,
+        "k",
+        "mcp",
+        &["login", name, "--no-browser"],
+    );
+    tokio::task::spawn_blocking(move || {
+        let mut child = cmd.spawn().unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut printed = String::new();
+        let url = loop {
+            let mut line = String::new();
+            if out.read_line(&mut line).unwrap() == 0 {
+                break None;
+            }
+            printed.push_str(&line);
+            if line.trim_start().starts_with("http://") {
+                break Some(line.trim().to_owned());
+            }
+        };
+        let mut stdin = child.stdin.take().unwrap();
+        if let Some(url) = url {
+            browser(&url, &mut stdin);
+        }
+        drop(stdin);
+        out.read_to_string(&mut printed).unwrap();
+        let mut output = child.wait_with_output().unwrap();
+        output.stdout = printed.into_bytes();
+        output
+    })
+    .await
+    .unwrap()
+}
+
+/// The browser comes back to mecha's listener.
+pub fn follow(url: &str, _: &mut std::process::ChildStdin) {
+    let landed = browse(url);
+    assert!(landed.contains("/callback?"), "{landed}");
 }
