@@ -317,3 +317,40 @@ async fn the_tokens_are_read_by_no_tool_even_inside_the_workspace() {
         assert!(shell.contains("No such file"), "an empty folder: {shell}");
     }
 }
+
+/// The server forgot the login (it restarted, its grants gone): the run's
+/// start says to log in again, and so does the result of a call the model
+/// makes to one of its tools anyway.
+#[tokio::test]
+async fn a_login_the_server_no_longer_honours_is_named_at_start_and_in_the_result() {
+    let Some(python) = sdk_python() else {
+        return;
+    };
+    let port = free_port();
+    let server = start_sdk_server(&python, port, "streamable-http", &["--oauth"]);
+    let mut e = env();
+    docs_config(&mut e, port, "");
+    let mock = MockModel::start(vec![]).await;
+    assert!(login(&e, &mock, "docs", follow).await.status.success());
+    drop(server);
+    let _restarted = start_sdk_server(&python, port, "streamable-http", &["--oauth"]);
+    let mock = MockModel::start(vec![
+        tool_turn(&[("docs__add", json!({"a": 1, "b": 1}))]),
+        MockReply::text("done"),
+    ])
+    .await;
+    let out = e.run(Api::OpenAi, &mock, "k", &["--yes", "add"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("run `mecha mcp login docs` again"),
+        "{}",
+        stderr(&out)
+    );
+    let (result, is_error) = results_in(&mock, 1).pop().unwrap();
+    assert!(is_error, "{result}");
+    assert!(
+        result.contains("`docs__add` is not available this run")
+            && result.contains("mecha mcp login docs"),
+        "{result}"
+    );
+}

@@ -38,6 +38,9 @@ pub enum Slot {
 
 /// The text for a call to a tool the registry does not have.
 pub fn unknown_tool(registry: &Registry, name: &str) -> String {
+    if let Some(why) = registry.absence(name) {
+        return format!("`{name}` is not available this run: {why}");
+    }
     let known: Vec<&str> = registry.names().collect();
     format!(
         "there is no tool named `{name}`; the available tools are: {}",

@@ -30,6 +30,10 @@ pub struct ToolDefinition {
 #[derive(Clone, Default)]
 pub struct Registry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
+    /// Name prefixes of tools that are missing this run (`docs__`: an MCP
+    /// server that did not start), with why, so a call to one is answered
+    /// with the reason rather than as a typo.
+    absent: BTreeMap<String, String>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -51,6 +55,28 @@ impl Registry {
         }
         self.tools.insert(name, tool);
         Ok(())
+    }
+
+    /// A registry with no tools that knows what this one knows of missing
+    /// ones: for rebuilding one tool by tool.
+    pub fn emptied(&self) -> Self {
+        Self {
+            tools: BTreeMap::new(),
+            absent: self.absent.clone(),
+        }
+    }
+
+    /// Notes that tools named `prefix…` are missing this run, and why.
+    pub fn mark_absent(&mut self, prefix: impl Into<String>, why: impl Into<String>) {
+        self.absent.insert(prefix.into(), why.into());
+    }
+
+    /// Why a tool named `name` is missing, when its prefix was marked.
+    pub fn absence(&self, name: &str) -> Option<&str> {
+        self.absent
+            .iter()
+            .find(|(prefix, _)| name.starts_with(prefix.as_str()))
+            .map(|(_, why)| why.as_str())
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {

@@ -249,6 +249,15 @@ impl McpHub {
                 .register(tool)
                 .map_err(|e| conflict(&e.name, &server, None))?;
         }
+        for status in self.statuses() {
+            if let ServerState::Failed { reason, .. } = status.state {
+                let prefix = format!("{}__", status.name);
+                registry.mark_absent(
+                    prefix,
+                    format!("MCP server `{}` is unavailable: {reason}", status.name),
+                );
+            }
+        }
         Ok(())
     }
 

@@ -330,14 +330,22 @@ fn refused_handshake(
     logged_in: bool,
     transport: &str,
 ) -> String {
+    let name = &config.name;
+    if logged_in && (detail.contains("Auth required") || detail.contains("Auth error")) {
+        let said = match detail.find("Auth error: ") {
+            Some(at) => {
+                let said = &detail[at + "Auth error: ".len()..];
+                let said = said.split(", when send").next().unwrap_or(said);
+                format!(" ({said})")
+            }
+            None => String::new(),
+        };
+        return format!(
+            "the server no longer honours the OAuth login and it could not be refreshed{said}; \
+             run `mecha mcp login {name}` again"
+        );
+    }
     if detail.contains("Auth required") {
-        let name = &config.name;
-        if logged_in {
-            return format!(
-                "the server refused the OAuth login (HTTP 401) and it could not be refreshed; \
-                 run `mecha mcp login {name}` again"
-            );
-        }
         return match &config.bearer_token_env {
             Some(var) => format!(
                 "the server refused the token in {var} (HTTP 401); check that it is current and \

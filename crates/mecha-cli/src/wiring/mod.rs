@@ -74,7 +74,7 @@ impl Forcing {
 
     /// `registry` with every tool forced as config says.
     fn registry(&self, registry: &Registry) -> Result<Registry, Failure> {
-        let mut forced = Registry::new();
+        let mut forced = registry.emptied();
         for tool in registry.iter() {
             forced
                 .register(self.apply(Arc::clone(tool)))
