@@ -75,7 +75,9 @@ async fn a_remote_server_is_listed_with_its_tools_as_private_untrusted_blind_sen
         .unwrap_or_else(|| panic!("{listing}"));
     let human = e.mecha(Api::OpenAi, &mock, "k", "tools", &[], "").await;
     assert!(
-        stdout(&human).contains(&format!("remote at http://127.0.0.1:{port}/mcp, ready")),
+        stdout(&human).contains(&format!(
+            "remote at http://127.0.0.1:{port}/mcp (streamable HTTP), ready"
+        )),
         "{}",
         stdout(&human)
     );
