@@ -184,10 +184,12 @@ impl std::fmt::Display for AuthState {
 }
 
 fn human_secs(s: i64) -> String {
-    match s {
-        ..120 => format!("{s} s"),
-        ..7200 => format!("{} min", s / 60),
-        _ => format!("{} h", s / 3600),
+    if s < 120 {
+        format!("{s} s")
+    } else if s < 7200 {
+        format!("{} min", s / 60)
+    } else {
+        format!("{} h", s / 3600)
     }
 }
 
