@@ -34,12 +34,14 @@ mod printable;
 mod process_tree;
 mod progress;
 mod registry;
+mod regular_file;
 mod rules;
 mod shell_words;
 mod spill;
 mod taint;
 mod threshold;
 mod tool;
+mod trusted_roots;
 
 pub use approval::{Approver, Decision, FreshReason, ModeApprover};
 pub use asking::{Asker, AskingApprover, Offer, Said, ask_user_schema, asked_question};
@@ -72,6 +74,7 @@ pub use process_tree::{
 };
 pub use progress::ProgressSink;
 pub use registry::{DuplicateTool, Registry, ToolDefinition};
+pub use regular_file::open_regular_beneath;
 pub use rules::{RuleAction, RuleConfig, RuleError, Rules, Spellings, StandingAnswer};
 pub use shell_words::{SimpleCommand, split_commands};
 pub use spill::{DEFAULT_SPILL_MAX_BYTES, SpillDir, SpillingSink};
@@ -81,3 +84,4 @@ pub use threshold::{
     safety_margin,
 };
 pub use tool::{ArgKind, Confinement, Tool, is_tool_name_char, parse_url, sanitize_tool_name};
+pub use trusted_roots::{CERT_FILE_VAR, extra_roots};

@@ -109,7 +109,7 @@ pub(crate) async fn connect(
                 tools,
                 Some(process),
                 progress,
-                "stdio",
+                crate::hub::STDIO,
             ));
         }
         Ok(Err((error, false))) => error,

@@ -42,6 +42,16 @@ pub enum ServerState {
     },
 }
 
+/// The transport of a server mecha runs as its own child process.
+pub(crate) const STDIO: &str = "stdio";
+
+impl ServerState {
+    /// Ready, and reached over the network rather than as a child process.
+    pub fn is_remote(&self) -> bool {
+        matches!(self, ServerState::Ready { transport, .. } if *transport != STDIO)
+    }
+}
+
 /// One tool of a ready server, for `mecha tools` and `mecha mcp check`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolSummary {
@@ -338,4 +348,33 @@ pub async fn check(config: McpServerConfig, opts: &SpawnOptions) -> ServerStatus
             stderr_tail: Vec::new(),
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ready(transport: &'static str) -> ServerState {
+        ServerState::Ready {
+            protocol_version: "2025-06-18".into(),
+            server_info: None,
+            transport,
+            tools: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_server_reached_over_the_network_is_remote_and_a_child_process_is_not() {
+        assert!(ready("streamable HTTP").is_remote());
+        assert!(ready("SSE").is_remote());
+        assert!(!ready(STDIO).is_remote());
+        let failed = ServerState::Failed {
+            reason: "gone".into(),
+            stderr_tail: Vec::new(),
+        };
+        assert!(
+            !failed.is_remote(),
+            "a server that is not up is not counted"
+        );
+    }
 }

@@ -2,7 +2,8 @@
 //! `command`, reached over rmcp's streamable-HTTP client transport. The
 //! endpoint is fixed by config; a bearer token and header values come from
 //! mecha's environment when the server is reached, so no secret is written
-//! in a config file. TLS trusts the webpki roots, as the model providers do.
+//! in a config file. TLS trusts the webpki roots and `SSL_CERT_FILE`'s, as the
+//! model providers do.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -176,9 +177,19 @@ pub(crate) fn credentials(
     Ok((auth, headers))
 }
 
-/// The HTTP client: rustls on ring with the webpki roots.
+/// The HTTP client: rustls on ring with the webpki roots, plus the ones
+/// `SSL_CERT_FILE` adds (as the model providers' clients).
 fn client(timeout: Duration) -> Result<reqwest013::Client, String> {
-    let roots = rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let mut roots =
+        rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    for der in mecha_core::extra_roots()? {
+        roots.add(der.clone()).map_err(|e| {
+            format!(
+                "a certificate in {} cannot be used: {e}",
+                mecha_core::CERT_FILE_VAR
+            )
+        })?;
+    }
     let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
@@ -267,7 +278,7 @@ pub(crate) async fn connect(
     if config.transport.as_deref() == Some("sse") || refused {
         transport = "SSE";
         let headers = headers.into_iter().collect();
-        reached = match sse::connect(client, &url, headers, credential, limit).await {
+        reached = match sse::connect(client.clone(), &url, headers, credential, limit).await {
             Ok(sse) => {
                 handshake_within(
                     limit,
@@ -288,15 +299,32 @@ pub(crate) async fn connect(
         Ok(Ok((service, tools))) => {
             return Ok(started(config, service, tools, None, progress, transport));
         }
-        Ok(Err((StartError::Handshake { detail }, _))) => StartError::Remote {
-            detail: refused_handshake(config, &detail, login.is_some(), transport),
-        },
+        Ok(Err((StartError::Handshake { detail }, _))) => {
+            let detail = with_cause(&client, &url, detail).await;
+            StartError::Remote {
+                detail: refused_handshake(config, &detail, login.is_some(), transport),
+            }
+        }
         Ok(Err((error, _))) => error,
         Err(_) => StartError::Timeout {
             secs: config.startup_timeout_s,
         },
     };
     Err(Failure::bare(error))
+}
+
+/// `detail` with why the request could not be sent, when that is what
+/// happened: rmcp's error names the request but drops its cause (a
+/// certificate no trusted authority signed, a refused connection), so one
+/// plain request to the same URL, with the same client, asks again.
+async fn with_cause(client: &reqwest013::Client, url: &str, detail: String) -> String {
+    if !detail.contains("error sending request") {
+        return detail;
+    }
+    match client.get(url).send().await {
+        Err(e) => format!("{detail} ({})", mecha_core::error_chain(&e)),
+        Ok(_) => detail,
+    }
 }
 
 /// Whether a failed handshake was the server refusing streamable HTTP's
@@ -364,7 +392,15 @@ fn refused_handshake(
         Some(at) => &detail[at + "] error: ".len()..],
         None => detail,
     };
-    format!("the MCP handshake over {transport} failed: {plain}")
+    let mut said = format!("the MCP handshake over {transport} failed: {plain}");
+    if plain.contains("certificate") {
+        said.push_str(&format!(
+            "; if the server's certificate comes from an authority of your own (a company's, \
+             a self-signed one), name a PEM file of it in {}",
+            mecha_core::CERT_FILE_VAR
+        ));
+    }
+    said
 }
 
 #[cfg(test)]

@@ -92,16 +92,26 @@ impl HttpCore {
         options: HttpOptions,
     ) -> Result<Self, ProviderError> {
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let client = reqwest::Client::builder()
+        let not_configured = |why: String| {
+            ProviderError::NotConfigured(format!("cannot set up the HTTP client for {api}: {why}"))
+        };
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)
-            .user_agent(concat!("mecha/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| {
-                ProviderError::NotConfigured(format!(
-                    "cannot set up the HTTP client for {api}: {}",
+            .user_agent(concat!("mecha/", env!("CARGO_PKG_VERSION")));
+        // The roots `SSL_CERT_FILE` adds, as every TLS client of mecha's.
+        for der in mecha_core::extra_roots().map_err(not_configured)? {
+            let cert = reqwest::Certificate::from_der(der).map_err(|e| {
+                not_configured(format!(
+                    "a certificate in {} cannot be used: {}",
+                    mecha_core::CERT_FILE_VAR,
                     error_chain(&e)
                 ))
             })?;
+            builder = builder.add_root_certificate(cert);
+        }
+        let client = builder
+            .build()
+            .map_err(|e| not_configured(error_chain(&e)))?;
         Ok(Self {
             client,
             url,

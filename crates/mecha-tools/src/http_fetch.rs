@@ -108,10 +108,7 @@ impl HttpFetch {
         let client = match pinned_client(&vetted, USER_AGENT) {
             Ok(client) => client,
             Err(e) => {
-                return ToolOutput::refusal(format!(
-                    "could not set up the HTTP client: {}",
-                    error_chain(&e)
-                ));
+                return ToolOutput::refusal(format!("could not set up the HTTP client: {e}"));
             }
         };
         let mut response = match client.get(url.clone()).send().await {

@@ -22,6 +22,7 @@ mod http_fetch;
 mod regular;
 mod shell;
 mod todo;
+mod trusting;
 mod web;
 
 use std::sync::Arc;

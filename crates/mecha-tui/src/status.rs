@@ -26,6 +26,10 @@ pub struct RunInfo {
     pub session: String,
     /// How tools are confined (`none`, `bwrap`, …).
     pub sandbox: String,
+    /// The MCP servers in words (`mcp 3 (1 remote)`), empty when none is
+    /// configured: a remote server's calls leave the machine, so the line
+    /// says one is in play.
+    pub servers: String,
     /// `block_sends_after_private`: any send is refused once private data
     /// is held.
     pub strict_sends: bool,
@@ -76,7 +80,7 @@ pub fn render(
     // a part with nothing to say (no model named) is no part at all. What
     // confines the calls outranks the session's id, which leaving prints.
     let mut parts: Vec<(String, Style, u8)> = vec![
-        (state.to_owned(), interlock_style, 4),
+        (state.to_owned(), interlock_style, 5),
         (context, Style::new(), 1),
         (escape::owned(&info.model), Style::new(), 0),
         (
@@ -89,12 +93,16 @@ pub fn render(
             theme.dim(),
             2,
         ),
+        (escape::line(&info.servers).into_owned(), theme.dim(), 4),
     ];
     if info.model.is_empty() {
         parts.retain(|(_, _, place)| *place != 0);
     }
     if info.session.is_empty() {
         parts.retain(|(_, _, place)| *place != 2);
+    }
+    if info.servers.is_empty() {
+        parts.retain(|(_, _, place)| *place != 4);
     }
     let width = usize::from(area.width);
     while parts.len() > 1 && shown_width(&parts) > width {
@@ -222,6 +230,17 @@ mod tests {
         assert_eq!(
             shown(&info, Taint::default(), 100),
             "0/1M tokens · session 20261204-013936-cbb84e · sandbox none · interlock clear"
+        );
+        info.servers = "mcp 3 (1 remote)".into();
+        assert_eq!(
+            shown(&info, Taint::default(), 120),
+            "0/1M tokens · session 20261204-013936-cbb84e · sandbox none · mcp 3 (1 remote) · \
+             interlock clear"
+        );
+        assert_eq!(
+            shown(&info, Taint::default(), 90),
+            "0/1M tokens · session 20261204-013936-cbb84e · sandbox none · interlock clear",
+            "the servers go first"
         );
         info.model = "claude-sonnet-4-5".into();
         let armed = Taint {

@@ -18,6 +18,7 @@ fn frame(width: u16, height: u16, modal: &mut Approval) -> Terminal<TestBackend>
         window: None,
         session: "s".into(),
         sandbox: "none".into(),
+        servers: String::new(),
         strict_sends: false,
         mode: None,
     };

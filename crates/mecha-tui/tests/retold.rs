@@ -67,6 +67,7 @@ fn a_resumed_session() {
         window: Some(200_000),
         session: "20261201-a1b2".into(),
         sandbox: "none".into(),
+        servers: String::new(),
         strict_sends: false,
         mode: None,
     };

@@ -21,6 +21,7 @@ fn info() -> RunInfo {
         window: Some(200_000),
         session: "20261201-a1b2".into(),
         sandbox: "bwrap".into(),
+        servers: String::new(),
         strict_sends: false,
         mode: None,
     }

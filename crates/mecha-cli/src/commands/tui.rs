@@ -251,6 +251,11 @@ impl Sessions<'_> {
                 .sandbox
                 .as_ref()
                 .map_or_else(|| "none".to_owned(), Sandbox::brief),
+            servers: toolbox
+                .servers
+                .as_ref()
+                .map(Servers::in_words)
+                .unwrap_or_default(),
             strict_sends,
             mode: Some(agent.mode().clone()),
         };

@@ -89,6 +89,26 @@ impl Servers {
             .all(|s| matches!(s.state, ServerState::Ready { .. }))
     }
 
+    /// The servers in a few words, for the TUI's status line: how many are
+    /// up (of how many, when some are not) and how many of those are
+    /// remote, whose calls leave the machine: `mcp 3 (1 remote)`.
+    pub fn in_words(&self) -> String {
+        let statuses = self.hub.statuses();
+        let up = statuses
+            .iter()
+            .filter(|s| matches!(s.state, ServerState::Ready { .. }))
+            .count();
+        let mut words = match up == statuses.len() {
+            true => format!("mcp {up}"),
+            false => format!("mcp {up}/{} up", statuses.len()),
+        };
+        let remote = statuses.iter().filter(|s| s.state.is_remote()).count();
+        if remote > 0 {
+            words.push_str(&format!(" ({remote} remote)"));
+        }
+        words
+    }
+
     /// Stops every server now rather than whenever the last tool is
     /// dropped.
     pub fn shutdown(&self) {
@@ -162,6 +182,23 @@ mod tests {
                 .is_none()
         );
         assert!(stopped(&last));
+    }
+
+    #[tokio::test]
+    async fn the_status_line_counts_the_servers_up_and_the_remote_ones() {
+        let fixture = mecha_testkit::fixture_mcp().display().to_string();
+        let (one, dir) = settings(&server("fx", &fixture));
+        assert_eq!(start(&one, dir.path(), None).await.in_words(), "mcp 1");
+        let both = format!(
+            "{}{}",
+            server("fx", &fixture),
+            server("gone", "/nonexistent/mcp-server")
+        );
+        let (both, dir) = settings(&both);
+        assert_eq!(
+            start(&both, dir.path(), None).await.in_words(),
+            "mcp 1/2 up"
+        );
     }
 
     #[tokio::test]

@@ -184,13 +184,15 @@ impl Pinned {
 /// would hand the name to a proxy to resolve, voiding the pin, and could
 /// point at an internal host), and the only resolver is the vetted host's
 /// vetted addresses. IP literals never reach it; [`vet`] judged those.
-pub fn pinned_client(vetted: &Vetted, user_agent: &str) -> reqwest::Result<reqwest::Client> {
-    reqwest::Client::builder()
+pub fn pinned_client(vetted: &Vetted, user_agent: &str) -> Result<reqwest::Client, String> {
+    let builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
         .dns_resolver(Arc::new(Pinned::new(vetted)))
-        .user_agent(user_agent)
+        .user_agent(user_agent);
+    crate::trusting::trusting_extra_roots(builder)?
         .build()
+        .map_err(|e| mecha_core::error_chain(&e))
 }
 
 impl reqwest::dns::Resolve for Pinned {

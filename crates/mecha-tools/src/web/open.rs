@@ -133,10 +133,7 @@ impl WebOpen {
                 }
             };
             let client = pinned_client(&vetted, USER_AGENT).map_err(|e| {
-                ToolOutput::refusal(format!(
-                    "could not set up the HTTP client: {}",
-                    error_chain(&e)
-                ))
+                ToolOutput::refusal(format!("could not set up the HTTP client: {e}"))
             })?;
             let response = client
                 .get(url.clone())

@@ -34,7 +34,7 @@ impl WebSearch {
         config: &SearchConfig,
         handles: Handles,
         mcp_tool: &dyn Fn(&str) -> Option<Arc<dyn Tool>>,
-    ) -> reqwest::Result<Self> {
+    ) -> Result<Self, String> {
         let backends: Vec<Backend> = config
             .backends
             .iter()

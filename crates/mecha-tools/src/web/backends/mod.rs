@@ -194,15 +194,17 @@ fn missing_key(variable: &str) -> Failure {
 /// its backend's time limit around it). It follows no redirect: the
 /// endpoint is config's, and a Location would be a destination config
 /// never named, with the query in it.
-pub(crate) fn backend_client() -> reqwest::Result<reqwest::Client> {
-    reqwest::Client::builder()
+pub(crate) fn backend_client() -> Result<reqwest::Client, String> {
+    let builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!(
             "mecha/",
             env!("CARGO_PKG_VERSION"),
             " (web_search)"
-        ))
+        ));
+    crate::trusting::trusting_extra_roots(builder)?
         .build()
+        .map_err(|e| mecha_core::error_chain(&e))
 }
 
 /// `base` with `path` appended to whatever path it already has, so a
