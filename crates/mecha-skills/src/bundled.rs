@@ -11,9 +11,8 @@ use std::io::{self, BufRead, BufReader};
 use std::path::Path;
 
 use cap_std::ambient_authority;
-use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
-use mecha_core::{ToolCtx, ToolOutput, system_words};
-use rustix::fs::OFlags;
+use cap_std::fs::Dir;
+use mecha_core::{ToolCtx, ToolOutput, open_regular_beneath, system_words};
 
 use crate::Skill;
 
@@ -133,11 +132,5 @@ pub(crate) fn read(skill: &Skill, requested: &str, ctx: &ToolCtx) -> ToolOutput 
 /// is refused, not waited on). `None` when it is not a regular file.
 fn open_beneath(root: &Path, relative: &Path) -> io::Result<Option<std::fs::File>> {
     let dir = Dir::open_ambient_dir(root, ambient_authority())?;
-    // Both flags are small positive constants; the cast changes no bits.
-    let flags = (OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32;
-    let file = dir.open_with(relative, OpenOptions::new().read(true).custom_flags(flags))?;
-    if !file.metadata()?.is_file() {
-        return Ok(None);
-    }
-    Ok(Some(file.into_std()))
+    Ok(open_regular_beneath(&dir, relative)?.ok())
 }

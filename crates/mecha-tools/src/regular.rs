@@ -6,9 +6,8 @@
 use std::fmt;
 use std::io;
 
-use cap_std::fs::{FileTypeExt, Metadata, OpenOptions, OpenOptionsExt};
-use mecha_core::{ResolvedPath, ToolOutput, system_words};
-use rustix::fs::OFlags;
+use cap_std::fs::{FileType, FileTypeExt, Metadata};
+use mecha_core::{ResolvedPath, ToolOutput, open_regular_beneath, system_words};
 
 /// Why a path is not a regular file, in mecha's own words. It travels inside
 /// an `io::Error` so the atomic writer can report it through its usual
@@ -26,10 +25,15 @@ impl std::error::Error for NotRegular {}
 
 /// Refuses whatever `meta` describes unless it is a regular file.
 pub(crate) fn check(meta: &Metadata) -> io::Result<()> {
-    let kind = meta.file_type();
-    let why = if kind.is_file() {
-        return Ok(());
-    } else if kind.is_dir() {
+    match meta.file_type() {
+        kind if kind.is_file() => Ok(()),
+        kind => Err(not_regular(kind)),
+    }
+}
+
+/// The refusal for what is there instead of a regular file.
+fn not_regular(kind: FileType) -> io::Error {
+    let why = if kind.is_dir() {
         "it is a directory; use fs_list to see what is in it"
     } else if kind.is_fifo() {
         "it is a named pipe (FIFO), not a regular file; the file tools only read and write \
@@ -41,7 +45,7 @@ pub(crate) fn check(meta: &Metadata) -> io::Result<()> {
     } else {
         "it is not a regular file; the file tools only read and write regular files"
     };
-    Err(io::Error::other(NotRegular(why)))
+    io::Error::other(NotRegular(why))
 }
 
 /// Opens a regular file beneath the jail for reading; anything else is
@@ -52,19 +56,13 @@ pub fn open(target: &ResolvedPath) -> io::Result<std::fs::File> {
     open_checked(target)
 }
 
-/// The open after the check: non-blocking, so that a FIFO put in the file's
-/// place since then fails the second check instead of waiting for a writer,
-/// and without taking a terminal as the controlling one. On a regular file
-/// O_NONBLOCK changes nothing.
+/// The open after the check, which cannot block: a FIFO put in the file's
+/// place since then fails the second check instead of waiting for a writer.
 fn open_checked(target: &ResolvedPath) -> io::Result<std::fs::File> {
-    // Both flags are small positive constants; the cast changes no bits.
-    let flags = (OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32;
-    let file = target.dir().open_with(
-        target.relative(),
-        OpenOptions::new().read(true).custom_flags(flags),
-    )?;
-    check(&file.metadata()?)?;
-    Ok(file.into_std())
+    match open_regular_beneath(target.dir(), target.relative())? {
+        Ok(file) => Ok(file),
+        Err(kind) => Err(not_regular(kind)),
+    }
 }
 
 /// The result for a file operation that failed: a refusal when the path is

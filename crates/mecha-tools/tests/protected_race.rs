@@ -25,15 +25,28 @@ struct Racer {
 }
 
 impl Racer {
-    /// Swaps `dir` and `link` (a symlink) back and forth until stopped.
+    /// Swaps `dir` and `link` (a symlink) back and forth until stopped,
+    /// holding each state for a varying few microseconds: swapping flat
+    /// out, on a loaded machine every call met the link and none got
+    /// through, so the test could not tell a race run from none; with the
+    /// pauses calls land in either state and across the swaps.
     fn start(dir: PathBuf, link: PathBuf) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let thread = std::thread::spawn(move || {
             let mut swaps = 0;
+            let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
             while !flag.load(Ordering::Relaxed) {
                 renameat_with(CWD, &dir, CWD, &link, RenameFlags::EXCHANGE).unwrap();
                 swaps += 1;
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let hold = std::time::Duration::from_micros(seed % 40);
+                let since = std::time::Instant::now();
+                while since.elapsed() < hold {
+                    std::hint::spin_loop();
+                }
             }
             swaps
         });
