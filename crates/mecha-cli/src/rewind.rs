@@ -1,14 +1,20 @@
 //! What `rewind` and `diff` read of a session: its prompts (turns, from 1)
 //! and the workspace checkpoints journaled around them, and the store they
-//! live in (`$MECHA_HOME/checkpoints`).
+//! live in (`$MECHA_HOME/checkpoints`). The rewind itself is here too, so
+//! that `mecha rewind` and the TUI's `/rewind` put files back and cut the
+//! conversation by one logic: the files through [`restore_files`], the
+//! conversation to [`history_before`] messages.
 
 use std::collections::BTreeSet;
+use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use mecha_checkpoint::{Limits, Store, WorkspaceCheckpoints};
-use mecha_core::{Checkpointer, Record, Role};
-use mecha_session::Loaded;
+use mecha_checkpoint::{
+    Change, CheckpointError, Known, Limits, Store, WorkspaceCheckpoints, changes, restore,
+};
+use mecha_core::{Checkpointer, Journal, Record, Role};
+use mecha_session::{Loaded, Restored};
 
 use crate::Failure;
 
@@ -127,4 +133,141 @@ pub fn checkpoint_before(turns: &[Turn], number: u32) -> Option<&str> {
         .iter()
         .filter(|t| t.number >= number)
         .find_map(|t| t.before.as_deref())
+}
+
+/// What a turn changed, in words: its paths, or why they are not known.
+pub fn changed_words(store: &Store, turn: &Turn) -> String {
+    match (&turn.before, &turn.after) {
+        (Some(before), Some(after)) => match changed_paths(store, before, after) {
+            Ok(paths) if paths.is_empty() => "no files changed".to_owned(),
+            Ok(paths) => paths.join(", "),
+            Err(e) => format!("cannot tell what it changed: {e}"),
+        },
+        (Some(_), None) => "did not finish; what it changed is unknown".to_owned(),
+        _ => "no files changed".to_owned(),
+    }
+}
+
+/// The paths that differ between two snapshots.
+fn changed_paths(store: &Store, before: &str, after: &str) -> Result<Vec<String>, CheckpointError> {
+    let (before, after) = (store.load(before)?, store.load(after)?);
+    Ok(changes(&before, &after)
+        .iter()
+        .map(|c| c.path().to_owned())
+        .collect())
+}
+
+/// What putting the files back did.
+#[derive(Debug)]
+pub enum Files {
+    /// No call from the turn on changed the workspace: nothing to put back.
+    Untouched,
+    /// The workspace is as it was before the turn; these changed.
+    Restored(Vec<Change>),
+    /// Nothing was written: these paths changed since the session last saw
+    /// them, and only `force` overwrites them.
+    Conflicts(Vec<String>),
+}
+
+/// Puts the workspace of `loaded` back as it was before turn `number`
+/// (one of `turns`), and journals the state it leaves in `journal`, so a
+/// later rewind compares against what the workspace now holds.
+pub fn restore_files(
+    loaded: &Loaded,
+    journal: &dyn Journal,
+    turns: &[Turn],
+    number: u32,
+    force: bool,
+) -> Result<Files, Failure> {
+    let Some(id) = checkpoint_before(turns, number) else {
+        return Ok(Files::Untouched);
+    };
+    let store = store()?;
+    let target = store.load(id).map_err(run_error)?;
+    let known_id = last_known(loaded).unwrap_or_else(|| id.to_owned());
+    let known = store.load(&known_id).map_err(run_error)?;
+    let changed_outside = changed_outside_since(turns, number);
+    let known = Known {
+        last: &known,
+        changed_outside: &changed_outside,
+    };
+    let workspace = &loaded.header.workspace;
+    match restore(&store, workspace, &target, known, force, Limits::default()) {
+        Ok(done) => {
+            journal.append(&Record::Checkpoint {
+                turn: 0,
+                id: id.to_owned(),
+                changed: done.changes.iter().map(|c| c.path().to_owned()).collect(),
+                after: true,
+            });
+            journal.sync();
+            Ok(Files::Restored(done.changes))
+        }
+        Err(CheckpointError::Conflicts { paths }) => Ok(Files::Conflicts(paths)),
+        Err(e) => Err(run_error(e)),
+    }
+}
+
+pub fn run_error(e: CheckpointError) -> Failure {
+    Failure::Run(e.into())
+}
+
+/// What [`restore_files`] did to the workspace, in words (outside text
+/// in it, the paths, is not yet made printable).
+pub fn files_said(number: u32, files: &Files) -> String {
+    let mut out = String::new();
+    match files {
+        Files::Untouched => {
+            let _ = writeln!(
+                out,
+                "no files to put back: no call from turn {number} on changed the workspace"
+            );
+        }
+        Files::Restored(changes) => {
+            for change in changes {
+                let done = match change {
+                    Change::Removed(_) => "removed",
+                    Change::Added(_) | Change::Changed(_) => "restored",
+                };
+                let _ = writeln!(out, "{done} {}", change.path());
+            }
+            let _ = writeln!(
+                out,
+                "the workspace is back to before turn {number} ({} file{} changed)",
+                changes.len(),
+                if changes.len() == 1 { "" } else { "s" }
+            );
+        }
+        Files::Conflicts(paths) => {
+            let _ = writeln!(
+                out,
+                "{}",
+                CheckpointError::Conflicts {
+                    paths: paths.clone()
+                }
+            );
+        }
+    }
+    out
+}
+
+/// How many messages of the history came before `turn`'s prompt: what a
+/// conversation rewind keeps. The taint is not touched: it lasts the whole
+/// session, and a rewind only appends a record. A compaction after the
+/// prompt replaced the history that count is of, so it is refused.
+pub fn history_before(loaded: &Loaded, turn: &Turn) -> Result<usize, Failure> {
+    let after = &loaded.entries[turn.entry..];
+    if after
+        .iter()
+        .any(|e| matches!(e.record, Record::Compaction { .. }))
+    {
+        return Err(Failure::Usage(format!(
+            "the conversation was compacted after turn {}, so its history before that prompt \
+             is no longer the one the session holds; rewind the files only",
+            turn.number
+        )));
+    }
+    Ok(Restored::replay(&loaded.entries[..turn.entry])
+        .messages
+        .len())
 }

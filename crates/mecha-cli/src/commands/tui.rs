@@ -356,10 +356,7 @@ impl Sessions<'_> {
     /// `Err` says why it cannot be had.
     fn next(&mut self, switch: Switch, current: Option<&str>) -> Result<Next, String> {
         let load = |id: &str| {
-            session::load(&Resume::Id(id.to_owned()), self.workspace).map_err(|e| match e {
-                Failure::Usage(why) => why,
-                Failure::Run(e) => format!("{e:#}"),
-            })
+            session::load(&Resume::Id(id.to_owned()), self.workspace).map_err(Failure::said)
         };
         match switch {
             Switch::Fresh => Ok(Next::Switch(None)),
