@@ -271,3 +271,19 @@ pub fn history_before(loaded: &Loaded, turn: &Turn) -> Result<usize, Failure> {
         .messages
         .len())
 }
+
+/// The whole text the user typed for `turn`, to send again after a
+/// conversation rewind; its first line when the message holds more than
+/// text (an image).
+pub fn prompt_text(loaded: &Loaded, turn: &Turn) -> String {
+    loaded.entries[turn.entry..]
+        .iter()
+        .find_map(|e| match &e.record {
+            Record::Message { message, .. } if message.role == Role::User => {
+                Some(mecha_agent::typed_prompt(message).map(str::to_owned))
+            }
+            _ => None,
+        })
+        .flatten()
+        .unwrap_or_else(|| turn.prompt.clone())
+}
