@@ -216,3 +216,18 @@ async fn a_file_edited_by_hand_is_shown_and_a_no_leaves_it() {
     assert!(rewinds(&e).is_empty(), "files only: the conversation stays");
     tui.quit().await;
 }
+
+#[tokio::test]
+async fn a_session_without_prompts_says_there_is_nothing_to_rewind() {
+    if !common::have_setsid() {
+        return;
+    }
+    let e = common::env();
+    let mock = MockModel::start(Vec::new()).await;
+    let mut tui = Tui::start(&e, &mock, "tui");
+    tui.wait_written(common::tui::READY).await;
+    tui.type_keys(b"/rewind\r");
+    tui.wait_for("no prompts in this session yet, so there is nothing to rewind")
+        .await;
+    tui.quit().await;
+}
