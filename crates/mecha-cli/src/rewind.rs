@@ -47,12 +47,20 @@ pub struct Turn {
     pub changed_between: Vec<String>,
     /// Where its prompt record sits among the session's entries.
     pub entry: usize,
+    /// A conversation rewind (or a failed turn's) took its prompt out of
+    /// the history; its checkpoints still put the files back.
+    pub cut: bool,
 }
 
 /// The session's turns in order, each with its checkpoints.
 pub fn turns(loaded: &Loaded) -> Vec<Turn> {
     let mut turns: Vec<Turn> = Vec::new();
     let mut awaiting_prompt = false;
+    // The history's length as the records replay it, and where each
+    // turn's prompt sits in it, while that is known: a compaction rebuilds
+    // the history, so what came before it can no longer be told cut.
+    let mut history = 0;
+    let mut at: Vec<Option<usize>> = Vec::new();
     for (entry, record) in loaded.entries.iter().map(|e| &e.record).enumerate() {
         match record {
             Record::Prompt { turn } => {
@@ -61,13 +69,27 @@ pub fn turns(loaded: &Loaded) -> Vec<Turn> {
                     entry,
                     ..Turn::default()
                 });
+                at.push(Some(history));
                 awaiting_prompt = true;
             }
-            Record::Message { message, .. } if awaiting_prompt && message.role == Role::User => {
-                awaiting_prompt = false;
-                if let Some(turn) = turns.last_mut() {
-                    turn.prompt = message.text().lines().next().unwrap_or("").to_owned();
+            Record::Message { message, .. } => {
+                history += 1;
+                if awaiting_prompt && message.role == Role::User {
+                    awaiting_prompt = false;
+                    if let Some(turn) = turns.last_mut() {
+                        turn.prompt = message.text().lines().next().unwrap_or("").to_owned();
+                    }
                 }
+            }
+            Record::Rewind { keep } => {
+                history = history.min(*keep);
+                for (turn, at) in turns.iter_mut().zip(&at) {
+                    turn.cut |= at.is_some_and(|at| at >= *keep);
+                }
+            }
+            Record::Compaction { messages, .. } => {
+                history = messages.len();
+                at.iter_mut().for_each(|at| *at = None);
             }
             Record::Checkpoint {
                 turn,

@@ -154,6 +154,18 @@ async fn turn_two_is_undone_files_and_conversation_from_the_list() {
         "nothing left to undo: {}",
         stdout(&out)
     );
+    let out = e
+        .mecha(Api::Anthropic, &mock, "k", "rewind", &[&id, "--list"], "")
+        .await;
+    let listed = stdout(&out);
+    assert!(
+        listed.contains("2  change a  [cut from the conversation]"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("1  write the notes\n"),
+        "turn 1 stays: {listed}"
+    );
     assert_eq!(mock.requests().len(), 4, "nothing was sent for the rewind");
 
     // A resumed session goes on from the cut: turn 1's four messages and

@@ -60,6 +60,8 @@ pub struct TurnRow {
     pub changed: String,
     /// Whether there is a checkpoint to put the files back from.
     pub files: bool,
+    /// An earlier rewind took its prompt out of the conversation.
+    pub cut: bool,
 }
 
 /// The session's turns, the newest first (the likeliest to undo).
@@ -69,7 +71,7 @@ pub fn turns(rows: &[TurnRow]) -> Picker {
         .rev()
         .map(|row| PickItem {
             name: format!("{:>2}  {}", row.number, row.prompt),
-            note: None,
+            note: row.cut.then(|| "cut from the conversation".to_owned()),
             description: row.changed.clone(),
             picked: OnPick::Enter(format!("{REWIND} {}", row.number)),
         })

@@ -18,18 +18,21 @@ fn rows() -> Vec<TurnRow> {
             prompt: "write the notes".into(),
             changed: "notes.md".into(),
             files: true,
+            cut: false,
         },
         TurnRow {
             number: 2,
             prompt: "tidy with the shell".into(),
             changed: "a.txt, gone.txt, run.sh".into(),
             files: true,
+            cut: false,
         },
         TurnRow {
             number: 3,
             prompt: "what changed?".into(),
             changed: "no files changed".into(),
             files: false,
+            cut: false,
         },
     ]
 }

@@ -84,11 +84,15 @@ pub fn run(args: RewindArgs) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// Said of a turn a conversation rewind took out of the history.
+const CUT: &str = "  [cut from the conversation]";
+
 fn listing(turns: &[Turn]) -> Result<String, Failure> {
     let store = rewind::store()?;
     let mut out = String::new();
     for turn in turns {
-        let _ = writeln!(out, "{:>3}  {}", turn.number, turn.prompt);
+        let cut = if turn.cut { CUT } else { "" };
+        let _ = writeln!(out, "{:>3}  {}{cut}", turn.number, turn.prompt);
         let _ = writeln!(out, "     {}", rewind::changed_words(&store, turn));
     }
     if out.is_empty() {

@@ -153,6 +153,7 @@ fn row(store: &mecha_checkpoint::Store, turns: &[Turn], turn: &Turn) -> TurnRow 
         prompt: turn.prompt.clone(),
         changed: rewind::changed_words(store, turn),
         files: rewind::checkpoint_before(turns, turn.number).is_some(),
+        cut: turn.cut,
     }
 }
 
