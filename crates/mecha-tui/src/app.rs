@@ -325,8 +325,8 @@ impl App {
         if ctrl_c {
             return self.ctrl_c();
         }
-        // Esc stops a turn as Ctrl-C does, as in the other harnesses; at
-        // the prompt it is the editor's.
+        // Esc stops a turn as Ctrl-C does, as in the other harnesses;
+        // twice at an empty prompt it opens /rewind (`app_rewind.rs`).
         let settled = self.box_closed.is_none_or(|at| at.elapsed() >= ESC_SETTLES);
         if key.code == KeyCode::Esc && self.busy && settled {
             return Action::Interrupt;
