@@ -2,8 +2,8 @@
 //! it happens, and made durable at every turn boundary.
 
 use mecha_core::{
-    Block, INTERRUPTED_RESULT, INTERRUPTED_TURN, LOST_RESULT, Message, NOT_RUN_RESULT, Record,
-    Registry, Role, Taint, Usage, results_for_open_calls,
+    Block, INTERRUPTED_RESULT, INTERRUPTED_TURN, Journal, LOST_RESULT, Message, NOT_RUN_RESULT,
+    Record, Registry, Role, Taint, Usage, results_for_open_calls,
 };
 
 use crate::agent::{Agent, Session};
@@ -28,6 +28,13 @@ impl Agent {
             session.taint = grown;
             self.note(&Record::Taint { taint: grown });
         }
+    }
+
+    /// Where the session is journaled, if anywhere: a front end's own
+    /// record (the files a `/rewind` put back) goes there, in its place
+    /// among the loop's.
+    pub fn journal(&self) -> Option<&dyn Journal> {
+        self.journal.as_deref()
     }
 
     pub(crate) fn sync(&self) {

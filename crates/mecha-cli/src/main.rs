@@ -164,6 +164,15 @@ impl Failure {
             Self::Run(_) => 1,
         }
     }
+
+    /// What went wrong, in a line for a screen that goes on (with every
+    /// cause of a failed run).
+    pub fn said(self) -> String {
+        match self {
+            Self::Usage(why) => why,
+            Self::Run(e) => format!("{e:#}"),
+        }
+    }
 }
 
 /// A store of unattended work refusing what was asked (no such trigger, a

@@ -1,14 +1,20 @@
 //! What `rewind` and `diff` read of a session: its prompts (turns, from 1)
 //! and the workspace checkpoints journaled around them, and the store they
-//! live in (`$MECHA_HOME/checkpoints`).
+//! live in (`$MECHA_HOME/checkpoints`). The rewind itself is here too, so
+//! that `mecha rewind` and the TUI's `/rewind` put files back and cut the
+//! conversation by one logic: the files through [`restore_files`], the
+//! conversation to [`history_before`] messages.
 
 use std::collections::BTreeSet;
+use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use mecha_checkpoint::{Limits, Store, WorkspaceCheckpoints};
-use mecha_core::{Checkpointer, Record, Role};
-use mecha_session::Loaded;
+use mecha_checkpoint::{
+    Change, CheckpointError, Known, Limits, Store, WorkspaceCheckpoints, changes, restore,
+};
+use mecha_core::{Checkpointer, Journal, Record, Role};
+use mecha_session::{Loaded, Restored};
 
 use crate::Failure;
 
@@ -41,12 +47,20 @@ pub struct Turn {
     pub changed_between: Vec<String>,
     /// Where its prompt record sits among the session's entries.
     pub entry: usize,
+    /// A conversation rewind (or a failed turn's) took its prompt out of
+    /// the history; its checkpoints still put the files back.
+    pub cut: bool,
 }
 
 /// The session's turns in order, each with its checkpoints.
 pub fn turns(loaded: &Loaded) -> Vec<Turn> {
     let mut turns: Vec<Turn> = Vec::new();
     let mut awaiting_prompt = false;
+    // The history's length as the records replay it, and where each
+    // turn's prompt sits in it, while that is known: a compaction rebuilds
+    // the history, so what came before it can no longer be told cut.
+    let mut history = 0;
+    let mut at: Vec<Option<usize>> = Vec::new();
     for (entry, record) in loaded.entries.iter().map(|e| &e.record).enumerate() {
         match record {
             Record::Prompt { turn } => {
@@ -55,13 +69,27 @@ pub fn turns(loaded: &Loaded) -> Vec<Turn> {
                     entry,
                     ..Turn::default()
                 });
+                at.push(Some(history));
                 awaiting_prompt = true;
             }
-            Record::Message { message, .. } if awaiting_prompt && message.role == Role::User => {
-                awaiting_prompt = false;
-                if let Some(turn) = turns.last_mut() {
-                    turn.prompt = message.text().lines().next().unwrap_or("").to_owned();
+            Record::Message { message, .. } => {
+                history += 1;
+                if awaiting_prompt && message.role == Role::User {
+                    awaiting_prompt = false;
+                    if let Some(turn) = turns.last_mut() {
+                        turn.prompt = message.text().lines().next().unwrap_or("").to_owned();
+                    }
                 }
+            }
+            Record::Rewind { keep } => {
+                history = history.min(*keep);
+                for (turn, at) in turns.iter_mut().zip(&at) {
+                    turn.cut |= at.is_some_and(|at| at >= *keep);
+                }
+            }
+            Record::Compaction { messages, .. } => {
+                history = messages.len();
+                at.iter_mut().for_each(|at| *at = None);
             }
             Record::Checkpoint {
                 turn,
@@ -127,4 +155,157 @@ pub fn checkpoint_before(turns: &[Turn], number: u32) -> Option<&str> {
         .iter()
         .filter(|t| t.number >= number)
         .find_map(|t| t.before.as_deref())
+}
+
+/// What a turn changed, in words: its paths, or why they are not known.
+pub fn changed_words(store: &Store, turn: &Turn) -> String {
+    match (&turn.before, &turn.after) {
+        (Some(before), Some(after)) => match changed_paths(store, before, after) {
+            Ok(paths) if paths.is_empty() => "no files changed".to_owned(),
+            Ok(paths) => paths.join(", "),
+            Err(e) => format!("cannot tell what it changed: {e}"),
+        },
+        (Some(_), None) => "did not finish; what it changed is unknown".to_owned(),
+        _ => "no files changed".to_owned(),
+    }
+}
+
+/// The paths that differ between two snapshots.
+fn changed_paths(store: &Store, before: &str, after: &str) -> Result<Vec<String>, CheckpointError> {
+    let (before, after) = (store.load(before)?, store.load(after)?);
+    Ok(changes(&before, &after)
+        .iter()
+        .map(|c| c.path().to_owned())
+        .collect())
+}
+
+/// What putting the files back did.
+#[derive(Debug)]
+pub enum Files {
+    /// No call from the turn on changed the workspace: nothing to put back.
+    Untouched,
+    /// The workspace is as it was before the turn; these changed.
+    Restored(Vec<Change>),
+    /// Nothing was written: these paths changed since the session last saw
+    /// them, and only `force` overwrites them.
+    Conflicts(Vec<String>),
+}
+
+/// Puts the workspace of `loaded` back as it was before turn `number`
+/// (one of `turns`), and journals the state it leaves in `journal`, so a
+/// later rewind compares against what the workspace now holds.
+pub fn restore_files(
+    loaded: &Loaded,
+    journal: &dyn Journal,
+    turns: &[Turn],
+    number: u32,
+    force: bool,
+) -> Result<Files, Failure> {
+    let Some(id) = checkpoint_before(turns, number) else {
+        return Ok(Files::Untouched);
+    };
+    let store = store()?;
+    let target = store.load(id).map_err(run_error)?;
+    let known_id = last_known(loaded).unwrap_or_else(|| id.to_owned());
+    let known = store.load(&known_id).map_err(run_error)?;
+    let changed_outside = changed_outside_since(turns, number);
+    let known = Known {
+        last: &known,
+        changed_outside: &changed_outside,
+    };
+    let workspace = &loaded.header.workspace;
+    match restore(&store, workspace, &target, known, force, Limits::default()) {
+        Ok(done) => {
+            journal.append(&Record::Checkpoint {
+                turn: 0,
+                id: id.to_owned(),
+                changed: done.changes.iter().map(|c| c.path().to_owned()).collect(),
+                after: true,
+            });
+            journal.sync();
+            Ok(Files::Restored(done.changes))
+        }
+        Err(CheckpointError::Conflicts { paths }) => Ok(Files::Conflicts(paths)),
+        Err(e) => Err(run_error(e)),
+    }
+}
+
+pub fn run_error(e: CheckpointError) -> Failure {
+    Failure::Run(e.into())
+}
+
+/// What [`restore_files`] did to the workspace, in words (outside text
+/// in it, the paths, is not yet made printable).
+pub fn files_said(number: u32, files: &Files) -> String {
+    let mut out = String::new();
+    match files {
+        Files::Untouched => {
+            let _ = writeln!(
+                out,
+                "no files to put back: no call from turn {number} on changed the workspace"
+            );
+        }
+        Files::Restored(changes) => {
+            for change in changes {
+                let done = match change {
+                    Change::Removed(_) => "removed",
+                    Change::Added(_) | Change::Changed(_) => "restored",
+                };
+                let _ = writeln!(out, "{done} {}", change.path());
+            }
+            let _ = writeln!(
+                out,
+                "the workspace is back to before turn {number} ({} file{} changed)",
+                changes.len(),
+                if changes.len() == 1 { "" } else { "s" }
+            );
+        }
+        Files::Conflicts(paths) => {
+            let _ = writeln!(
+                out,
+                "{}",
+                CheckpointError::Conflicts {
+                    paths: paths.clone()
+                }
+            );
+        }
+    }
+    out
+}
+
+/// How many messages of the history came before `turn`'s prompt: what a
+/// conversation rewind keeps. The taint is not touched: it lasts the whole
+/// session, and a rewind only appends a record. A compaction after the
+/// prompt replaced the history that count is of, so it is refused.
+pub fn history_before(loaded: &Loaded, turn: &Turn) -> Result<usize, Failure> {
+    let after = &loaded.entries[turn.entry..];
+    if after
+        .iter()
+        .any(|e| matches!(e.record, Record::Compaction { .. }))
+    {
+        return Err(Failure::Usage(format!(
+            "the conversation was compacted after turn {}, so its history before that prompt \
+             is no longer the one the session holds; rewind the files only",
+            turn.number
+        )));
+    }
+    Ok(Restored::replay(&loaded.entries[..turn.entry])
+        .messages
+        .len())
+}
+
+/// The whole text the user typed for `turn`, to send again after a
+/// conversation rewind; its first line when the message holds more than
+/// text (an image).
+pub fn prompt_text(loaded: &Loaded, turn: &Turn) -> String {
+    loaded.entries[turn.entry..]
+        .iter()
+        .find_map(|e| match &e.record {
+            Record::Message { message, .. } if message.role == Role::User => {
+                Some(mecha_agent::typed_prompt(message).map(str::to_owned))
+            }
+            _ => None,
+        })
+        .flatten()
+        .unwrap_or_else(|| turn.prompt.clone())
 }

@@ -80,6 +80,9 @@ pub struct App {
     pub completion: Option<Completion>,
     /// What the last key had to say under the prompt (see `app_keys.rs`).
     said: Option<String>,
+    /// When Esc was pressed at an empty prompt between turns: a second
+    /// one soon after opens `/rewind` (see `app_rewind.rs`).
+    esc_at: Option<Instant>,
 }
 
 /// How long after a box closed an Esc still belongs to it.
@@ -106,6 +109,7 @@ impl App {
             box_closed: None,
             completion: None,
             said: None,
+            esc_at: None,
         }
     }
 
@@ -321,13 +325,16 @@ impl App {
         if ctrl_c {
             return self.ctrl_c();
         }
-        // Esc stops a turn as Ctrl-C does, as in the other harnesses; at
-        // the prompt it is the editor's.
+        // Esc stops a turn as Ctrl-C does, as in the other harnesses;
+        // twice at an empty prompt it opens /rewind (`app_rewind.rs`).
         let settled = self.box_closed.is_none_or(|at| at.elapsed() >= ESC_SETTLES);
         if key.code == KeyCode::Esc && self.busy && settled {
             return Action::Interrupt;
         }
         self.quit_armed = false;
+        if let Some(action) = self.esc_twice(key, settled) {
+            return action;
+        }
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         if key.code == KeyCode::Char('o') && ctrl {
             self.transcript.toggle_details();
@@ -368,6 +375,9 @@ impl App {
 
     /// A line entered at the prompt (typed, or picked from a list).
     fn enter(&mut self, line: String) -> Action {
+        if self.busy && self.refused_while_busy(&line) {
+            return Action::None;
+        }
         if self.busy {
             // One turn at a time: the line waits for the turn to end.
             self.prompts.push(line);
@@ -484,6 +494,9 @@ enum Waiting {
 
 #[path = "app_keys.rs"]
 mod keys;
+
+#[path = "app_rewind.rs"]
+mod rewinding;
 
 #[cfg(test)]
 #[path = "app_tests.rs"]

@@ -7,6 +7,7 @@ use serde_json::json;
 use super::*;
 use crate::ask_user::UserQuestion;
 use crate::picker::PickItem;
+use crate::rewind::REWIND;
 use mecha_core::Offer;
 
 fn app() -> App {
@@ -316,4 +317,53 @@ fn picking_an_item_that_enters_a_line_sends_it_as_if_typed() {
         Action::Send("/resume b".into())
     );
     assert!(a.busy());
+}
+
+#[test]
+fn esc_twice_at_an_empty_prompt_opens_rewind_and_an_esc_that_stopped_a_turn_is_not_the_first() {
+    let mut a = app();
+    typed(&mut a, "x");
+    a.on_terminal(key(KeyCode::Enter));
+    assert_eq!(a.on_terminal(key(KeyCode::Esc)), Action::Interrupt);
+    a.turn_over();
+    assert_eq!(
+        a.on_terminal(key(KeyCode::Esc)),
+        Action::None,
+        "the stop was not a first tap"
+    );
+    assert_eq!(
+        a.on_terminal(key(KeyCode::Esc)),
+        Action::Send(REWIND.into())
+    );
+    a.turn_over();
+    // A key between the two, or a draft in the prompt, is no double tap.
+    a.on_terminal(key(KeyCode::Esc));
+    a.on_terminal(key(KeyCode::Left));
+    assert_eq!(a.on_terminal(key(KeyCode::Esc)), Action::None);
+    typed(&mut a, "draft");
+    a.on_terminal(key(KeyCode::Esc));
+    assert_eq!(a.on_terminal(key(KeyCode::Esc)), Action::None);
+    assert_eq!(a.editor.text(), "draft");
+}
+
+#[test]
+fn rewind_is_refused_while_a_turn_runs_and_not_queued() {
+    let mut a = app();
+    typed(&mut a, "x");
+    a.on_terminal(key(KeyCode::Enter));
+    typed(&mut a, "/rewind 1");
+    assert_eq!(a.on_terminal(key(KeyCode::Enter)), Action::None);
+    a.turn_over();
+    assert_eq!(a.next_queued(), None, "it waits for no turn");
+    let said = format!("{:?}", a.transcript.entries().last());
+    assert!(said.contains("Let it end, or stop it with Esc"), "{said}");
+}
+
+#[test]
+fn a_rewound_conversation_puts_its_prompt_back_in_the_editor() {
+    let mut a = app();
+    a.rewound("cut".into(), Some("write the notes\nin full".into()));
+    assert_eq!(a.editor.text(), "write the notes\nin full");
+    a.rewound("files only".into(), None);
+    assert_eq!(a.editor.text(), "write the notes\nin full", "left alone");
 }

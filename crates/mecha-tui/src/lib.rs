@@ -8,8 +8,9 @@
 //! prompt, [`modal`] the approval question (with [`instead`], what to do
 //! instead of a call refused), [`asking`] the model's own
 //! question (the [`ask_user`] tool's), both in [`frame`]'s box, [`picker`]
-//! a list to pick from (`/skills`, `/resume`), [`queue`] the prompts
-//! entered while a turn runs. Everything from the model or a tool
+//! a list to pick from (`/skills`, `/resume`, `/rewind`), [`queue`] the prompts
+//! entered while a turn runs, [`rewind`] the lists `/rewind` shows.
+//! Everything from the model or a tool
 //! passes [`escape`] before it reaches a cell. [`screen`] places the
 //! parts; [`app`] is the state and what each key or event does to it;
 //! [`bridge`] carries the agent's events and approval questions to the
@@ -38,6 +39,7 @@ pub mod mode;
 pub mod notify;
 pub mod picker;
 pub mod queue;
+pub mod rewind;
 pub mod run;
 pub mod screen;
 pub mod status;

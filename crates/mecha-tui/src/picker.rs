@@ -2,13 +2,15 @@
 //! and `/resume` show. Up and Down move, Enter picks, Esc closes. An item
 //! can carry a note beside its name (why a skill is withheld), and what
 //! picking it does: show something (a skill's body), or enter a line as if
-//! it had been typed (`/resume ID`).
+//! it had been typed (`/resume ID`). A list that asks a question (what
+//! `/rewind` should restore, whether to overwrite files changed since) says
+//! what it is about in lines above its items.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Widget};
+use ratatui::widgets::{Paragraph, Widget, Wrap};
 
 use crate::escape;
 use crate::frame;
@@ -39,6 +41,8 @@ pub struct Picker {
     title: String,
     /// What Enter does, in words for the box's last line.
     enter: String,
+    /// What the list is about, above its items (outside text: escaped).
+    said: Vec<String>,
     items: Vec<PickItem>,
     selected: usize,
     /// The first item shown.
@@ -60,10 +64,18 @@ impl Picker {
         Self {
             title: title.to_owned(),
             enter: enter.to_owned(),
+            said: Vec::new(),
             items,
             selected: 0,
             scroll: 0,
         }
+    }
+
+    /// The same list with `lines` above its items, saying what it is about.
+    #[must_use]
+    pub fn saying(mut self, lines: Vec<String>) -> Self {
+        self.said = lines;
+        self
     }
 
     /// A key; `Some` once the list is done with.
@@ -89,10 +101,21 @@ impl Picker {
         None
     }
 
-    /// The rows the box wants, its borders and its keys' line included.
-    pub fn height(&self) -> u16 {
-        let wanted = u16::try_from(self.items.len().max(1)).unwrap_or(u16::MAX);
-        wanted.saturating_add(3)
+    /// The rows the box wants at `width` columns, its borders and its
+    /// keys' line included.
+    pub fn height(&self, width: u16) -> u16 {
+        let items = u16::try_from(self.items.len().max(1)).unwrap_or(u16::MAX);
+        items
+            .saturating_add(frame::rows(self.said_lines(), width))
+            .saturating_add(3)
+    }
+
+    /// What the list is about, escaped.
+    fn said_lines(&self) -> Vec<Line<'static>> {
+        self.said
+            .iter()
+            .map(|line| Line::raw(escape::owned(line)))
+            .collect()
     }
 
     /// Draws the list as a box filling `area`, the cursor's item always in
@@ -100,8 +123,18 @@ impl Picker {
     pub fn render(&mut self, theme: Theme, area: Rect, buf: &mut Buffer) {
         let footer = format!("↑↓ move · Enter {} · Esc closes", self.enter);
         let inner = frame::open(area, format!(" {} ", self.title), buf);
-        let [list, foot] =
-            Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(inner);
+        let said_rows = frame::rows(self.said_lines(), area.width);
+        // The items keep a row at least: a list nobody can see cannot be
+        // picked from.
+        let [said, list, foot] = Layout::vertical([
+            Constraint::Length(said_rows.min(inner.height.saturating_sub(2))),
+            Constraint::Fill(1),
+            Constraint::Length(1),
+        ])
+        .areas(inner);
+        Paragraph::new(self.said_lines())
+            .wrap(Wrap { trim: false })
+            .render(said, buf);
         let rows = usize::from(list.height).max(1);
         if self.selected < self.scroll {
             self.scroll = self.selected;

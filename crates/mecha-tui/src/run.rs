@@ -31,6 +31,12 @@ pub enum Reply {
     Show(String),
     /// A list to pick from.
     Pick(Picker),
+    /// `/rewind` went back to before a prompt: what it did, and the
+    /// prompt's text, for the editor, when the conversation was cut back.
+    Rewound {
+        said: String,
+        prompt: Option<String>,
+    },
     Quit,
     /// Leave this conversation for another; whoever runs the screen makes
     /// it and drives the same app again.
@@ -198,6 +204,7 @@ fn answered(app: &mut App, reply: Reply) -> Option<Exit> {
     match reply {
         Reply::Show(text) => app.transcript.notice(NoticeKind::Info, text),
         Reply::Pick(picker) => app.pick(picker),
+        Reply::Rewound { said, prompt } => app.rewound(said, prompt),
         Reply::Quit => return Some(Exit::Quit),
         Reply::Switch(switch) => return Some(Exit::Switch(switch)),
     }

@@ -59,7 +59,7 @@ pub fn draw(frame: &mut Frame<'_>, mut view: View<'_>) {
     let wanted = match (&mut view.modal, &view.picker) {
         (Some(Modal::Approval(approval)), _) => approval.height(view.theme, area.width),
         (Some(Modal::AskUser(asking)), _) => asking.height(view.theme, area.width),
-        (None, Some(picker)) => picker.height(),
+        (None, Some(picker)) => picker.height(area.width),
         (None, None) => 0,
     };
     let boxed = wanted.min(above - transcript_kept(above));

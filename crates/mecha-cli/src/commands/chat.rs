@@ -181,7 +181,9 @@ fn prompts(chat: &Chat<'_>, session: &mut Session) -> Result<u8, Failure> {
                         asked => slash::compacted(&asked),
                     },
                     // Chat is answered that these are the TUI's.
-                    Slash::Switch(_) | Slash::PickSession | Slash::Approved => continue,
+                    Slash::Switch(_) | Slash::PickSession | Slash::Rewind(_) | Slash::Approved => {
+                        continue;
+                    }
                 };
                 output::out(&crate::terminal::printable(&answer));
                 continue;

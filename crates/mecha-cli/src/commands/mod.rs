@@ -22,6 +22,7 @@ pub mod tools;
 pub mod trigger;
 pub mod triggers;
 pub mod tui;
+mod tui_rewind;
 mod typed;
 mod waiting;
 

@@ -7,13 +7,13 @@ use std::fmt::Write as _;
 use clap::Args;
 use std::collections::BTreeSet;
 
-use mecha_checkpoint::{CheckpointError, Known, Limits, PRUNE_GRACE, Store, changes, restore};
+use mecha_checkpoint::PRUNE_GRACE;
 use mecha_core::{Journal, Record};
-use mecha_session::{Restored, Writer};
+use mecha_session::Writer;
 
 use crate::Failure;
 use crate::commands::sessions::{failure, store as sessions};
-use crate::rewind::{self, Turn};
+use crate::rewind::{self, Files, Turn};
 use crate::terminal::printable;
 
 #[derive(Args, Debug)]
@@ -59,11 +59,18 @@ pub fn run(args: RewindArgs) -> Result<u8, Failure> {
     // Checked before any file moves: a rewind of both does both or neither.
     let keep = match args.files {
         true => None,
-        false => Some(history_before(&loaded, turn)?),
+        false => Some(rewind::history_before(&loaded, turn)?),
     };
     let writer = Writer::reopen(&loaded).map_err(failure)?;
     if !args.conversation {
-        files(&loaded, &writer, &turns, number, args.force)?;
+        let files = rewind::restore_files(&loaded, &writer, &turns, number, args.force)?;
+        let said = rewind::files_said(number, &files);
+        let said = printable(&said);
+        match files {
+            Files::Restored(_) => crate::output::out(&said),
+            Files::Untouched => crate::output::err_line(said.trim_end()),
+            Files::Conflicts(_) => return Err(Failure::Usage(said.trim_end().to_owned())),
+        }
     }
     if let Some(keep) = keep {
         writer.append(&Record::Rewind { keep });
@@ -77,112 +84,21 @@ pub fn run(args: RewindArgs) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// Said of a turn a conversation rewind took out of the history.
+const CUT: &str = "  [cut from the conversation]";
+
 fn listing(turns: &[Turn]) -> Result<String, Failure> {
     let store = rewind::store()?;
     let mut out = String::new();
     for turn in turns {
-        let changed = match (&turn.before, &turn.after) {
-            (Some(before), Some(after)) => match changed_paths(&store, before, after) {
-                Ok(paths) if paths.is_empty() => "no files changed".to_owned(),
-                Ok(paths) => paths.join(", "),
-                Err(e) => format!("cannot tell what it changed: {e}"),
-            },
-            (Some(_), None) => "did not finish; what it changed is unknown".to_owned(),
-            _ => "no files changed".to_owned(),
-        };
-        let _ = writeln!(out, "{:>3}  {}", turn.number, turn.prompt);
-        let _ = writeln!(out, "     {changed}");
+        let cut = if turn.cut { CUT } else { "" };
+        let _ = writeln!(out, "{:>3}  {}{cut}", turn.number, turn.prompt);
+        let _ = writeln!(out, "     {}", rewind::changed_words(&store, turn));
     }
     if out.is_empty() {
         out.push_str("no turns in this session yet\n");
     }
     Ok(out)
-}
-
-/// The paths that differ between two snapshots.
-fn changed_paths(store: &Store, before: &str, after: &str) -> Result<Vec<String>, CheckpointError> {
-    let (before, after) = (store.load(before)?, store.load(after)?);
-    Ok(changes(&before, &after)
-        .iter()
-        .map(|c| c.path().to_owned())
-        .collect())
-}
-
-fn run_error(e: CheckpointError) -> Failure {
-    Failure::Run(e.into())
-}
-
-fn files(
-    loaded: &mecha_session::Loaded,
-    writer: &Writer,
-    turns: &[Turn],
-    number: u32,
-    force: bool,
-) -> Result<(), Failure> {
-    let Some(id) = rewind::checkpoint_before(turns, number) else {
-        crate::output::err_line(&format!(
-            "no files to put back: no call from turn {number} on changed the workspace"
-        ));
-        return Ok(());
-    };
-    let store = rewind::store()?;
-    let target = store.load(id).map_err(run_error)?;
-    let known_id = rewind::last_known(loaded).unwrap_or_else(|| id.to_owned());
-    let known = store.load(&known_id).map_err(run_error)?;
-    let workspace = &loaded.header.workspace;
-    let changed_outside = rewind::changed_outside_since(turns, number);
-    let known = Known {
-        last: &known,
-        changed_outside: &changed_outside,
-    };
-    match restore(&store, workspace, &target, known, force, Limits::default()) {
-        Ok(done) => {
-            // What the workspace now holds is what the session last saw:
-            // a later rewind compares against it, not the state undone.
-            writer.append(&Record::Checkpoint {
-                turn: 0,
-                id: id.to_owned(),
-                changed: done.changes.iter().map(|c| c.path().to_owned()).collect(),
-                after: true,
-            });
-            writer.sync();
-            let mut out = String::new();
-            for change in &done.changes {
-                let _ = writeln!(out, "restored {}", change.path());
-            }
-            let _ = writeln!(
-                out,
-                "the workspace is back to before turn {number} ({} file{} changed)",
-                done.changes.len(),
-                if done.changes.len() == 1 { "" } else { "s" }
-            );
-            crate::output::out(&printable(&out));
-            Ok(())
-        }
-        Err(e @ CheckpointError::Conflicts { .. }) => Err(Failure::Usage(e.to_string())),
-        Err(e) => Err(run_error(e)),
-    }
-}
-
-/// How many messages of the history came before `turn`'s prompt: what a
-/// conversation rewind keeps. The taint is not touched: it lasts the whole
-/// session, and a rewind only appends a record. A compaction after the
-/// prompt replaced the history that count is of, so it is refused.
-fn history_before(loaded: &mecha_session::Loaded, turn: &Turn) -> Result<usize, Failure> {
-    let after = &loaded.entries[turn.entry..];
-    if after
-        .iter()
-        .any(|e| matches!(e.record, Record::Compaction { .. }))
-    {
-        return Err(Failure::Usage(format!(
-            "the conversation was compacted after turn {}, so its history before that prompt \
-             is no longer the one the session holds; rewind with --files only",
-            turn.number
-        )));
-    }
-    Ok(Restored::replay(&loaded.entries[..turn.entry])
-        .messages
-        .len())
 }
 
 /// Removes what no stored session can rewind to any more. A session that
@@ -204,7 +120,7 @@ fn prune() -> Result<u8, Failure> {
         }));
     }
     let store = rewind::store()?;
-    let pruned = store.prune(&keep, PRUNE_GRACE).map_err(run_error)?;
+    let pruned = store.prune(&keep, PRUNE_GRACE).map_err(rewind::run_error)?;
     crate::output::out(&format!(
         "pruned {} snapshot{} and {} stored file{}, {} freed; {} left at {}\n",
         pruned.snapshots,

@@ -3,8 +3,9 @@
 //! this run carries (`/tools`, `/skills`, `/skills NAME`), `/cost`, `/sessions`
 //! (this workspace's, or `all`), `/questions` and `/outbox` (what waits for
 //! the owner here), `/compact`, `/mode` and `/approve` (see
-//! `modes.rs`), and the TUI's own `/clear`,
-//! `/resume [ID]` and `/model NAME`, which change the conversation itself.
+//! `modes.rs`), and the TUI's own `/clear`, `/resume [ID]`, `/model NAME`
+//! and `/rewind` (see `tui_rewind.rs`), which change the conversation
+//! itself.
 //! What the run carries comes from the running agent (its tools, its skill
 //! tool and the session's surface), not from config again: `--skill` and a
 //! narrowing change a run without changing a file. What config withheld
@@ -27,7 +28,7 @@ use mecha_tui::{OnPick, PickItem, Switch};
 use crate::Failure;
 use crate::commands::sessions::{failure, started, store};
 use crate::commands::tools::ARMED_MARK;
-use crate::commands::{modes, waiting};
+use crate::commands::{modes, tui_rewind, waiting};
 use crate::wiring::Toolbox;
 
 /// Which front end reads the line.
@@ -57,6 +58,8 @@ pub enum Slash {
     /// `/approve`: plan mode was left for this mode; the front end sends
     /// [`modes::APPROVED`] as the next prompt.
     Approved,
+    /// `/rewind` (the TUI only): see [`tui_rewind::answer`].
+    Rewind(tui_rewind::Asked),
 }
 
 /// The commands, as `/help` lists them, and whether chat has them.
@@ -109,6 +112,11 @@ const COMMANDS: &[(&str, &str, bool)] = &[
         false,
     ),
     (
+        "/rewind",
+        "go back to before a prompt: its files, the conversation, or both (also Esc Esc)",
+        false,
+    ),
+    (
         "/mode [NAME]",
         "the permission mode, or change it: ask, accept-edits, plan",
         true,
@@ -134,6 +142,7 @@ const NAMES: &[&str] = &[
     "resume",
     "clear",
     "model",
+    "rewind",
     "mode",
     "approve",
     "quit",
@@ -142,7 +151,7 @@ const NAMES: &[&str] = &[
 
 /// The commands `front` has, each with its slash: what Tab completes.
 pub fn names(front: Front) -> Vec<String> {
-    let tui_only = ["resume", "clear", "model"];
+    let tui_only = ["resume", "clear", "model", "rewind"];
     NAMES
         .iter()
         .filter(|name| front == Front::Tui || !tui_only.contains(name))
@@ -178,6 +187,14 @@ pub fn command(
         ("sessions", _) => "/sessions takes `all` at most: /sessions all\n".to_owned(),
         ("questions", []) => waiting::questions(workspace),
         ("outbox", []) => waiting::outbox(workspace),
+        ("rewind", _) if front == Front::Chat => "/rewind is the terminal UI's (run `mecha`); \
+             from chat, list the turns with `mecha rewind SESSION --list` and go back with \
+             `mecha rewind SESSION --to N`\n"
+            .to_owned(),
+        ("rewind", args) => match tui_rewind::asked(args) {
+            Ok(asked) => return Some(Slash::Rewind(asked)),
+            Err(how) => how,
+        },
         ("resume" | "clear" | "model", _) if front == Front::Chat => format!(
             "/{word} changes the conversation, which the terminal UI does: run `mecha`. In \
              chat, end it and start `mecha chat --resume ID` (or `--model NAME`).\n"
@@ -239,8 +256,8 @@ fn help(front: Front) -> String {
         Front::Tui => {
             "Keys: Enter sends; Alt-Enter or Ctrl-J starts a new line; Up and Down recall \
              earlier prompts; PageUp and PageDown scroll; Ctrl-O shows every call's input and \
-             result; Esc or Ctrl-C stops a turn; Ctrl-C clears the prompt, and twice on an \
-             empty prompt quits.\n"
+             result; Esc or Ctrl-C stops a turn; Esc twice on an empty prompt rewinds \
+             (/rewind); Ctrl-C clears the prompt, and twice on an empty prompt quits.\n"
         }
     });
     out.push_str(

@@ -28,7 +28,7 @@ use crate::commands::RunOptions;
 use crate::commands::modes;
 use crate::commands::run::{EXIT_INTERRUPTED, finish_with_notice, reported};
 use crate::commands::slash::{self, Front, Slash};
-use crate::commands::{typed, waiting};
+use crate::commands::{tui_rewind, typed, waiting};
 use crate::config::Settings;
 use crate::output;
 use crate::raw_screen::{self, RawScreen};
@@ -361,10 +361,7 @@ impl Sessions<'_> {
     /// `Err` says why it cannot be had.
     fn next(&mut self, switch: Switch, current: Option<&str>) -> Result<Next, String> {
         let load = |id: &str| {
-            session::load(&Resume::Id(id.to_owned()), self.workspace).map_err(|e| match e {
-                Failure::Usage(why) => why,
-                Failure::Run(e) => format!("{e:#}"),
-            })
+            session::load(&Resume::Id(id.to_owned()), self.workspace).map_err(Failure::said)
         };
         match switch {
             Switch::Fresh => Ok(Next::Switch(None)),
@@ -434,6 +431,9 @@ impl Talk<'_> {
             Slash::Switch(switch) => Reply::Switch(switch),
             // Sent as a prompt by `send`, never answered here.
             Slash::Approved => return None,
+            Slash::Rewind(asked) => {
+                tui_rewind::answer(self.agent, &mut self.session, self.session_id, asked)
+            }
             Slash::PickSession => match slash::sessions_to_pick(self.workspace, self.session_id) {
                 Ok(items) => Reply::Pick(Picker::new(
                     "sessions of this workspace",
