@@ -13,35 +13,19 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use mecha_agent::{CompactionPolicy, SUMMARY_REQUEST, Session};
 use mecha_core::{Block, Message, Registry, Role, StopReason, ToolCall};
-use mecha_provider::{Provider, ProviderError, Request, Response, StreamSink};
+use mecha_provider::{Request, Response};
 use support::*;
 
 /// Answers every request at once: a summary when asked, else "done".
-struct Instant_;
-
-#[async_trait]
-impl Provider for Instant_ {
-    fn describe(&self) -> String {
-        "instant".into()
-    }
-    fn context_window(&self) -> Option<u64> {
-        None
-    }
-    async fn complete(
-        &self,
-        request: Request<'_>,
-        _on_stream: &mut StreamSink<'_>,
-    ) -> Result<Response, ProviderError> {
-        let asked = request
-            .messages
-            .last()
-            .is_some_and(|m| m.text() == SUMMARY_REQUEST);
-        let answer = if asked { "SUMMARY: all of it." } else { "done" };
-        Ok(reply(vec![text(answer)], StopReason::EndTurn))
-    }
+fn instant(request: &Request<'_>) -> Response {
+    let asked = request
+        .messages
+        .last()
+        .is_some_and(|m| m.text() == SUMMARY_REQUEST);
+    let answer = if asked { "SUMMARY: all of it." } else { "done" };
+    reply(vec![text(answer)], StopReason::EndTurn)
 }
 
 fn history(turns: usize) -> Vec<Message> {
@@ -95,7 +79,7 @@ async fn one_compaction_in_harness_time() {
     for _ in 0..runs {
         for compacting in [true, false] {
             let mut agent = agent(
-                Arc::new(Instant_),
+                Arc::new(Answering(instant)),
                 registry.clone(),
                 allow_all_gate(),
                 dir.path(),

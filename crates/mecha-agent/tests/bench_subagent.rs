@@ -11,42 +11,26 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use mecha_agent::{DEFAULT_SUBAGENT_TURNS, Lineage, Profile, Runtime, SubagentTool};
 use mecha_core::{
     Capabilities, ModeApprover, PermissionMode, Registry, Rules, StopReason, ToolOutput,
 };
-use mecha_provider::{Provider, ProviderError, Request, Response, StreamSink};
+use mecha_provider::{Provider, Request, Response};
 use serde_json::json;
 use support::*;
 
 /// The parent calls `helper` once, then answers; the child (no tools)
 /// answers at once.
-struct Instant_;
-
-#[async_trait]
-impl Provider for Instant_ {
-    fn describe(&self) -> String {
-        "instant".into()
-    }
-    fn context_window(&self) -> Option<u64> {
-        None
-    }
-    async fn complete(
-        &self,
-        request: Request<'_>,
-        _on_stream: &mut StreamSink<'_>,
-    ) -> Result<Response, ProviderError> {
-        let parent = !request.tools.is_empty();
-        let called = request.messages.len() > 1;
-        Ok(if parent && !called {
-            reply(
-                vec![call("c", "helper", json!({"task": "answer"}))],
-                StopReason::ToolUse,
-            )
-        } else {
-            reply(vec![text("answered")], StopReason::EndTurn)
-        })
+fn instant(request: &Request<'_>) -> Response {
+    let parent = !request.tools.is_empty();
+    let called = request.messages.len() > 1;
+    if parent && !called {
+        reply(
+            vec![call("c", "helper", json!({"task": "answer"}))],
+            StopReason::ToolUse,
+        )
+    } else {
+        reply(vec![text("answered")], StopReason::EndTurn)
     }
 }
 
@@ -59,7 +43,7 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 #[ignore = "a benchmark: run it in release with --ignored --nocapture"]
 async fn one_delegation_in_harness_time() {
     let dir = tempfile::tempdir().unwrap();
-    let provider: Arc<dyn Provider> = Arc::new(Instant_);
+    let provider: Arc<dyn Provider> = Arc::new(Answering(instant));
     let lineage = Arc::new(Lineage {
         mode: PermissionMode::Allow.into(),
         approver: Arc::new(ModeApprover(PermissionMode::Allow)),

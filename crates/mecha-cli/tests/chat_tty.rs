@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use common::pty::{PATIENCE, Terminal};
@@ -32,22 +32,7 @@ struct Chat {
 
 impl Chat {
     fn start(e: &common::Env, mock: &MockModel) -> Self {
-        std::fs::write(
-            e.home.join("config.toml"),
-            format!("[provider]\nkind = \"anthropic\"\n{}", e.extra_config),
-        )
-        .unwrap();
-        let mut mecha = Command::new(assert_cmd::cargo::cargo_bin("mecha"));
-        mecha
-            .arg("-C")
-            .arg(&e.ws)
-            .arg("chat")
-            .env("MECHA_HOME", &e.home)
-            .env("ANTHROPIC_API_KEY", "k")
-            .env("ANTHROPIC_BASE_URL", mock.anthropic_url())
-            .env("TERM", "xterm")
-            .env_remove("OPENAI_API_KEY")
-            .envs(e.extra_env.iter().map(|(k, v)| (k, v)));
+        let mecha = common::at_terminal(e, mock, &["chat"]);
         Self {
             terminal: Terminal::start(&mecha, 24, 200),
             requests: mock.subscribe(),

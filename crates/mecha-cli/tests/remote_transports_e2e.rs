@@ -10,21 +10,12 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::remote::{follow, free_port, logged, login, relay, sdk_python, start_sdk_server};
-use common::{Api, Env, env, results_in, stderr, stdout, tool_turn};
+use common::{Api, Env, env, openai_tool_names, results_in, stderr, stdout, tool_turn};
 use mecha_testkit::{MockModel, MockReply};
 use serde_json::{Value, json};
 
 fn config(e: &mut Env, url: &str, extra: &str) {
     e.extra_config = format!("[[mcp]]\nname = \"fx\"\nurl = \"{url}\"\n{extra}");
-}
-
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 /// Runs one call of `tool` and returns its result.
@@ -143,11 +134,11 @@ async fn a_changed_tool_list_reaches_the_next_request() {
         let out = e.run(Api::OpenAi, &mock, "k", &["--yes", "grow"]).await;
         assert!(out.status.success(), "{}", stderr(&out));
         let requests = mock.requests();
-        assert!(!tool_names(&requests[0].body).contains(&"fx__added".to_owned()));
+        assert!(!openai_tool_names(&requests[0].body).contains(&"fx__added".to_owned()));
         assert!(
-            tool_names(&requests[1].body).contains(&"fx__added".to_owned()),
+            openai_tool_names(&requests[1].body).contains(&"fx__added".to_owned()),
             "{transport}: {:?}",
-            tool_names(&requests[1].body)
+            openai_tool_names(&requests[1].body)
         );
     }
 }

@@ -7,24 +7,12 @@
 
 mod common;
 
-use common::{Api, Env, env, results_in, stderr, stdout, tool_turn};
+use common::{Api, Env, env, openai_tool_names, results_in, stderr, stdout, tool_turn};
 use mecha_testkit::{MockModel, MockReply};
 use serde_json::{Value, json};
 
 const SUMMARY_MARKER: &str = "[mecha: compaction]";
 const PROCEDURE: &str = "STEP-ONE: read the notes. STEP-TWO: never write.";
-
-fn tool_names(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 fn texts(body: &Value) -> Vec<String> {
     body["messages"]
@@ -67,7 +55,7 @@ async fn a_resume_keeps_the_narrowing_the_loaded_skill_and_the_todo_list() {
     .await;
     let out = e.run(Api::OpenAi, &mock, "k", &["--yes", "review"]).await;
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(tool_names(&mock.requests()[0].body).contains(&"fs_write".to_owned()));
+    assert!(openai_tool_names(&mock.requests()[0].body).contains(&"fs_write".to_owned()));
     let (refusal, is_error) = results_in(&mock, 2).pop().unwrap();
     assert!(
         is_error
@@ -97,7 +85,7 @@ async fn a_resume_keeps_the_narrowing_the_loaded_skill_and_the_todo_list() {
         .filter(|b| !texts(b).last().unwrap().starts_with(SUMMARY_MARKER))
         .collect();
     assert_eq!(
-        tool_names(&requests[0]),
+        openai_tool_names(&requests[0]),
         ["fs_read", "skill"],
         "the narrowing came back"
     );
@@ -139,7 +127,7 @@ async fn chat_continue_picks_the_conversation_up_with_recall() {
         )
         .await;
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(tool_names(&mock.requests()[0].body).contains(&"recall".to_owned()));
+    assert!(openai_tool_names(&mock.requests()[0].body).contains(&"recall".to_owned()));
 
     let mock = MockModel::start(vec![MockReply::text("still 42")]).await;
     let out = e

@@ -17,6 +17,30 @@ use mecha_core::{
 use mecha_provider::{Provider, ProviderError, Request, Response, StreamSink, Streamed};
 use serde_json::{Value, json};
 
+/// Answers every request at once with what its function makes of it, for
+/// the benchmarks of the harness's own time.
+pub struct Answering<F>(pub F);
+
+#[async_trait]
+impl<F> Provider for Answering<F>
+where
+    F: Fn(&Request<'_>) -> Response + Send + Sync,
+{
+    fn describe(&self) -> String {
+        "answering".into()
+    }
+    fn context_window(&self) -> Option<u64> {
+        None
+    }
+    async fn complete(
+        &self,
+        request: Request<'_>,
+        _on_stream: &mut StreamSink<'_>,
+    ) -> Result<Response, ProviderError> {
+        Ok((self.0)(&request))
+    }
+}
+
 /// Plays one queued assistant turn per request and records what it was sent.
 pub struct Queue {
     turns: Mutex<VecDeque<Response>>,

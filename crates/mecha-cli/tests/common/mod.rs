@@ -119,6 +119,41 @@ impl Env {
     }
 }
 
+/// The names of the tools an OpenAI-style request offered, in its order.
+pub fn openai_tool_names(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `mecha ARGS` for a pseudo-terminal: `e`'s config with the Anthropic
+/// provider pointed at `mock`, a clean environment plus `e.extra_env`.
+pub fn at_terminal(e: &Env, mock: &MockModel, args: &[&str]) -> std::process::Command {
+    std::fs::write(
+        e.home.join("config.toml"),
+        format!("[provider]\nkind = \"anthropic\"\n{}", e.extra_config),
+    )
+    .unwrap();
+    let mut mecha = std::process::Command::new(assert_cmd::cargo::cargo_bin("mecha"));
+    mecha
+        .arg("-C")
+        .arg(&e.ws)
+        .args(args)
+        .env("MECHA_HOME", &e.home)
+        .env("ANTHROPIC_API_KEY", "k")
+        .env("ANTHROPIC_BASE_URL", mock.anthropic_url())
+        .env("TERM", "xterm")
+        .env_remove("OPENAI_API_KEY")
+        .envs(e.extra_env.iter().map(|(k, v)| (k, v)));
+    mecha
+}
+
 /// The id of the one session stored in `e`'s home.
 pub fn only_session(e: &Env) -> String {
     let ids: Vec<String> = std::fs::read_dir(e.home.join("sessions"))

@@ -1,8 +1,6 @@
 //! `mecha tui` under a pseudo-terminal of its own: keys typed, the screen
 //! read back as a terminal would show it, and the terminal checked after.
 
-use std::process::Command;
-
 use rustix::termios::LocalModes;
 
 use super::pty::{Ended, Terminal};
@@ -30,22 +28,7 @@ impl Tui {
 
     /// [`Tui::start`] with the arguments as given (one may hold spaces).
     pub fn start_with(e: &super::Env, mock: &MockModel, args: &[&str]) -> Self {
-        std::fs::write(
-            e.home.join("config.toml"),
-            format!("[provider]\nkind = \"anthropic\"\n{}", e.extra_config),
-        )
-        .unwrap();
-        let mut mecha = Command::new(assert_cmd::cargo::cargo_bin("mecha"));
-        mecha
-            .arg("-C")
-            .arg(&e.ws)
-            .args(args)
-            .env("MECHA_HOME", &e.home)
-            .env("ANTHROPIC_API_KEY", "k")
-            .env("ANTHROPIC_BASE_URL", mock.anthropic_url())
-            .env("TERM", "xterm")
-            .env_remove("OPENAI_API_KEY")
-            .envs(e.extra_env.iter().map(|(k, v)| (k, v)));
+        let mecha = super::at_terminal(e, mock, args);
         Self {
             terminal: Terminal::start(&mecha, ROWS as u16, COLS as u16),
         }
