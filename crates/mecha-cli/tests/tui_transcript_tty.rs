@@ -129,7 +129,8 @@ async fn compact_says_it_once_and_the_status_line_shows_the_new_size() {
     tui.wait_for("60.0k/200k tokens").await;
     tui.type_keys(b"/compact\r");
     tui.wait_for("compacted the conversation").await;
-    enter_when_idle(&mut tui, "/help", "commands (answered by mecha").await;
+    // A short answer, so the compaction's line stays on the screen.
+    enter_when_idle(&mut tui, "/cost", "tokens this session").await;
     assert_eq!(mock.summaries(), 1);
     let shown = rows(&tui);
     let screen = shown.join("\n");
