@@ -23,6 +23,7 @@
 //! [`Store`] without changing its callers.
 
 mod error;
+mod ignores;
 mod manifest;
 mod prune;
 mod restore;

@@ -1,6 +1,9 @@
 //! A snapshot's manifest: every file it holds, and how two compare.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -13,8 +16,9 @@ pub struct Manifest {
     /// at or after it may have changed during the walk, so the next
     /// snapshot reads it again rather than trusting its size and time.
     pub started_ns: u64,
-    /// Every file and symlink, by its path relative to the workspace
-    /// (`/`-separated).
+    /// Every file, symlink and empty directory, by its path relative to
+    /// the workspace (`/`-separated; see [`name_key`] for names that are
+    /// not UTF-8).
     pub files: BTreeMap<String, FileEntry>,
     /// Files left out, with why (over the size caps, unreadable). A
     /// restore leaves them where they are.
@@ -44,6 +48,10 @@ pub enum Content {
     File { sha256: String },
     /// A symlink, never followed.
     Symlink { target: String },
+    /// A directory with nothing in it, recorded so that a rewind removes
+    /// one the agent made and brings back one it removed. (A directory
+    /// that holds anything is implied by its entries.)
+    Dir,
 }
 
 impl FileEntry {
@@ -84,4 +92,61 @@ pub fn changes(from: &Manifest, to: &Manifest) -> Vec<Change> {
             _ => None,
         })
         .collect()
+}
+
+/// How a manifest spells one name of a path: the name itself when it is
+/// UTF-8, else a NUL followed by its bytes in hex. No file name can hold a
+/// NUL, so the two spellings never meet, and listings written before names
+/// that are not UTF-8 were recorded read as they did.
+pub(crate) fn name_key(name: &OsStr) -> Cow<'_, str> {
+    match name.to_str() {
+        Some(text) => Cow::Borrowed(text),
+        None => {
+            let hex: String = name.as_bytes().iter().map(|b| format!("{b:02x}")).collect();
+            Cow::Owned(format!("\0{hex}"))
+        }
+    }
+}
+
+/// The name a [`name_key`] spelling stands for; `None` for one that names
+/// no file of a directory (empty, `.`, `..`, holding a `/` or a NUL, or
+/// hex that is not).
+pub(crate) fn key_name(key: &str) -> Option<OsString> {
+    let bytes = match key.strip_prefix('\0') {
+        None => key.as_bytes().to_vec(),
+        Some(hex) if hex.len() % 2 == 0 => (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+            .collect::<Option<Vec<u8>>>()?,
+        Some(_) => return None,
+    };
+    let named = !matches!(bytes.as_slice(), b"" | b"." | b"..")
+        && !bytes.iter().any(|b| matches!(b, b'/' | b'\0'));
+    named.then(|| OsString::from_vec(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_spelt_as_a_key_reads_back_the_same() {
+        for name in [&b"plain"[..], b"caf\xe9", b"\xff", b"\\0ff"] {
+            let name = OsStr::from_bytes(name);
+            assert_eq!(key_name(&name_key(name)).as_deref(), Some(name));
+        }
+        assert_eq!(
+            name_key(OsStr::from_bytes(b"a\xffb")),
+            "\0".to_owned() + "61ff62"
+        );
+    }
+
+    #[test]
+    fn a_key_that_names_no_file_is_refused() {
+        for key in [
+            "", ".", "..", "\x00", "\x002f", "\x0000", "\x002e2e", "\x00zz", "\x00f",
+        ] {
+            assert_eq!(key_name(key), None, "{key:?}");
+        }
+    }
 }

@@ -39,7 +39,7 @@ impl WorkspaceCheckpoints {
             .last
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let mut manifest = scan(&self.store, &self.workspace, last.as_ref(), self.limits)?;
+        let mut manifest = scan(&self.store, &self.workspace, last.as_ref(), &self.limits)?;
         let changed = match last.as_ref() {
             Some(previous) => changes(previous, &manifest),
             None => Vec::new(),

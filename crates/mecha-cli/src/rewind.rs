@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::config::{CheckpointSettings, Settings};
 use mecha_checkpoint::{Limits, Store, WorkspaceCheckpoints};
 use mecha_core::{Checkpointer, Record, Role};
 use mecha_session::Loaded;
@@ -17,12 +18,49 @@ pub fn store() -> Result<Store, Failure> {
     Ok(Store::new(crate::config::mecha_home()?.join("checkpoints")))
 }
 
-/// What a run snapshots `workspace` with.
-pub fn checkpointer(workspace: &Path) -> Result<Arc<dyn Checkpointer>, Failure> {
-    Ok(Arc::new(WorkspaceCheckpoints::new(
+/// What a run snapshots `workspace` with: nothing when `[checkpoint]
+/// enabled = false`.
+pub fn checkpointer(
+    workspace: &Path,
+    settings: &CheckpointSettings,
+) -> Result<Option<Arc<dyn Checkpointer>>, Failure> {
+    if !settings.enabled {
+        return Ok(None);
+    }
+    Ok(Some(Arc::new(WorkspaceCheckpoints::new(
         store()?,
         workspace,
-        Limits::default(),
+        settings.limits.clone(),
+    ))))
+}
+
+/// The configuration `workspace` is run with now.
+fn configured(workspace: &Path) -> Result<Settings, Failure> {
+    Ok(Settings::load(&crate::config::mecha_home()?, workspace)?)
+}
+
+/// What a rewind or a diff walks `workspace` with: the configured
+/// `[checkpoint]` caps and includes, so that what a snapshot leaves out a
+/// restore leaves alone.
+pub fn limits(workspace: &Path) -> Result<Limits, Failure> {
+    Ok(configured(workspace)?.checkpoint.limits)
+}
+
+/// Why `loaded` has no checkpoints at all, when that is because they are
+/// switched off in the configuration of its workspace.
+pub fn why_none(loaded: &Loaded) -> Result<Option<String>, Failure> {
+    if last_known(loaded).is_some() {
+        return Ok(None);
+    }
+    let settings = configured(&loaded.header.workspace)?;
+    if settings.checkpoint.enabled {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "this session has no checkpoints, so there are no files to put back: checkpoints are \
+         off (`[checkpoint] enabled = false`, from {}). Remove that setting (or set it to true) \
+         so that the sessions to come can be rewound",
+        settings.origins.of("checkpoint.enabled")
     )))
 }
 

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use clap::Args;
 use std::collections::BTreeSet;
 
-use mecha_checkpoint::{CheckpointError, Known, Limits, PRUNE_GRACE, Store, changes, restore};
+use mecha_checkpoint::{CheckpointError, Known, PRUNE_GRACE, Store, changes, restore};
 use mecha_core::{Journal, Record};
 use mecha_session::{Restored, Writer};
 
@@ -52,6 +52,9 @@ pub fn run(args: RewindArgs) -> Result<u8, Failure> {
     let loaded = sessions()?.load(session).map_err(failure)?;
     let turns = rewind::turns(&loaded);
     let Some(number) = args.to else {
+        if let Some(why) = rewind::why_none(&loaded)? {
+            crate::output::err_line(&why);
+        }
         crate::output::out(&printable(&listing(&turns)?));
         return Ok(0);
     };
@@ -120,9 +123,10 @@ fn files(
     force: bool,
 ) -> Result<(), Failure> {
     let Some(id) = rewind::checkpoint_before(turns, number) else {
-        crate::output::err_line(&format!(
-            "no files to put back: no call from turn {number} on changed the workspace"
-        ));
+        let why = rewind::why_none(loaded)?.unwrap_or_else(|| {
+            format!("no files to put back: no call from turn {number} on changed the workspace")
+        });
+        crate::output::err_line(&why);
         return Ok(());
     };
     let store = rewind::store()?;
@@ -135,7 +139,8 @@ fn files(
         last: &known,
         changed_outside: &changed_outside,
     };
-    match restore(&store, workspace, &target, known, force, Limits::default()) {
+    let limits = rewind::limits(workspace)?;
+    match restore(&store, workspace, &target, known, force, limits) {
         Ok(done) => {
             // What the workspace now holds is what the session last saw:
             // a later rewind compares against it, not the state undone.
