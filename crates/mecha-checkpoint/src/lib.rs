@@ -22,6 +22,7 @@
 //! in the tree. A git-compatible object format can replace this one behind
 //! [`Store`] without changing its callers.
 
+mod entries;
 mod error;
 mod ignores;
 mod manifest;

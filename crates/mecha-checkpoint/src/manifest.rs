@@ -1,7 +1,8 @@
 //! A snapshot's manifest: every file it holds, and how two compare.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
@@ -81,17 +82,41 @@ impl Change {
 /// What turns `from` into `to`, by path. A path either side skipped is
 /// not compared: its content is not known.
 pub fn changes(from: &Manifest, to: &Manifest) -> Vec<Change> {
-    let paths: BTreeSet<&String> = from.files.keys().chain(to.files.keys()).collect();
-    paths
-        .into_iter()
-        .filter(|path| !from.skipped.contains_key(*path) && !to.skipped.contains_key(*path))
-        .filter_map(|path| match (from.files.get(path), to.files.get(path)) {
-            (None, Some(_)) => Some(Change::Added(path.clone())),
-            (Some(_), None) => Some(Change::Removed(path.clone())),
-            (Some(a), Some(b)) if !a.same_as(b) => Some(Change::Changed(path.clone())),
+    side_by_side(&from.files, &to.files)
+        .filter(|(path, _, _)| !from.skipped.contains_key(*path) && !to.skipped.contains_key(*path))
+        .filter_map(|(path, a, b)| match (a, b) {
+            (None, Some(_)) => Some(Change::Added(path.to_owned())),
+            (Some(_), None) => Some(Change::Removed(path.to_owned())),
+            (Some(a), Some(b)) if !a.same_as(b) => Some(Change::Changed(path.to_owned())),
             _ => None,
         })
         .collect()
+}
+
+/// Every path of either, in order, with its entry on each side: one pass
+/// over both, which a snapshot of many files makes worth more than a set
+/// of their names.
+pub(crate) fn side_by_side<'a>(
+    from: &'a BTreeMap<String, FileEntry>,
+    to: &'a BTreeMap<String, FileEntry>,
+) -> impl Iterator<Item = (&'a str, Option<&'a FileEntry>, Option<&'a FileEntry>)> {
+    let (mut from, mut to) = (from.iter().peekable(), to.iter().peekable());
+    std::iter::from_fn(move || {
+        let order = match (from.peek(), to.peek()) {
+            (None, None) => return None,
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some((a, _)), Some((b, _))) => a.cmp(b),
+        };
+        Some(match order {
+            Ordering::Less => from.next().map(|(p, e)| (p.as_str(), Some(e), None))?,
+            Ordering::Greater => to.next().map(|(p, e)| (p.as_str(), None, Some(e)))?,
+            Ordering::Equal => {
+                let (path, a) = from.next()?;
+                (path.as_str(), Some(a), to.next().map(|(_, b)| b))
+            }
+        })
+    })
 }
 
 /// How a manifest spells one name of a path: the name itself when it is

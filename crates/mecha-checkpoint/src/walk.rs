@@ -6,13 +6,13 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::entries::list;
 use crate::error::CheckpointError;
-use crate::ignores::{Frame, Included};
-use crate::manifest::{Content, FileEntry, Manifest, name_key};
+use crate::ignores::Included;
+use crate::manifest::{Content, FileEntry, Manifest};
 use crate::store::Store;
 
 /// How much a snapshot takes in (`[checkpoint]` in mecha's config).
@@ -82,12 +82,11 @@ pub(crate) fn scan(
         listings: BTreeMap::new(),
     };
     let mut taken = 0u64;
-    for Found {
-        key: relative,
-        path,
-        meta,
-    } in found
-    {
+    // The walk gives files in path order, so the previous snapshot's entry
+    // for each is found by stepping along it, not by a search per file.
+    let mut earlier = previous.map(|p| p.files.iter().peekable());
+    let mut files = Vec::with_capacity(found.len());
+    for (relative, path, meta) in found {
         let path = path.as_path();
         let meta = match meta {
             Ok(meta) => meta,
@@ -109,15 +108,13 @@ pub(crate) fn scan(
             inode: meta.ino(),
         };
         if kind.is_dir() {
-            manifest.files.insert(relative, stat(Content::Dir));
+            files.push((relative, stat(Content::Dir)));
             continue;
         }
         if kind.is_symlink() {
             let target = fs::read_link(path).map_err(CheckpointError::io("read the link", path))?;
             let target = target.to_string_lossy().into_owned();
-            manifest
-                .files
-                .insert(relative, stat(Content::Symlink { target }));
+            files.push((relative, stat(Content::Symlink { target })));
             continue;
         }
         if !kind.is_file() {
@@ -146,8 +143,17 @@ pub(crate) fn scan(
         let fresh = stat(Content::File {
             sha256: String::new(),
         });
-        let known = previous.and_then(|p| {
-            let old = p.files.get(&relative)?;
+        let old = earlier.as_mut().and_then(|files| {
+            while files
+                .next_if(|(p, _)| p.as_str() < relative.as_str())
+                .is_some()
+            {}
+            files
+                .peek()
+                .filter(|(p, _)| **p == relative)
+                .map(|(_, e)| *e)
+        });
+        let known = previous.zip(old).and_then(|(p, old)| {
             let unchanged = old.size == fresh.size
                 && old.mtime_ns == fresh.mtime_ns
                 && old.inode == fresh.inode
@@ -169,131 +175,58 @@ pub(crate) fn scan(
                 }
             },
         };
-        manifest
-            .files
-            .insert(relative, FileEntry { content, ..fresh });
+        files.push((relative, FileEntry { content, ..fresh }));
     }
+    // In order already, so this builds the map without a search per entry.
+    manifest.files = files.into_iter().collect();
     Ok(manifest)
 }
 
-/// One entry the walk takes in: its manifest path, where it is, and what
-/// `lstat` said of it.
-struct Found {
-    key: String,
-    path: PathBuf,
-    meta: std::io::Result<fs::Metadata>,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
 
-/// What the walk reads its rules from.
-struct Walk<'a> {
-    store_root: Option<PathBuf>,
-    included: &'a Included,
-    found: Vec<Found>,
-    problems: Vec<(String, String)>,
-}
-
-/// Every path the walk takes in, in order; and what could not be walked
-/// (a directory it may not read, an ignore file it cannot parse), by path,
-/// which the snapshot then skips rather than fail the call it precedes.
-fn list(
-    store: &Store,
-    workspace: &Path,
-    included: &Included,
-) -> (Vec<Found>, BTreeMap<String, String>) {
-    let mut walk = Walk {
-        store_root: fs::canonicalize(store.root()).ok(),
-        included,
-        found: Vec::new(),
-        problems: Vec::new(),
-    };
-    let mut read_problems = Vec::new();
-    let above = Frame::above(workspace, &mut read_problems);
-    walk.dir(workspace, "", above.as_ref(), false, &mut read_problems);
-    let mut problems: BTreeMap<String, String> = walk.problems.into_iter().collect();
-    for (path, e) in read_problems {
-        let at = relative(workspace, &path).unwrap_or_else(|| ".".to_owned());
-        problems.insert(at, format!("not walked: {e}"));
-    }
-    (walk.found, problems)
-}
-
-impl Walk<'_> {
-    /// Lists `dir` (manifest path `key`) and what is under it. An empty
-    /// directory is itself an entry. An `ignored` one is entered only on
-    /// the way to what `include_ignored` names, and gives only that.
-    fn dir(
-        &mut self,
-        dir: &Path,
-        key: &str,
-        parent: Option<&Arc<Frame>>,
-        ignored: bool,
-        read_problems: &mut Vec<crate::ignores::Problem>,
-    ) {
-        let mut entries: Vec<fs::DirEntry> = match fs::read_dir(dir) {
-            Ok(entries) => match entries.collect() {
-                Ok(entries) => entries,
-                Err(e) => return self.unwalked(key, e),
-            },
-            Err(e) => return self.unwalked(key, e),
-        };
-        if entries.is_empty() && !key.is_empty() && !ignored {
-            let meta = fs::symlink_metadata(dir);
-            self.found.push(Found {
-                key: key.to_owned(),
-                path: dir.to_path_buf(),
-                meta,
-            });
-            return;
+    /// Files whose size, time and inode did not move are not read again:
+    /// each must be found in the previous snapshot, whatever its name.
+    /// (Content changed behind an unchanged size and time is what git
+    /// misses too; here it proves the file was not read.)
+    #[test]
+    fn an_unmoved_file_is_found_in_the_last_snapshot_and_not_read() {
+        let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let root = ws.path();
+        let names: [&[u8]; 8] = [
+            b"x.txt",
+            b"x/in",
+            b"x/in.d/f",
+            b"x0",
+            b"x-",
+            b"\xff",
+            b"x/\xfe",
+            b"y/z",
+        ];
+        for name in names {
+            let path = root.join(OsStr::from_bytes(name));
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, b"one").unwrap();
         }
-        entries.sort_by_key(fs::DirEntry::file_name);
-        let has = |name: &str| entries.iter().any(|e| e.file_name() == name);
-        let own = Frame::of(dir, parent, has, read_problems);
-        let frame = own.as_ref().or(parent);
-        for entry in entries {
-            let name = entry.file_name();
-            if name == ".git" {
-                continue;
-            }
-            let path = entry.path();
-            // `d_type` from the listing: no `stat` for what is left out.
-            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-            let name = name_key(&name);
-            let child = match key {
-                "" => name.into_owned(),
-                key => format!("{key}/{name}"),
-            };
-            let left_out = (ignored || frame.is_some_and(|f| f.ignores(&path, is_dir)))
-                && !self.included.includes(&path, is_dir);
-            if is_dir {
-                let on_route = left_out && self.included.leads_in(&child);
-                if (!left_out || on_route) && self.store_root.as_deref() != Some(path.as_path()) {
-                    self.dir(&path, &child, frame, on_route, read_problems);
-                }
-                continue;
-            }
-            if left_out {
-                continue;
-            }
-            let meta = entry.metadata();
-            self.found.push(Found {
-                key: child,
-                path,
-                meta,
-            });
+        fs::create_dir(root.join("x.d")).unwrap();
+        let store = Store::new(home.path());
+        let first = scan(&store, root, None, &Limits::default()).unwrap();
+        assert_eq!(first.files.len(), names.len() + 1);
+        for name in names {
+            let path = root.join(OsStr::from_bytes(name));
+            let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+            fs::write(&path, b"two").unwrap();
+            fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(mtime)
+                .unwrap();
         }
+        let second = scan(&store, root, Some(&first), &Limits::default()).unwrap();
+        assert_eq!(second.files, first.files, "every file was read again");
     }
-
-    fn unwalked(&mut self, key: &str, e: std::io::Error) {
-        let at = if key.is_empty() { "." } else { key };
-        self.problems
-            .push((at.to_owned(), format!("not walked: {e}")));
-    }
-}
-
-/// `path` relative to `workspace`, as a manifest spells it; `None` for the
-/// workspace itself or a path outside it.
-fn relative(workspace: &Path, path: &Path) -> Option<String> {
-    let rest = path.strip_prefix(workspace).ok()?;
-    let names: Vec<_> = rest.iter().map(name_key).collect();
-    (!names.is_empty()).then(|| names.join("/"))
 }
