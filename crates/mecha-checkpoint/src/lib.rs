@@ -33,7 +33,7 @@ mod walk;
 mod workspace;
 
 pub use error::CheckpointError;
-pub use manifest::{Change, Content, FileEntry, Manifest, changes};
+pub use manifest::{Change, Content, FileEntry, Manifest, changes, readable};
 pub use prune::{PRUNE_GRACE, Pruned};
 pub use restore::{Known, Restored, restore};
 pub use store::Store;

@@ -133,6 +133,34 @@ pub(crate) fn name_key(name: &OsStr) -> Cow<'_, str> {
     }
 }
 
+/// A manifest path as a person reads it: a name that is not UTF-8 with its
+/// other bytes as `\xNN` (the manifest's NUL-and-hex spelling is for
+/// telling names apart, not for reading).
+pub fn readable(path: &str) -> Cow<'_, str> {
+    if !path.contains('\0') {
+        return Cow::Borrowed(path);
+    }
+    let names: Vec<String> = path
+        .split('/')
+        .map(|key| match key_name(key) {
+            Some(name) => name
+                .as_bytes()
+                .utf8_chunks()
+                .map(|chunk| {
+                    let bad: String = chunk
+                        .invalid()
+                        .iter()
+                        .map(|b| format!("\\x{b:02x}"))
+                        .collect();
+                    format!("{}{bad}", chunk.valid())
+                })
+                .collect(),
+            None => key.to_owned(),
+        })
+        .collect();
+    Cow::Owned(names.join("/"))
+}
+
 /// The name a [`name_key`] spelling stands for; `None` for one that names
 /// no file of a directory (empty, `.`, `..`, holding a `/` or a NUL, or
 /// hex that is not).
@@ -160,6 +188,11 @@ mod tests {
             let name = OsStr::from_bytes(name);
             assert_eq!(key_name(&name_key(name)).as_deref(), Some(name));
         }
+        assert_eq!(
+            readable(&format!("d/{}", name_key(OsStr::from_bytes(b"caf\xe9")))),
+            "d/caf\\xe9"
+        );
+        assert_eq!(readable("plain/path"), "plain/path");
         assert_eq!(
             name_key(OsStr::from_bytes(b"a\xffb")),
             "\0".to_owned() + "61ff62"

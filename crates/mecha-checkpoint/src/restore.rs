@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::CheckpointError;
-use crate::manifest::{Change, Content, FileEntry, Manifest, changes, key_name};
+use crate::manifest::{Change, Content, FileEntry, Manifest, changes, key_name, readable};
 use crate::store::Store;
 use crate::walk::{Limits, scan};
 
@@ -73,7 +73,7 @@ pub fn restore(
                 known.changed_outside.contains(*path)
                     || !same(current.files.get(*path), known.last.files.get(*path))
             })
-            .map(str::to_owned)
+            .map(|path| readable(path).into_owned())
             .collect();
         if !conflicts.is_empty() {
             return Err(CheckpointError::Conflicts { paths: conflicts });
@@ -131,7 +131,7 @@ fn checked_path(
     removed: &BTreeSet<&str>,
 ) -> Result<PathBuf, CheckpointError> {
     let unsafe_path = |reason: &str| CheckpointError::UnsafePath {
-        path: path.to_owned(),
+        path: readable(path).into_owned(),
         reason: reason.to_owned(),
     };
     let mut full = workspace.to_path_buf();

@@ -2,12 +2,14 @@
 //! nothing to rewind and `mecha rewind` says why; the caps and
 //! `include_ignored` decide what a rewind puts back; a project cannot widen
 //! them; a bad value names its line; `mecha config` and `mecha doctor` show
-//! them.
+//! them; a file named in Latin-1 comes back and is listed readably.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
+use std::ffi::OsStr;
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 
 use common::{Api, Env, env, only_session, stderr, stdout, tool_turn};
 use mecha_testkit::{MockModel, MockReply};
@@ -139,4 +141,26 @@ async fn a_bad_value_is_refused_naming_its_line_and_the_fix() {
     assert!(said.contains("config.toml:5:"), "{said}");
     assert!(said.contains("whole number of bytes above 0"), "{said}");
     assert!(said.contains("enabled = false"), "{said}");
+}
+
+#[tokio::test]
+async fn a_name_that_is_not_utf8_is_put_back_and_listed_readably() {
+    let e = env();
+    let name = OsStr::from_bytes(b"caf\xe9.txt");
+    fs::write(e.ws.join(name), "before\n").unwrap();
+    let mock = MockModel::start(shell(
+        "printf after > \"$(printf 'caf\\351.txt')\" && mkdir \"$(printf 'd\\377')\"",
+    ))
+    .await;
+    let id = one_prompt(&e, &mock).await;
+    assert_eq!(fs::read(e.ws.join(name)).unwrap(), b"after");
+
+    let out = mecha(&e, &mock, "rewind", &[&id, "--list"]).await;
+    let listed = stdout(&out);
+    assert!(listed.contains("caf\\xe9.txt"), "{listed}");
+    assert!(listed.contains("d\\xff"), "{listed}");
+    let out = mecha(&e, &mock, "rewind", &[&id, "--to", "1", "--files"]).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(fs::read(e.ws.join(name)).unwrap(), b"before\n");
+    assert!(!e.ws.join(OsStr::from_bytes(b"d\xff")).exists());
 }

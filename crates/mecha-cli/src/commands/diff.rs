@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use clap::Args;
-use mecha_checkpoint::{Change, Content, Manifest, Store, WorkspaceCheckpoints, changes};
+use mecha_checkpoint::{Change, Content, Manifest, Store, WorkspaceCheckpoints, changes, readable};
 use similar::TextDiff;
 
 use crate::Failure;
@@ -82,10 +82,11 @@ fn shown(store: &Store, from: &Manifest, to: &Manifest) -> String {
         let modes = (from.files.get(path), to.files.get(path));
         match modes {
             (Some(a), Some(b)) if a.mode != b.mode => {
+                let path = readable(path);
                 let _ = writeln!(out, "{word} {path} (mode {:o} -> {:o})", a.mode, b.mode);
             }
             _ => {
-                let _ = writeln!(out, "{word} {path}");
+                let _ = writeln!(out, "{word} {}", readable(path));
             }
         }
     }
@@ -93,6 +94,7 @@ fn shown(store: &Store, from: &Manifest, to: &Manifest) -> String {
         let path = change.path();
         let old = text(store, from, path);
         let new = text(store, to, path);
+        let path = readable(path);
         match (old, new) {
             (Some(old), Some(new)) => {
                 let diff = TextDiff::from_lines(&old, &new);

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use clap::Args;
 use std::collections::BTreeSet;
 
-use mecha_checkpoint::{CheckpointError, Known, PRUNE_GRACE, Store, changes, restore};
+use mecha_checkpoint::{CheckpointError, Known, PRUNE_GRACE, Store, changes, readable, restore};
 use mecha_core::{Journal, Record};
 use mecha_session::{Restored, Writer};
 
@@ -107,7 +107,7 @@ fn changed_paths(store: &Store, before: &str, after: &str) -> Result<Vec<String>
     let (before, after) = (store.load(before)?, store.load(after)?);
     Ok(changes(&before, &after)
         .iter()
-        .map(|c| c.path().to_owned())
+        .map(|c| readable(c.path()).into_owned())
         .collect())
 }
 
@@ -153,7 +153,7 @@ fn files(
             writer.sync();
             let mut out = String::new();
             for change in &done.changes {
-                let _ = writeln!(out, "restored {}", change.path());
+                let _ = writeln!(out, "restored {}", readable(change.path()));
             }
             let _ = writeln!(
                 out,
