@@ -1,7 +1,8 @@
-//! Walking a workspace into a manifest: `.gitignore` and `.ignore` read as
-//! patterns (git is never run and its configuration never read), `.git/`
-//! and the store itself left out, and size caps so that build output too
-//! big to matter does not fill the store.
+//! Walking a workspace into a manifest: the entries `entries.rs` lists
+//! (`.gitignore` and `.ignore` read as patterns, git never run and its
+//! configuration never read, `.git/` and the store itself left out), size
+//! caps so that build output too big to matter does not fill the store, and
+//! a file read again only when it may have changed.
 
 use std::collections::BTreeMap;
 use std::fs;
