@@ -161,10 +161,9 @@ pub fn readable(path: &str) -> Cow<'_, str> {
     Cow::Owned(names.join("/"))
 }
 
-/// The name a [`name_key`] spelling stands for; `None` for one that names
-/// no file of a directory (empty, `.`, `..`, holding a `/` or a NUL, or
-/// hex that is not).
-pub(crate) fn key_name(key: &str) -> Option<OsString> {
+/// The bytes a [`name_key`] spelling stands for; `None` for hex that is
+/// not, or bytes no name can hold (a `/` or a NUL).
+fn spelt_bytes(key: &str) -> Option<Vec<u8>> {
     let bytes = match key.strip_prefix('\0') {
         None => key.as_bytes().to_vec(),
         Some(hex) if hex.len() % 2 == 0 => (0..hex.len())
@@ -173,9 +172,35 @@ pub(crate) fn key_name(key: &str) -> Option<OsString> {
             .collect::<Option<Vec<u8>>>()?,
         Some(_) => return None,
     };
-    let named = !matches!(bytes.as_slice(), b"" | b"." | b"..")
-        && !bytes.iter().any(|b| matches!(b, b'/' | b'\0'));
+    (!bytes.iter().any(|b| matches!(b, b'/' | b'\0'))).then_some(bytes)
+}
+
+/// The name a [`name_key`] spelling stands for; `None` for one that names
+/// no file of a directory (empty, `.`, `..`, holding a `/` or a NUL, or
+/// hex that is not).
+pub(crate) fn key_name(key: &str) -> Option<OsString> {
+    let bytes = spelt_bytes(key)?;
+    let named = !matches!(bytes.as_slice(), b"" | b"." | b"..");
     named.then(|| OsString::from_vec(bytes))
+}
+
+/// A symlink's target as a manifest spells it: each of its names as
+/// [`name_key`] spells names, so that a target that is not UTF-8 is kept
+/// byte for byte and one that is reads as itself.
+pub(crate) fn target_key(target: &OsStr) -> String {
+    let names: Vec<Cow<'_, str>> = target
+        .as_bytes()
+        .split(|b| *b == b'/')
+        .map(|name| name_key(OsStr::from_bytes(name)))
+        .collect();
+    names.join("/")
+}
+
+/// The target a [`target_key`] spelling stands for; `None` if a name of it
+/// is hex that is not.
+pub(crate) fn key_target(key: &str) -> Option<OsString> {
+    let names: Vec<Vec<u8>> = key.split('/').map(spelt_bytes).collect::<Option<_>>()?;
+    Some(OsString::from_vec(names.join(&b'/')))
 }
 
 #[cfg(test)]
@@ -197,6 +222,16 @@ mod tests {
             name_key(OsStr::from_bytes(b"a\xffb")),
             "\0".to_owned() + "61ff62"
         );
+    }
+
+    #[test]
+    fn a_link_target_spelt_as_a_key_reads_back_the_same() {
+        for target in [&b"/tmp/x"[..], b"../caf\xe9/\xff", b"a//b/", b"", b"."] {
+            let target = OsStr::from_bytes(target);
+            assert_eq!(key_target(&target_key(target)).as_deref(), Some(target));
+        }
+        assert_eq!(target_key(OsStr::new("../plain")), "../plain");
+        assert_eq!(key_target("a/\x00zz"), None);
     }
 
     #[test]

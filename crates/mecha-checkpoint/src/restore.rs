@@ -7,7 +7,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::CheckpointError;
-use crate::manifest::{Change, Content, FileEntry, Manifest, changes, key_name, readable};
+use crate::manifest::{
+    Change, Content, FileEntry, Manifest, changes, key_name, key_target, readable,
+};
 use crate::store::Store;
 use crate::walk::{Limits, scan};
 
@@ -213,8 +215,17 @@ fn write_entry(store: &Store, full: &Path, entry: &FileEntry) -> Result<(), Chec
             fs::set_permissions(full, fs::Permissions::from_mode(entry.mode))
                 .map_err(CheckpointError::io("set the mode of", full))
         }
-        Content::Symlink { target } => std::os::unix::fs::symlink(target, full)
-            .map_err(CheckpointError::io("make the link", full)),
+        Content::Symlink { target } => {
+            let target = key_target(target).ok_or_else(|| CheckpointError::Corrupt {
+                path: store.root().to_path_buf(),
+                reason: format!(
+                    "the link target `{target}` of {} does not decode",
+                    full.display()
+                ),
+            })?;
+            std::os::unix::fs::symlink(target, full)
+                .map_err(CheckpointError::io("make the link", full))
+        }
         Content::File { sha256 } => {
             let bytes = store.blob(sha256)?;
             let name = full.file_name().and_then(|n| n.to_str()).unwrap_or("file");

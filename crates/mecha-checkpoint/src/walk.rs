@@ -13,7 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::entries::list;
 use crate::error::CheckpointError;
 use crate::ignores::Included;
-use crate::manifest::{Content, FileEntry, Manifest};
+use crate::manifest::{Content, FileEntry, Manifest, target_key};
 use crate::store::Store;
 
 /// How much a snapshot takes in (`[checkpoint]` in mecha's config).
@@ -114,7 +114,7 @@ pub(crate) fn scan(
         }
         if kind.is_symlink() {
             let target = fs::read_link(path).map_err(CheckpointError::io("read the link", path))?;
-            let target = target.to_string_lossy().into_owned();
+            let target = target_key(target.as_os_str());
             files.push((relative, stat(Content::Symlink { target })));
             continue;
         }
