@@ -14,55 +14,54 @@ use crate::ignores::{Frame, Included, Problem};
 use crate::manifest::name_key;
 use crate::store::Store;
 
-/// One entry the walk takes in: its manifest path, where it is, and what
-/// `lstat` said of it (`None` until the entries are looked at together).
+/// One entry the walk takes in: its manifest path, and where it is.
 struct Found {
     key: String,
     path: PathBuf,
-    meta: Option<std::io::Result<fs::Metadata>>,
 }
 
 /// An entry looked at: its manifest path, where it is, and what `lstat`
 /// said of it.
 pub(crate) type Looked = (String, PathBuf, std::io::Result<fs::Metadata>);
 
-fn look(found: Found) -> Looked {
-    let meta = found
-        .meta
-        .unwrap_or_else(|| fs::symlink_metadata(&found.path));
-    (found.key, found.path, meta)
-}
-
 /// Fewer entries than this are looked at on the calling thread: starting
 /// threads would cost more than they save.
 const PARALLEL_FROM: usize = 2048;
 
 /// `lstat`s every entry, in order, on up to four threads.
-fn look_at_all(mut found: Vec<Found>) -> Vec<Looked> {
+fn look_at_all(found: Vec<Found>) -> Vec<Looked> {
+    let look = |part: &[Found]| -> Vec<std::io::Result<fs::Metadata>> {
+        part.iter().map(|f| fs::symlink_metadata(&f.path)).collect()
+    };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-    if threads == 1 || found.len() < PARALLEL_FROM {
-        return found.into_iter().map(look).collect();
-    }
-    let per_thread = found.len().div_ceil(threads);
-    let mut parts = Vec::with_capacity(threads);
-    while found.len() > per_thread {
-        let rest = found.split_off(per_thread);
-        parts.push(std::mem::replace(&mut found, rest));
-    }
-    parts.push(found);
-    std::thread::scope(|s| {
-        let running: Vec<_> = parts
-            .into_iter()
-            .map(|part| s.spawn(move || part.into_iter().map(look).collect::<Vec<_>>()))
-            .collect();
-        running
-            .into_iter()
-            .flat_map(|thread| match thread.join() {
-                Ok(looked) => looked,
-                Err(panic) => std::panic::resume_unwind(panic),
-            })
-            .collect()
-    })
+    let metas = if threads == 1 || found.len() < PARALLEL_FROM {
+        look(&found)
+    } else {
+        std::thread::scope(|s| {
+            let running: Vec<_> = found
+                .chunks(found.len().div_ceil(threads))
+                .map(|part| {
+                    let thread = std::thread::Builder::new().spawn_scoped(s, move || look(part));
+                    (part, thread)
+                })
+                .collect();
+            running
+                .into_iter()
+                .flat_map(|(part, thread)| match thread {
+                    Ok(thread) => thread
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                    // A thread that cannot start leaves its part to this one.
+                    Err(_) => look(part),
+                })
+                .collect()
+        })
+    };
+    found
+        .into_iter()
+        .zip(metas)
+        .map(|(f, meta)| (f.key, f.path, meta))
+        .collect()
 }
 
 /// What the walk reads its rules from.
@@ -120,11 +119,9 @@ impl Walk<'_> {
             Err(e) => return self.unwalked(key, e),
         };
         if entries.is_empty() && !key.is_empty() && !ignored {
-            let meta = fs::symlink_metadata(dir);
             self.found.push(Found {
                 key: key.to_owned(),
                 path: dir.to_path_buf(),
-                meta: Some(meta),
             });
             return;
         }
@@ -166,11 +163,7 @@ impl Walk<'_> {
             if left_out {
                 continue;
             }
-            self.found.push(Found {
-                key: child,
-                path,
-                meta: None,
-            });
+            self.found.push(Found { key: child, path });
         }
     }
 

@@ -230,4 +230,24 @@ mod tests {
         let second = scan(&store, root, Some(&first), &Limits::default()).unwrap();
         assert_eq!(second.files, first.files, "every file was read again");
     }
+
+    /// Enough entries that they are looked at on several threads: each
+    /// still gets its own `lstat`, in order.
+    #[test]
+    fn many_entries_are_looked_at_in_order() {
+        let (home, ws) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let root = ws.path();
+        for n in 0..3000usize {
+            let dir = root.join(format!("d{}", n % 7));
+            fs::create_dir_all(&dir).unwrap();
+            fs::write(dir.join(format!("f{n}")), vec![b'x'; n % 13]).unwrap();
+        }
+        let store = Store::new(home.path());
+        let manifest = scan(&store, root, None, &Limits::default()).unwrap();
+        assert_eq!(manifest.files.len(), 3000);
+        for n in 0..3000usize {
+            let entry = &manifest.files[&format!("d{}/f{n}", n % 7)];
+            assert_eq!(entry.size, (n % 13) as u64);
+        }
+    }
 }
