@@ -28,6 +28,11 @@ pub enum CheckpointError {
         .paths.join("\n  ")
     )]
     Conflicts { paths: Vec<String> },
+    #[error(
+        "[checkpoint] include_ignored: `{glob}` is not a glob mecha can read ({reason}); write it \
+         as a .gitignore line would be, e.g. \".env\" or \"config/*.local\""
+    )]
+    BadGlob { glob: String, reason: String },
     #[error("refusing to restore `{path}`: {reason}")]
     UnsafePath { path: String, reason: String },
 }

@@ -22,7 +22,9 @@
 //! in the tree. A git-compatible object format can replace this one behind
 //! [`Store`] without changing its callers.
 
+mod entries;
 mod error;
+mod ignores;
 mod manifest;
 mod prune;
 mod restore;
@@ -31,7 +33,7 @@ mod walk;
 mod workspace;
 
 pub use error::CheckpointError;
-pub use manifest::{Change, Content, FileEntry, Manifest, changes};
+pub use manifest::{Change, Content, FileEntry, Manifest, changes, readable};
 pub use prune::{PRUNE_GRACE, Pruned};
 pub use restore::{Known, Restored, restore};
 pub use store::Store;

@@ -4,10 +4,12 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use crate::error::CheckpointError;
-use crate::manifest::{Change, Content, FileEntry, Manifest, changes};
+use crate::manifest::{
+    Change, Content, FileEntry, Manifest, changes, key_name, key_target, readable,
+};
 use crate::store::Store;
 use crate::walk::{Limits, scan};
 
@@ -62,7 +64,7 @@ pub fn restore(
     limits: Limits,
 ) -> Result<Restored, CheckpointError> {
     let head = store.head(workspace);
-    let mut current = scan(store, workspace, head.as_ref(), limits)?;
+    let mut current = scan(store, workspace, head.as_ref(), &limits)?;
     let before = store.save(&mut current, head.as_ref())?;
     let planned = changes(&current, target);
     if !force {
@@ -73,7 +75,7 @@ pub fn restore(
                 known.changed_outside.contains(*path)
                     || !same(current.files.get(*path), known.last.files.get(*path))
             })
-            .map(str::to_owned)
+            .map(|path| readable(path).into_owned())
             .collect();
         if !conflicts.is_empty() {
             return Err(CheckpointError::Conflicts { paths: conflicts });
@@ -91,8 +93,11 @@ pub fn restore(
         .map(|change| checked_path(workspace, change.path(), &removed))
         .collect::<Result<_, _>>()?;
     for (change, full) in planned.iter().zip(&paths) {
-        if let Change::Removed(_) = change {
-            remove(full)?;
+        if let Change::Removed(path) = change {
+            match current.files.get(path).map(|e| &e.content) {
+                Some(Content::Dir) => remove_empty_dir(full)?,
+                _ => remove(full)?,
+            }
             prune_empty_parents(workspace, full);
         }
     }
@@ -128,28 +133,23 @@ fn checked_path(
     removed: &BTreeSet<&str>,
 ) -> Result<PathBuf, CheckpointError> {
     let unsafe_path = |reason: &str| CheckpointError::UnsafePath {
-        path: path.to_owned(),
+        path: readable(path).into_owned(),
         reason: reason.to_owned(),
     };
-    let relative = Path::new(path);
-    if !relative
-        .components()
-        .all(|c| matches!(c, Component::Normal(_)))
-    {
-        return Err(unsafe_path(
-            "the manifest names a path outside the workspace",
-        ));
-    }
     let mut full = workspace.to_path_buf();
-    let mut parts = relative.components().peekable();
-    while let Some(part) = parts.next() {
-        full.push(part);
-        let goes_first = full
-            .strip_prefix(workspace)
-            .ok()
-            .and_then(Path::to_str)
-            .is_some_and(|p| removed.contains(p));
-        if parts.peek().is_some()
+    let mut names = path.split('/').peekable();
+    let mut walked = 0;
+    while let Some(name) = names.next() {
+        walked += name.len();
+        let Some(native) = key_name(name) else {
+            return Err(unsafe_path(
+                "the manifest names a path outside the workspace",
+            ));
+        };
+        full.push(native);
+        let goes_first = removed.contains(&path[..walked]);
+        walked += 1;
+        if names.peek().is_some()
             && !goes_first
             && fs::symlink_metadata(&full).is_ok_and(|m| m.file_type().is_symlink())
         {
@@ -165,6 +165,23 @@ fn remove(full: &Path) -> Result<(), CheckpointError> {
     match fs::remove_file(full) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(CheckpointError::io("remove", full)(e)),
+    }
+}
+
+/// Removes a directory that was empty; one that now holds something (an
+/// ignored file, one over the caps) stays, as what is in it does.
+fn remove_empty_dir(full: &Path) -> Result<(), CheckpointError> {
+    match fs::remove_dir(full) {
+        Ok(()) => Ok(()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::DirectoryNotEmpty
+            ) =>
+        {
+            Ok(())
+        }
         Err(e) => Err(CheckpointError::io("remove", full)(e)),
     }
 }
@@ -185,13 +202,30 @@ fn write_entry(store: &Store, full: &Path, entry: &FileEntry) -> Result<(), Chec
     if let Some(dir) = full.parent() {
         fs::create_dir_all(dir).map_err(CheckpointError::io("create", dir))?;
     }
-    // Whatever is there (a file, a link, another kind) gives way.
-    if fs::symlink_metadata(full).is_ok_and(|m| !m.is_dir()) {
-        remove(full)?;
+    // Whatever is there (a file, a link, another kind, an empty
+    // directory where a file goes) gives way.
+    match fs::symlink_metadata(full) {
+        Ok(m) if m.is_dir() && entry.content != Content::Dir => remove_empty_dir(full)?,
+        Ok(m) if !m.is_dir() => remove(full)?,
+        _ => {}
     }
     match &entry.content {
-        Content::Symlink { target } => std::os::unix::fs::symlink(target, full)
-            .map_err(CheckpointError::io("make the link", full)),
+        Content::Dir => {
+            fs::create_dir_all(full).map_err(CheckpointError::io("create", full))?;
+            fs::set_permissions(full, fs::Permissions::from_mode(entry.mode))
+                .map_err(CheckpointError::io("set the mode of", full))
+        }
+        Content::Symlink { target } => {
+            let target = key_target(target).ok_or_else(|| CheckpointError::Corrupt {
+                path: store.root().to_path_buf(),
+                reason: format!(
+                    "the link target `{target}` of {} does not decode",
+                    full.display()
+                ),
+            })?;
+            std::os::unix::fs::symlink(target, full)
+                .map_err(CheckpointError::io("make the link", full))
+        }
         Content::File { sha256 } => {
             let bytes = store.blob(sha256)?;
             let name = full.file_name().and_then(|n| n.to_str()).unwrap_or("file");

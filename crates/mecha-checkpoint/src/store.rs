@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::CheckpointError;
-use crate::manifest::{Content, FileEntry, Manifest};
+use crate::manifest::{Content, FileEntry, Manifest, side_by_side};
 
 /// A snapshot as stored: each directory's entries are a blob of their own.
 #[derive(Serialize, Deserialize)]
@@ -28,16 +28,6 @@ struct Stored {
 
 /// A directory's files, by name.
 type Listing<'a> = BTreeMap<&'a str, &'a FileEntry>;
-
-/// `manifest`'s files grouped by directory.
-fn by_directory(manifest: &Manifest) -> BTreeMap<&str, Listing<'_>> {
-    let mut dirs: BTreeMap<&str, Listing<'_>> = BTreeMap::new();
-    for (path, entry) in &manifest.files {
-        let (dir, name) = split(path);
-        dirs.entry(dir).or_default().insert(name, entry);
-    }
-    dirs
-}
 
 /// A path's directory and name, as the stored listings split it.
 fn split(path: &str) -> (&str, &str) {
@@ -118,18 +108,39 @@ impl Store {
             path: self.root.clone(),
             reason: e.to_string(),
         };
-        let dirs = by_directory(manifest);
-        let before = previous.map(by_directory).unwrap_or_default();
+        // A directory none of whose entries changed in any way (nor came
+        // nor went) since `previous` keeps its listing; only the others are
+        // grouped, encoded and hashed.
+        let dirty: BTreeSet<&str> = previous.map_or_else(BTreeSet::new, |previous| {
+            side_by_side(&previous.files, &manifest.files)
+                .filter(|(_, a, b)| a != b)
+                .map(|(path, _, _)| split(path).0)
+                .collect()
+        });
+        let kept = |dir: &str| {
+            previous
+                .filter(|_| !dirty.contains(dir))
+                .and_then(|p| p.listings.get(dir))
+        };
         let mut listings = BTreeMap::new();
-        for (dir, files) in &dirs {
-            let reused = previous
-                .filter(|_| before.get(dir) == Some(files))
-                .and_then(|p| p.listings.get(*dir));
-            let blob = match reused {
-                Some(blob) => blob.clone(),
-                None => self.put_blob(&serde_json::to_vec(files).map_err(encoding)?)?,
-            };
-            listings.insert((*dir).to_owned(), blob);
+        let mut fresh: BTreeMap<&str, Listing<'_>> = BTreeMap::new();
+        for (path, entry) in &manifest.files {
+            let (dir, name) = split(path);
+            if listings.contains_key(dir) {
+                continue;
+            }
+            match kept(dir) {
+                Some(blob) => {
+                    listings.insert(dir.to_owned(), blob.clone());
+                }
+                None => {
+                    fresh.entry(dir).or_default().insert(name, entry);
+                }
+            }
+        }
+        for (dir, files) in fresh {
+            let blob = self.put_blob(&serde_json::to_vec(&files).map_err(encoding)?)?;
+            listings.insert(dir.to_owned(), blob);
         }
         let stored = Stored {
             workspace: manifest.workspace.clone(),

@@ -106,9 +106,10 @@ fn files_over_the_caps_are_skipped_and_left_alone() {
     let limits = Limits {
         max_file_bytes: 32,
         max_snapshot_bytes: 4,
+        ..Limits::default()
     };
     let store = Store::new(home.path());
-    let checkpoints = WorkspaceCheckpoints::new(store.clone(), root, limits);
+    let checkpoints = WorkspaceCheckpoints::new(store.clone(), root, limits.clone());
     let (_, manifest, _) = checkpoints.snapshot().unwrap();
     assert_eq!(manifest.files.keys().collect::<Vec<_>>(), ["a-small"]);
     assert!(manifest.skipped["b-huge"].contains("per file"));
@@ -119,7 +120,7 @@ fn files_over_the_caps_are_skipped_and_left_alone() {
         &manifest,
         Known::last(&manifest),
         false,
-        limits,
+        limits.clone(),
     )
     .unwrap();
     assert!(root.join("b-huge").exists() && root.join("c-over-total").exists());

@@ -10,8 +10,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::config::{CheckpointSettings, Settings};
 use mecha_checkpoint::{
-    Change, CheckpointError, Known, Limits, Store, WorkspaceCheckpoints, changes, restore,
+    Change, CheckpointError, Known, Limits, Store, WorkspaceCheckpoints, changes, readable,
+    restore,
 };
 use mecha_core::{Checkpointer, Journal, Record, Role};
 use mecha_session::{Loaded, Restored};
@@ -23,12 +25,49 @@ pub fn store() -> Result<Store, Failure> {
     Ok(Store::new(crate::config::mecha_home()?.join("checkpoints")))
 }
 
-/// What a run snapshots `workspace` with.
-pub fn checkpointer(workspace: &Path) -> Result<Arc<dyn Checkpointer>, Failure> {
-    Ok(Arc::new(WorkspaceCheckpoints::new(
+/// What a run snapshots `workspace` with: nothing when `[checkpoint]
+/// enabled = false`.
+pub fn checkpointer(
+    workspace: &Path,
+    settings: &CheckpointSettings,
+) -> Result<Option<Arc<dyn Checkpointer>>, Failure> {
+    if !settings.enabled {
+        return Ok(None);
+    }
+    Ok(Some(Arc::new(WorkspaceCheckpoints::new(
         store()?,
         workspace,
-        Limits::default(),
+        settings.limits.clone(),
+    ))))
+}
+
+/// The configuration `workspace` is run with now.
+fn configured(workspace: &Path) -> Result<Settings, Failure> {
+    Ok(Settings::load(&crate::config::mecha_home()?, workspace)?)
+}
+
+/// What a rewind or a diff walks `workspace` with: the configured
+/// `[checkpoint]` caps and includes, so that what a snapshot leaves out a
+/// restore leaves alone.
+pub fn limits(workspace: &Path) -> Result<Limits, Failure> {
+    Ok(configured(workspace)?.checkpoint.limits)
+}
+
+/// Why `loaded` has no checkpoints at all, when that is because they are
+/// switched off in the configuration of its workspace.
+pub fn why_none(loaded: &Loaded) -> Result<Option<String>, Failure> {
+    if last_known(loaded).is_some() {
+        return Ok(None);
+    }
+    let settings = configured(&loaded.header.workspace)?;
+    if settings.checkpoint.enabled {
+        return Ok(None);
+    }
+    Ok(Some(format!(
+        "this session has no checkpoints, so there are no files to put back: checkpoints are \
+         off (`[checkpoint] enabled = false`, from {}). Remove that setting (or set it to true) \
+         so that the sessions to come can be rewound",
+        settings.origins.of("checkpoint.enabled")
     )))
 }
 
@@ -175,15 +214,16 @@ fn changed_paths(store: &Store, before: &str, after: &str) -> Result<Vec<String>
     let (before, after) = (store.load(before)?, store.load(after)?);
     Ok(changes(&before, &after)
         .iter()
-        .map(|c| c.path().to_owned())
+        .map(|c| readable(c.path()).into_owned())
         .collect())
 }
 
 /// What putting the files back did.
 #[derive(Debug)]
 pub enum Files {
-    /// No call from the turn on changed the workspace: nothing to put back.
-    Untouched,
+    /// Nothing to put back, and why: no call from the turn on changed the
+    /// workspace, or the session ran with checkpoints off.
+    Untouched(String),
     /// The workspace is as it was before the turn; these changed.
     Restored(Vec<Change>),
     /// Nothing was written: these paths changed since the session last saw
@@ -202,7 +242,10 @@ pub fn restore_files(
     force: bool,
 ) -> Result<Files, Failure> {
     let Some(id) = checkpoint_before(turns, number) else {
-        return Ok(Files::Untouched);
+        let why = why_none(loaded)?.unwrap_or_else(|| {
+            format!("no files to put back: no call from turn {number} on changed the workspace")
+        });
+        return Ok(Files::Untouched(why));
     };
     let store = store()?;
     let target = store.load(id).map_err(run_error)?;
@@ -214,7 +257,7 @@ pub fn restore_files(
         changed_outside: &changed_outside,
     };
     let workspace = &loaded.header.workspace;
-    match restore(&store, workspace, &target, known, force, Limits::default()) {
+    match restore(&store, workspace, &target, known, force, limits(workspace)?) {
         Ok(done) => {
             journal.append(&Record::Checkpoint {
                 turn: 0,
@@ -239,11 +282,8 @@ pub fn run_error(e: CheckpointError) -> Failure {
 pub fn files_said(number: u32, files: &Files) -> String {
     let mut out = String::new();
     match files {
-        Files::Untouched => {
-            let _ = writeln!(
-                out,
-                "no files to put back: no call from turn {number} on changed the workspace"
-            );
+        Files::Untouched(why) => {
+            let _ = writeln!(out, "{why}");
         }
         Files::Restored(changes) => {
             for change in changes {
@@ -251,7 +291,7 @@ pub fn files_said(number: u32, files: &Files) -> String {
                     Change::Removed(_) => "removed",
                     Change::Added(_) | Change::Changed(_) => "restored",
                 };
-                let _ = writeln!(out, "{done} {}", change.path());
+                let _ = writeln!(out, "{done} {}", readable(change.path()));
             }
             let _ = writeln!(
                 out,

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use clap::Args;
-use mecha_checkpoint::{Change, Content, Manifest, Store, WorkspaceCheckpoints, changes};
+use mecha_checkpoint::{Change, Content, Manifest, Store, WorkspaceCheckpoints, changes, readable};
 use similar::TextDiff;
 
 use crate::Failure;
@@ -61,11 +61,8 @@ pub fn run(args: DiffArgs) -> Result<u8, Failure> {
 
 /// The workspace as it is now, snapshotted into the store.
 fn now(store: &Store, workspace: &std::path::Path) -> Result<Manifest, Failure> {
-    let checkpoints = WorkspaceCheckpoints::new(
-        store.clone(),
-        workspace,
-        mecha_checkpoint::Limits::default(),
-    );
+    let checkpoints =
+        WorkspaceCheckpoints::new(store.clone(), workspace, rewind::limits(workspace)?);
     let (_, manifest, _) = checkpoints.snapshot().map_err(|e| Failure::Run(e.into()))?;
     Ok(manifest)
 }
@@ -85,10 +82,11 @@ fn shown(store: &Store, from: &Manifest, to: &Manifest) -> String {
         let modes = (from.files.get(path), to.files.get(path));
         match modes {
             (Some(a), Some(b)) if a.mode != b.mode => {
+                let path = readable(path);
                 let _ = writeln!(out, "{word} {path} (mode {:o} -> {:o})", a.mode, b.mode);
             }
             _ => {
-                let _ = writeln!(out, "{word} {path}");
+                let _ = writeln!(out, "{word} {}", readable(path));
             }
         }
     }
@@ -96,6 +94,7 @@ fn shown(store: &Store, from: &Manifest, to: &Manifest) -> String {
         let path = change.path();
         let old = text(store, from, path);
         let new = text(store, to, path);
+        let path = readable(path);
         match (old, new) {
             (Some(old), Some(new)) => {
                 let diff = TextDiff::from_lines(&old, &new);
@@ -107,7 +106,10 @@ fn shown(store: &Store, from: &Manifest, to: &Manifest) -> String {
                 );
             }
             _ => {
-                let _ = writeln!(out, "--- {path}: not text, or a link; not shown");
+                let _ = writeln!(
+                    out,
+                    "--- {path}: not text (binary, a link or an empty directory); not shown"
+                );
             }
         }
     }
@@ -119,7 +121,7 @@ fn shown(store: &Store, from: &Manifest, to: &Manifest) -> String {
 fn text(store: &Store, manifest: &Manifest, path: &str) -> Option<String> {
     match manifest.files.get(path).map(|e| &e.content) {
         None => Some(String::new()),
-        Some(Content::Symlink { .. }) => None,
+        Some(Content::Symlink { .. } | Content::Dir) => None,
         Some(Content::File { sha256 }) => {
             let bytes = store.blob(sha256).ok()?;
             (!bytes.contains(&0)).then_some(())?;

@@ -93,19 +93,25 @@ pub fn run(
     runtime.shutdown_background();
     skills(&mut report, &settings);
     hooks(&mut report, &settings);
-    checkpoints(&mut report)?;
+    checkpoints(&mut report, &settings)?;
     Ok(u8::from(report.problems > 0))
 }
 
-/// How much the workspace checkpoints take (they are kept until pruned).
-fn checkpoints(report: &mut Report) -> Result<(), Failure> {
+/// How much the workspace checkpoints take (they are kept until pruned),
+/// and whether runs take them.
+fn checkpoints(report: &mut Report, settings: &Settings) -> Result<(), Failure> {
     let store = crate::rewind::store()?;
     let (bytes, files) = store.size();
+    let taken = match settings.checkpoint.enabled {
+        true => "",
+        false => " (off: runs take none, `[checkpoint] enabled = false`)",
+    };
     report.line(
         Verdict::Ok,
         "checkpoints",
         &format!(
-            "{} in {files} files at {}",
+            "{} in {files} files at {}{taken}; free what no session needs with `mecha rewind \
+             --prune`",
             mecha_core::human_size(bytes),
             store.root().display()
         ),

@@ -52,6 +52,9 @@ pub fn run(args: RewindArgs) -> Result<u8, Failure> {
     let loaded = sessions()?.load(session).map_err(failure)?;
     let turns = rewind::turns(&loaded);
     let Some(number) = args.to else {
+        if let Some(why) = rewind::why_none(&loaded)? {
+            crate::output::err_line(&why);
+        }
         crate::output::out(&printable(&listing(&turns)?));
         return Ok(0);
     };
@@ -68,7 +71,7 @@ pub fn run(args: RewindArgs) -> Result<u8, Failure> {
         let said = printable(&said);
         match files {
             Files::Restored(_) => crate::output::out(&said),
-            Files::Untouched => crate::output::err_line(said.trim_end()),
+            Files::Untouched(_) => crate::output::err_line(said.trim_end()),
             Files::Conflicts(_) => return Err(Failure::Usage(said.trim_end().to_owned())),
         }
     }

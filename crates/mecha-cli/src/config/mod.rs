@@ -1,6 +1,7 @@
 //! Configuration: `$MECHA_HOME/config.toml`, narrowed by the workspace's
 //! `mecha.toml`, narrowed again by flags. Each layer can only take away.
 
+mod checkpoint;
 mod compaction;
 mod distrust;
 mod filter;
@@ -31,6 +32,7 @@ use mecha_provider::ProviderSettings;
 use mecha_sandbox::SandboxConfig;
 use mecha_tools::{BuiltinConfig, FetchConfig, ShellConfig};
 
+pub use checkpoint::CheckpointSettings;
 pub use filter::ToolFilter;
 pub use hooks::Hooks;
 use model::{GlobalConfig, ProjectConfig};
@@ -137,6 +139,8 @@ pub struct Settings {
     pub notify: mecha_tui::Notify,
     /// `[[search]]` of the user's file, checked; `None`: no web tools.
     pub search: Option<mecha_tools::SearchConfig>,
+    /// `[checkpoint]` of both layers.
+    pub checkpoint: CheckpointSettings,
     /// Where each value came from, for `mecha config`.
     pub origins: Origins,
 }
@@ -241,6 +245,7 @@ impl Settings {
             outbox: outbox::checked(&path, global.outbox)?,
             notify: global.tui.notify.unwrap_or_default(),
             search,
+            checkpoint: CheckpointSettings::from_user(global.checkpoint),
             origins: Origins::default(),
         };
         settings.add_forced(&global.tools);

@@ -53,6 +53,9 @@ pub struct GlobalConfig {
     /// `[[search]]`: web_search's backends, in the order they are tried.
     #[serde(default)]
     pub search: Vec<super::search::SearchSection>,
+    /// `[checkpoint]`: the workspace snapshots `mecha rewind` goes back to.
+    #[serde(default)]
+    pub checkpoint: super::checkpoint::CheckpointSection,
 }
 
 /// `[tui]`: how the screen behaves.
@@ -287,6 +290,9 @@ pub struct ProjectConfig {
     pub sandbox: ProjectSandbox,
     #[serde(default)]
     pub skills: SkillsSection,
+    /// May switch checkpoints off and lower their caps.
+    #[serde(default)]
+    pub checkpoint: super::checkpoint::CheckpointSection,
     /// Caught by name to ignore with a warning (`project.rs`): a project
     /// must not start programs, nor define agents, nor choose where the
     /// conversation goes.

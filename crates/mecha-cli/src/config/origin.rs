@@ -162,6 +162,19 @@ impl Settings {
             ("sandbox.network", json!(self.sandbox.network)),
             ("sandbox.allow_hosts", json!(self.sandbox.allow_hosts)),
             ("skills.dir", json!(self.skills.dir.display().to_string())),
+            ("checkpoint.enabled", json!(self.checkpoint.enabled)),
+            (
+                "checkpoint.max_file_bytes",
+                json!(self.checkpoint.limits.max_file_bytes),
+            ),
+            (
+                "checkpoint.max_snapshot_bytes",
+                json!(self.checkpoint.limits.max_snapshot_bytes),
+            ),
+            (
+                "checkpoint.include_ignored",
+                json!(self.checkpoint.limits.include_ignored),
+            ),
         ])
     }
 

@@ -88,6 +88,7 @@ impl Settings {
         self.narrow_sandbox(project.sandbox, &mut narrowing);
         self.skills
             .narrow_by_project(&project.skills, path, &mut narrowing);
+        self.narrow_checkpoint(project.checkpoint, &mut narrowing);
         if let Some(files) = instructions::check(path, agent.instructions_files)? {
             self.instructions_files = files;
         }

@@ -199,6 +199,7 @@ pub async fn build_agent(
         asking: start.asking,
         servers: start.servers,
     };
+    let checkpoint = settings.checkpoint.clone();
     let built = wire(settings, options, workspace, parts).await;
     let (mut agent, toolbox, instructed, ctx) = match built {
         Ok(built) => built,
@@ -231,7 +232,9 @@ pub async fn build_agent(
         agent = agent.with_journal(Arc::clone(journal) as Arc<dyn Journal>);
         // Checkpoints are journaled with their prompt: without a session
         // there is nothing to rewind by.
-        agent = agent.with_checkpoints(crate::rewind::checkpointer(workspace)?);
+        if let Some(checkpoints) = crate::rewind::checkpointer(workspace, &checkpoint)? {
+            agent = agent.with_checkpoints(checkpoints);
+        }
     }
     // The instructions are in the system prompt of every request, so the
     // conversation holds what they add from the start; a resumed session
