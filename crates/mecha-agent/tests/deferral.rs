@@ -137,25 +137,6 @@ async fn a_first_call_gets_the_schema_and_a_load_joins_the_sorted_list() {
     assert_eq!(queue.offered.lock().unwrap()[0], offered[3]);
 }
 
-/// The result the call `id` got, from the last request's history.
-fn result_of(queue: &Queue, id: &str) -> (String, bool) {
-    let seen = queue.seen.lock().unwrap();
-    seen.last()
-        .unwrap()
-        .iter()
-        .flat_map(|m| &m.content)
-        .find_map(|b| match b {
-            mecha_core::Block::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
-                ..
-            } if tool_use_id == id => Some((content.clone(), *is_error)),
-            _ => None,
-        })
-        .unwrap()
-}
-
 fn agent_with_state(
     queue: std::sync::Arc<Queue>,
     log: &Log,
