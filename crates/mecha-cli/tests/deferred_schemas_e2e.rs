@@ -281,6 +281,20 @@ async fn the_cache_holds_across_loads_compactions_and_a_narrowing() {
         .map(|r| r.body)
         .filter(|b| !is_summary_request(b))
         .collect();
+    for body in &requests {
+        let marked = |v: &Value| v.get("cache_control").is_some();
+        let last_block = body["messages"].as_array().unwrap().last().unwrap()["content"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap();
+        assert!(
+            marked(body["tools"].as_array().unwrap().last().unwrap())
+                && marked(&body["system"][0])
+                && marked(last_block),
+            "breakpoints on the tools, the system prompt and the newest message"
+        );
+    }
     let (mut tool_changes, mut history_changes) = (Vec::new(), 0);
     for pair in requests.windows(2) {
         let (before, upto) = cached_sequence(&pair[0]);
