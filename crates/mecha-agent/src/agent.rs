@@ -222,7 +222,7 @@ impl Agent {
         let ctx = ctx.with_images(provider.accepts_images());
         Self {
             provider,
-            tools: Mutex::new(ToolSet::new(registry)),
+            tools: Mutex::new(ToolSet::new(registry, None)),
             refresh: None,
             system,
             gate,
@@ -319,11 +319,12 @@ impl Agent {
         };
         {
             let tools = self.snapshot();
+            let all = tools.definitions();
             let narrowed = session
                 .surface
                 .as_ref()
-                .map(|surface| surface.definitions(&tools.definitions));
-            let definitions = narrowed.as_deref().unwrap_or(&tools.definitions);
+                .map(|surface| surface.definitions(&all));
+            let definitions = narrowed.as_deref().unwrap_or(&all);
             self.prompt_fits(&self.offered(&tools.registry, definitions), &message)?;
         }
         let before = session.messages.len();
@@ -378,11 +379,13 @@ impl Agent {
             let tools = self.current_tools().await;
             // The prefix changes once, at a narrowing, and stays the same
             // from then on: the filter of a fixed, sorted list.
+            // A load changes it once, from the loaded tool on.
+            let all = tools.definitions();
             let narrowed = session
                 .surface
                 .as_ref()
-                .map(|surface| surface.definitions(&tools.definitions));
-            let definitions = narrowed.as_deref().unwrap_or(&tools.definitions);
+                .map(|surface| surface.definitions(&all));
+            let definitions = narrowed.as_deref().unwrap_or(&all);
             // Read at each request: the mode can change during a prompt.
             let definitions = &*self.offered(&tools.registry, definitions);
             self.keep_in_window(

@@ -1,5 +1,6 @@
 //! The dispatch gate: for every call, in call order, validation (the tool
-//! exists, lies inside the run's tool surface, and gets valid arguments),
+//! exists, lies inside the run's tool surface, had its schema loaded if it
+//! was deferred, and gets valid arguments),
 //! then the interlock, then the hook, then the declared paths resolved through the
 //! jail, then the `[[rule]]`s, then the approver. A call that only stages
 //! an item for the owner's review (an outbox action) passes after the hook:
@@ -17,6 +18,7 @@ use mecha_core::{
     Spellings, Taint, Tool, ToolCall, ToolCtx, interlock, unknown_tool,
 };
 
+use crate::deferral::Deferral;
 use crate::events::{EventSink, GateStage, GateVerdict};
 use crate::hook::{Hook, HookVerdict};
 use crate::surface::Surface;
@@ -31,6 +33,8 @@ pub struct Gate {
     pub hook: Option<Arc<dyn Hook>>,
     pub approver: Arc<dyn Approver>,
     pub(crate) schemas: SchemaCheck,
+    /// The run's deferred schemas, when it defers them.
+    pub(crate) deferral: Option<Arc<Deferral>>,
 }
 
 impl Gate {
@@ -48,6 +52,7 @@ impl Gate {
             hook,
             approver,
             schemas: SchemaCheck::default(),
+            deferral: None,
         }
     }
 
@@ -70,6 +75,15 @@ impl Gate {
             && !surface.allows(&call.name)
         {
             return Err(surface.refusal(&call.name, registry));
+        }
+        // The model never saw the schema: its arguments are a guess. The
+        // answer is the schema, and the tool joins the list.
+        if let Some(answer) = self
+            .deferral
+            .as_ref()
+            .and_then(|d| d.first_call(&call.name))
+        {
+            return Err(answer);
         }
         if let Some(error) = &call.input_error {
             return Err(format!(

@@ -11,6 +11,7 @@
 mod agent;
 mod checkpointing;
 mod compaction;
+mod deferral;
 mod dispatch;
 mod ending;
 mod events;
@@ -32,6 +33,7 @@ mod window;
 
 pub use agent::{Agent, AgentError, Limits, Measured, Outcome, Session};
 pub use compaction::{COMPACTION_ATTEMPTS, CompactionPolicy, SUMMARY_HEADER, SUMMARY_REQUEST};
+pub use deferral::{Deferred, TOOL_SEARCH, deferred, first_definitions};
 pub use dispatch::Parked;
 pub use ending::{CONTINUE_PROMPT, CUT_CALL};
 pub use events::{

@@ -95,7 +95,7 @@ impl Agent {
             .keep_in_window(
                 session,
                 &tools.registry,
-                &tools.definitions,
+                &tools.definitions(),
                 0,
                 &mut gave_up,
                 &watching,

@@ -101,24 +101,6 @@ fn ran(log: &Log) -> Vec<String> {
         .collect()
 }
 
-/// The result each call got, by id, from every request the model was sent.
-fn result_of(queue: &Queue, id: &str) -> (String, bool) {
-    let seen = queue.seen.lock().unwrap();
-    seen.iter()
-        .flatten()
-        .flat_map(|m| &m.content)
-        .find_map(|b| match b {
-            mecha_core::Block::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
-                ..
-            } if tool_use_id == id => Some((content.clone(), *is_error)),
-            _ => None,
-        })
-        .unwrap()
-}
-
 #[tokio::test]
 async fn a_call_outside_the_surface_is_refused_and_never_runs() {
     let log = Log::default();

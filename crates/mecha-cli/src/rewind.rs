@@ -12,8 +12,7 @@ use std::sync::Arc;
 
 use crate::config::{CheckpointSettings, Settings};
 use mecha_checkpoint::{
-    Change, CheckpointError, Known, Limits, Store, WorkspaceCheckpoints, changes, readable,
-    restore,
+    Change, CheckpointError, Known, Limits, Store, WorkspaceCheckpoints, changes, readable, restore,
 };
 use mecha_core::{Checkpointer, Journal, Record, Role};
 use mecha_session::{Loaded, Restored};

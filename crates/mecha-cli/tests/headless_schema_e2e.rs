@@ -9,7 +9,7 @@ mod common;
 use std::path::PathBuf;
 
 use common::{Api, Env, env, stderr, stdout, tool_turn};
-use mecha_testkit::{MockModel, MockReply};
+use mecha_testkit::{MockModel, MockReply, ScriptToolCall, ScriptTurn, ScriptUsage};
 use serde_json::{Value, json};
 
 fn schema_dir() -> PathBuf {
@@ -324,4 +324,60 @@ async fn a_run_that_cannot_start_prints_its_result_alone_in_stream_json() {
     // The model config names, though nothing was wired.
     assert_eq!(events[0]["model"], "test-model");
     assert!(events[0]["session_id"].is_null());
+}
+
+/// A turn that reports `read` cache reads and `write` cache writes.
+fn cached(read: u64, write: u64, calls: Vec<ScriptToolCall>, text: Option<&str>) -> MockReply {
+    MockReply::from(ScriptTurn {
+        text: text.map(str::to_owned),
+        tool_calls: calls,
+        usage: Some(ScriptUsage {
+            input_tokens: 10,
+            output_tokens: 5,
+            cache_read_tokens: read,
+            cache_write_tokens: write,
+        }),
+        ..ScriptTurn::default()
+    })
+}
+
+#[tokio::test]
+async fn stream_json_reports_cache_reads_and_writes_per_request_and_in_all() {
+    let e = env();
+    let list = ScriptToolCall {
+        name: "fs_list".into(),
+        input: Some(json!({"path": "."})),
+        ..ScriptToolCall::default()
+    };
+    let mock = MockModel::start(vec![
+        cached(0, 4000, vec![list], None),
+        cached(4000, 120, Vec::new(), Some("done")),
+    ])
+    .await;
+    let out = e
+        .run(
+            Api::Anthropic,
+            &mock,
+            "k",
+            &["--output-format", "stream-json", "go"],
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let events = the_events(&out);
+    let per_request: Vec<(u64, u64, u64)> = events
+        .iter()
+        .filter(|e| e["type"] == "usage")
+        .map(|e| {
+            let u = &e["usage"];
+            (
+                e["turn"].as_u64().unwrap(),
+                u["cache_read_tokens"].as_u64().unwrap(),
+                u["cache_write_tokens"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(per_request, [(1, 0, 4000), (2, 4000, 120)]);
+    let last = events.last().unwrap();
+    assert_eq!(last["usage"]["cache_read_tokens"], 4000, "{last}");
+    assert_eq!(last["usage"]["cache_write_tokens"], 4120, "{last}");
 }

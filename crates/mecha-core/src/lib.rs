@@ -83,5 +83,7 @@ pub use threshold::{
     ThresholdError, budget_tokens, checked_compact_at, compaction_threshold, reply_reserve,
     safety_margin,
 };
-pub use tool::{ArgKind, Confinement, Tool, is_tool_name_char, parse_url, sanitize_tool_name};
+pub use tool::{
+    ArgKind, Confinement, Tool, first_sentence, is_tool_name_char, parse_url, sanitize_tool_name,
+};
 pub use trusted_roots::{CERT_FILE_VAR, extra_roots};

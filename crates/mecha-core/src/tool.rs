@@ -171,9 +171,27 @@ pub trait Tool: Send + Sync {
         Ok(())
     }
 
+    /// Its schema may be left out of the tool list while the list is large
+    /// (an MCP server's tool): the model then sees only its name and first
+    /// sentence until it loads the schema with `tool_search`. Built-ins,
+    /// skills and subagents say no: the harness's own tools are small and
+    /// always wanted.
+    fn deferrable(&self) -> bool {
+        false
+    }
+
     /// Runs the call. Expected failures are `Ok(ToolOutput::err(..))`; `Err`
     /// is for what the model cannot route around, and ends the run.
     async fn call(&self, input: Value, ctx: &ToolCtx) -> anyhow::Result<ToolOutput>;
+}
+
+/// A description's first sentence (up to the first ". " or line break):
+/// what a listing shows, and all a deferred tool's entry carries.
+pub fn first_sentence(text: &str) -> &str {
+    let text = text.trim();
+    let end = text.find(". ").map_or(text.len(), |i| i + 1);
+    let first_line = text.find('\n').unwrap_or(text.len());
+    &text[..end.min(first_line)]
 }
 
 /// Whether `c` may appear in a tool name. The model APIs accept

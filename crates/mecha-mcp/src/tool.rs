@@ -244,6 +244,10 @@ impl Tool for McpTool {
         self.spec.read_only
     }
 
+    fn deferrable(&self) -> bool {
+        true
+    }
+
     fn capabilities(&self) -> Capabilities {
         self.spec.capabilities
     }

@@ -261,6 +261,24 @@ pub fn results_sent(queue: &Queue) -> Vec<(String, String, bool)> {
         .collect()
 }
 
+/// The result a call got, by id, from every request the model was sent.
+pub fn result_of(queue: &Queue, id: &str) -> (String, bool) {
+    let seen = queue.seen.lock().unwrap();
+    seen.iter()
+        .flatten()
+        .flat_map(|m| &m.content)
+        .find_map(|b| match b {
+            Block::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+                ..
+            } if tool_use_id == id => Some((content.clone(), *is_error)),
+            _ => None,
+        })
+        .unwrap()
+}
+
 /// A context for judging calls of tools that declare no paths: the gate
 /// needs one, and nothing is resolved in it.
 pub fn unused_ctx() -> ToolCtx {

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use clap::Args;
-use mecha_core::{Capabilities, Egress, Registry, Tool};
+use mecha_core::{Capabilities, Egress, Registry, Tool, first_sentence};
 use mecha_mcp::{McpHub, ServerState};
 use mecha_sandbox::{Network, Sandbox};
 use mecha_tools::{Compact, describe_chain};
@@ -128,7 +128,7 @@ pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<
     }
     warn_about_send_lookalikes(&toolbox, &settings);
     let text = if args.schema {
-        schema(&toolbox.registry)
+        schema(&toolbox.registry, &settings)
     } else if args.json {
         capabilities_json(&toolbox, &settings)
     } else {
@@ -188,9 +188,29 @@ fn warn_about_send_lookalikes(toolbox: &Toolbox, settings: &Settings) {
     }
 }
 
-/// The tool list exactly as it goes to the model: compact JSON, sorted.
-fn schema(registry: &Registry) -> serde_json::Result<String> {
-    serde_json::to_string(&registry.definitions()).map(|text| text + "\n")
+/// The tool list exactly as the first request sends it: compact JSON,
+/// sorted, deferred schemas left out.
+fn schema(registry: &Registry, settings: &Settings) -> serde_json::Result<String> {
+    let sent = mecha_agent::first_definitions(registry, settings.defer_schemas.over_bytes());
+    serde_json::to_string(&sent).map(|text| text + "\n")
+}
+
+/// Which tools the first request would send without their schemas.
+fn deferred(registry: &Registry, settings: &Settings) -> Option<mecha_agent::Deferred> {
+    mecha_agent::deferred(registry, settings.defer_schemas.over_bytes()?)
+}
+
+/// What deferral does to the listing's MCP tools, when it does anything.
+fn deferred_line(deferred: &mecha_agent::Deferred, settings: &Settings) -> String {
+    format!(
+        "[deferred]: the MCP tools' schemas ({} tools, {} bytes) are over [tools] \
+         defer_schemas_over_bytes = {}, so the model sees only their names and first sentences, \
+         in `{}`, and loads a schema when it needs one.\n",
+        deferred.names.len(),
+        deferred.bytes,
+        settings.defer_schemas,
+        mecha_agent::TOOL_SEARCH,
+    )
 }
 
 /// Every tool the run keeps, every configured server with its status, and
@@ -294,12 +314,20 @@ fn human(toolbox: &Toolbox, settings: &Settings, workspace: &Path) -> serde_json
     };
     let builtins: Vec<_> = toolbox.registry.iter().filter(is_builtin).collect();
     let width = toolbox.registry.names().map(str::len).max().unwrap_or(0);
+    let deferred = deferred(&toolbox.registry, settings);
+    let listed = Listed {
+        width,
+        deferred: deferred.as_ref().map(|d| d.names.as_slice()).unwrap_or(&[]),
+    };
     out.push_str(&format!("built-in ({}):\n", builtins.len()));
     for tool in builtins {
-        out.push_str(&line(tool.as_ref(), width));
+        out.push_str(&listed.line(tool.as_ref()));
     }
     if let Some(hub) = hub {
-        out.push_str(&servers(hub, &toolbox.registry, settings, width));
+        out.push_str(&servers(hub, &toolbox.registry, settings, &listed));
+    }
+    if let Some(deferred) = &deferred {
+        out.push_str(&deferred_line(deferred, settings));
     }
     let chain = search_chain(settings);
     if !chain.is_empty() {
@@ -308,7 +336,7 @@ fn human(toolbox: &Toolbox, settings: &Settings, workspace: &Path) -> serde_json
             out.push_str(&format!("  {backend}\n"));
         }
     }
-    out.push_str(&subagents(toolbox, width));
+    out.push_str(&subagents(toolbox, &listed));
     if toolbox
         .registry
         .iter()
@@ -335,7 +363,7 @@ fn human(toolbox: &Toolbox, settings: &Settings, workspace: &Path) -> serde_json
 
 /// Each server, where it was configured, its state, and its tools that the
 /// run keeps.
-fn servers(hub: &McpHub, registry: &Registry, settings: &Settings, width: usize) -> String {
+fn servers(hub: &McpHub, registry: &Registry, settings: &Settings, listed: &Listed) -> String {
     let mut out = String::new();
     for (status, configured) in hub.statuses().iter().zip(&settings.mcp) {
         match &status.state {
@@ -357,7 +385,7 @@ fn servers(hub: &McpHub, registry: &Registry, settings: &Settings, width: usize)
                 ));
                 for summary in tools {
                     if let Some(tool) = registry.get(&summary.name) {
-                        out.push_str(&line(tool.as_ref(), width));
+                        out.push_str(&listed.line(tool.as_ref()));
                     }
                 }
             }
@@ -373,7 +401,8 @@ fn servers(hub: &McpHub, registry: &Registry, settings: &Settings, width: usize)
 }
 
 /// Each subagent the run keeps, with the tools its child gets.
-fn subagents(toolbox: &Toolbox, width: usize) -> String {
+fn subagents(toolbox: &Toolbox, listed: &Listed) -> String {
+    let width = listed.width;
     if toolbox.children.is_empty() {
         return String::new();
     }
@@ -382,7 +411,7 @@ fn subagents(toolbox: &Toolbox, width: usize) -> String {
         let Some(tool) = toolbox.registry.get(name) else {
             continue;
         };
-        out.push_str(&line(tool.as_ref(), width));
+        out.push_str(&listed.line(tool.as_ref()));
         let given = match tools.is_empty() {
             true => "no tools".to_owned(),
             false => tools.join(", "),
@@ -392,22 +421,28 @@ fn subagents(toolbox: &Toolbox, width: usize) -> String {
     out
 }
 
-fn line(tool: &dyn Tool, width: usize) -> String {
-    let mark = if tool.capabilities().refused_when_armed() {
-        format!("{ARMED_MARK} ")
-    } else {
-        String::new()
-    };
-    format!(
-        "  {:width$}  {mark}{}\n",
-        tool.name(),
-        first_sentence(tool.description())
-    )
+/// How the listing's lines are laid out and marked.
+struct Listed<'a> {
+    width: usize,
+    /// The tools whose schemas the first request leaves out.
+    deferred: &'a [String],
 }
 
-fn first_sentence(text: &str) -> &str {
-    let text = text.trim();
-    let end = text.find(". ").map_or(text.len(), |i| i + 1);
-    let first_line = text.find('\n').unwrap_or(text.len());
-    &text[..end.min(first_line)]
+impl Listed<'_> {
+    fn line(&self, tool: &dyn Tool) -> String {
+        let mut mark = String::new();
+        if self.deferred.iter().any(|d| d == tool.name()) {
+            mark.push_str("[deferred] ");
+        }
+        if tool.capabilities().refused_when_armed() {
+            mark.push_str(ARMED_MARK);
+            mark.push(' ');
+        }
+        format!(
+            "  {:width$}  {mark}{}\n",
+            tool.name(),
+            first_sentence(tool.description()),
+            width = self.width,
+        )
+    }
 }

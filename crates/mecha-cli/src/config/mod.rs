@@ -3,6 +3,7 @@
 
 mod checkpoint;
 mod compaction;
+mod defer;
 mod distrust;
 mod filter;
 mod hooks;
@@ -33,6 +34,7 @@ use mecha_sandbox::SandboxConfig;
 use mecha_tools::{BuiltinConfig, FetchConfig, ShellConfig};
 
 pub use checkpoint::CheckpointSettings;
+pub use defer::{DEFAULT_DEFER_SCHEMAS, DeferSchemas};
 pub use filter::ToolFilter;
 pub use hooks::Hooks;
 use model::{GlobalConfig, ProjectConfig};
@@ -111,6 +113,8 @@ pub struct Settings {
     pub budget_is_fallback: bool,
     /// The most one spill file keeps.
     pub spill_max_bytes: u64,
+    /// `[tools] defer_schemas_over_bytes`, after the project's lowering.
+    pub defer_schemas: DeferSchemas,
     /// The project's `output_budget_bytes`: a ceiling on whatever the user's
     /// layer resolves to, the window's derivation included.
     project_budget: Option<usize>,
@@ -225,6 +229,9 @@ impl Settings {
             turn_budget: configured_budget.unwrap_or(FALLBACK_TURN_BUDGET),
             budget_is_fallback: configured_budget.is_none(),
             spill_max_bytes: tools.spill_max_bytes.unwrap_or(DEFAULT_SPILL_MAX_BYTES),
+            defer_schemas: tools
+                .defer_schemas_over_bytes
+                .unwrap_or(DEFAULT_DEFER_SCHEMAS),
             project_budget: None,
             project_compact_at: None,
             builtins: BuiltinConfig { shell, fetch },

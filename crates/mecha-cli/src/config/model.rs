@@ -123,6 +123,8 @@ pub struct ToolsSection {
     pub output_budget_bytes: Option<usize>,
     /// The most one spill file keeps of an oversized result.
     pub spill_max_bytes: Option<u64>,
+    /// Above this many bytes of MCP schemas, they wait behind `tool_search`.
+    pub defer_schemas_over_bytes: Option<super::DeferSchemas>,
     pub shell: ShellSection,
     pub http_fetch: HttpFetchSection,
     /// `[tools.NAME]` for every other tool, built-in or MCP.
@@ -149,6 +151,7 @@ const TOOLS_SETTINGS: &[&str] = &[
     "disabled",
     "output_budget_bytes",
     "spill_max_bytes",
+    "defer_schemas_over_bytes",
 ];
 
 impl<'de> Deserialize<'de> for ToolsSection {
@@ -174,6 +177,9 @@ impl<'de> Visitor<'de> for ToolsVisitor {
                 "disabled" => tools.disabled = map.next_value()?,
                 "output_budget_bytes" => tools.output_budget_bytes = Some(map.next_value()?),
                 "spill_max_bytes" => tools.spill_max_bytes = Some(map.next_value()?),
+                "defer_schemas_over_bytes" => {
+                    tools.defer_schemas_over_bytes = Some(map.next_value()?);
+                }
                 "shell" => tools.shell = map.next_value()?,
                 "http_fetch" => tools.http_fetch = map.next_value()?,
                 _ => {

@@ -145,6 +145,7 @@ impl Settings {
             ("tools.disabled", json!(self.tools_disabled)),
             ("tools.output_budget_bytes", json!(self.turn_budget)),
             ("tools.spill_max_bytes", json!(self.spill_max_bytes)),
+            ("tools.defer_schemas_over_bytes", json!(self.defer_schemas)),
             (
                 "tools.shell.default_timeout_s",
                 json!(shell.default_timeout.as_secs()),

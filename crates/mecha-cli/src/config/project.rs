@@ -129,6 +129,12 @@ impl Settings {
             tools.spill_max_bytes,
             |b| b,
         );
+        narrowing.limit(
+            "[tools] defer_schemas_over_bytes",
+            &mut self.defer_schemas,
+            tools.defer_schemas_over_bytes,
+            |d| d,
+        );
         let secs = |s: Option<u64>| s.map(Duration::from_secs);
         let shown = |d: Duration| d.as_secs();
         let shell = &mut self.builtins.shell;

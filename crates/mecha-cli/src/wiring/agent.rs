@@ -215,9 +215,10 @@ pub async fn build_agent(
         agent = agent.with_compaction(policy);
     }
     let mut session = match start.resumed {
+        // The agent's tools: `tool_search` holds the schemas loaded so far.
         Some(loaded) => session::restore(
             loaded,
-            &toolbox.registry,
+            &agent.registry(),
             journal.as_deref().map(|j| j as &dyn Journal),
             start.answering,
         ),
@@ -374,6 +375,9 @@ async fn wire(
     );
     if let Some(hook) = hook {
         agent = agent.with_loop_hooks(hook);
+    }
+    if let Some(over_bytes) = settings.defer_schemas.over_bytes() {
+        agent = agent.with_deferred_schemas(over_bytes);
     }
     if let Some(hub) = toolbox.hub() {
         let mcp_names = toolbox

@@ -59,7 +59,13 @@ fn prefix_breakpoint(hour: bool) -> Value {
 }
 
 /// In the order given (sorted by the registry); the last one carries the
-/// breakpoint that caches the whole tool list.
+/// breakpoint that caches the whole tool list. The list changes only at a
+/// refresh, a narrowing, a mode change or a deferred schema's load, and
+/// the cache is a prefix: that one request writes everything from the
+/// changed tool on again (the system prompt and the messages follow the
+/// tools), and the next reads it. One breakpoint is enough: a second one
+/// inside the list would save only the tools before a change, which name
+/// order scatters.
 fn tools(tools: &[ToolDefinition], hour: bool) -> Value {
     let mut list: Vec<Value> = tools
         .iter()
