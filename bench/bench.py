@@ -22,8 +22,9 @@ environment and stdin from /dev/null. Nothing leaves the machine.
   1st request  the raw HTTP body of the first request, in bytes, per API.
   CPU / round  user+sys CPU (wait4) of a run of N `fs_read` rounds, minus a
                1-round run, divided by N-1.
-  late round   wall time per round around round 500 of one run, against
-               round 10 (the mock's request times): flat as a session grows.
+  late round   a tool round around round 500 of one run against one around
+               round 10, each from the end of the mock's answer to the next
+               request (median of ten): flat as a session grows.
   4 x sleep 1  one turn with four `shell` calls `sleep 1` (--yes): the time
                between the mock receiving request 1 and request 2. It
                includes the mock streaming its answer to request 1 (1 ms
@@ -124,9 +125,16 @@ class Mock:
         while True:
             text = self.log.read_text() if self.log.exists() else ""
             logged = [json.loads(l) for l in text.splitlines() if l]
+            logged = [l for l in logged if "n" in l]
             if len(logged) >= expected or time.monotonic() > deadline:
                 return logged
             time.sleep(0.002)
+
+    def answered(self) -> list[int]:
+        """When each answer's last byte went out (ns), in order."""
+        text = self.log.read_text() if self.log.exists() else ""
+        logged = [json.loads(l) for l in text.splitlines() if l]
+        return [l["t_ns"] for l in logged if "answered" in l]
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -366,9 +374,14 @@ def measure_late_rounds(h: Harness, api: str, repeat: int, rounds: int = 500) ->
         with h.mock(turns) as mock:
             r = h.run(api, mock, h.workspace(), ["--max-turns", str(rounds + 5), "read a.txt"])
             reqs = mock.requests(rounds + 1)
-        if len(reqs) != rounds + 1:
+            answered = mock.answered()
+        if len(reqs) != rounds + 1 or len(answered) < rounds:
             raise BenchError(f"long run: expected {rounds + 1} requests, got {len(reqs)}:\n{r.stderr}")
-        per = lambda a, b: (reqs[b]["t_ns"] - reqs[a]["t_ns"]) / 1e6 / (b - a)
+        # The issue's measure: from the end of the model's answer to the
+        # next request, so the mock's reading of a growing request and
+        # the pauses between its events are not counted as mecha's.
+        per = lambda a, b: statistics.median(
+            (reqs[i + 1]["t_ns"] - answered[i]) / 1e6 for i in range(a, b))
         early.append(per(10, 20))
         late.append(per(rounds - 10, rounds))
     e, l = statistics.median(early), statistics.median(late)

@@ -10,6 +10,7 @@ use reqwest::header::{HeaderMap, HeaderValue};
 
 use crate::config::CacheTtl;
 use crate::http::{HttpCore, HttpOptions};
+use crate::wire_cache::WireCache;
 use crate::{Provider, ProviderError, Request, Response, StreamSink};
 use stream::StreamState;
 pub use thinking::{MIN_THINKING_BUDGET, Thinking};
@@ -72,6 +73,8 @@ pub struct AnthropicProvider {
     images: bool,
     /// The system prompt and the tools are cached for an hour.
     hour_cache: bool,
+    /// The messages of the last request as sent, to reuse.
+    sent: WireCache,
 }
 
 impl AnthropicProvider {
@@ -156,6 +159,7 @@ impl AnthropicProvider {
             thinking: options.thinking,
             images: options.images,
             hour_cache: options.cache_ttl == Some(CacheTtl::OneHour),
+            sent: WireCache::default(),
         })
     }
 }
@@ -189,15 +193,15 @@ impl Provider for AnthropicProvider {
         request: Request<'_>,
         on_stream: &mut StreamSink<'_>,
     ) -> Result<Response, ProviderError> {
-        let body = request::body(
+        let body = request::encoded(
             &self.model,
             self.max_tokens,
             self.thinking,
             self.hour_cache,
             &request,
-        );
-        let body = serde_json::to_vec(&body)
-            .map_err(|e| ProviderError::Api(format!("cannot encode the request: {e}")))?;
+            &self.sent,
+        )
+        .map_err(|e| ProviderError::Api(format!("cannot encode the request: {e}")))?;
         self.http.exchange::<StreamState>(&body, on_stream).await
     }
 }

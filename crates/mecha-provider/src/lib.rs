@@ -26,6 +26,7 @@ pub mod script;
 mod scripted;
 mod sse;
 mod tool_args;
+mod wire_cache;
 
 pub use anthropic::{
     ANTHROPIC_CONTEXT_WINDOW, AnthropicOptions, AnthropicProvider, DEFAULT_MAX_TOKENS,

@@ -102,9 +102,16 @@ impl Store {
                 continue;
             }
             let path = entry.path();
-            match std::fs::metadata(&path) {
-                Ok(meta) if meta.is_dir() => folders.push((name, path)),
-                Ok(_) => {}
+            // The entry's own type answers for all but a symlink, which is
+            // followed: no stat per skill folder at start-up.
+            let is_dir = match entry.file_type() {
+                Ok(kind) if kind.is_symlink() => std::fs::metadata(&path).map(|m| m.is_dir()),
+                Ok(kind) => Ok(kind.is_dir()),
+                Err(e) => Err(e),
+            };
+            match is_dir {
+                Ok(true) => folders.push((name, path)),
+                Ok(false) => {}
                 Err(e) => store.failures.push(LoadFailure {
                     dir_name: name,
                     reason: format!(

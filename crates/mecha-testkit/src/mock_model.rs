@@ -67,6 +67,8 @@ struct State {
     sent_thinking: Vec<Value>,
     /// Gets a copy of every request as it is recorded.
     subscribers: Vec<mpsc::UnboundedSender<RecordedRequest>>,
+    /// Told when each answer's last byte was handed out, in order.
+    answer_subscribers: Vec<mpsc::UnboundedSender<SystemTime>>,
     /// A request whose last message starts with this is a summary request,
     /// answered without using up a reply; and how many were answered.
     summary_marker: Option<String>,
@@ -208,6 +210,15 @@ impl MockModel {
         rx
     }
 
+    /// When each answer's last byte was handed to the connection, in the
+    /// order the answers ended: with the requests' arrival times, the time
+    /// a client took from the end of one answer to its next request.
+    pub fn subscribe_answered(&self) -> mpsc::UnboundedReceiver<SystemTime> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.shared.lock().answer_subscribers.push(tx);
+        rx
+    }
+
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.lock().requests.clone()
@@ -262,6 +273,21 @@ async fn handle(
     shared: Arc<Shared>,
     request: Request<Incoming>,
 ) -> Result<Response<Body>, Infallible> {
+    let response = answer(Arc::clone(&shared), request).await;
+    Ok(response.map(|body| {
+        let ended = futures::stream::once(async move {
+            let now = SystemTime::now();
+            shared
+                .lock()
+                .answer_subscribers
+                .retain(|tx| tx.send(now).is_ok());
+        })
+        .filter_map(|()| async { None });
+        StreamBody::new(http_body_util::BodyStream::new(body).chain(ended)).boxed_unsync()
+    }))
+}
+
+async fn answer(shared: Arc<Shared>, request: Request<Incoming>) -> Response<Body> {
     let (parts, body) = request.into_parts();
     let bytes = match body.collect().await {
         Ok(collected) => collected.to_bytes(),
@@ -290,20 +316,20 @@ async fn handle(
         "/v1/chat/completions" => Api::OpenAi,
         _ => {
             shared.lock().record(recorded);
-            return Ok(plain(StatusCode::NOT_FOUND, "not found".into(), None));
+            return plain(StatusCode::NOT_FOUND, "not found".into(), None);
         }
     };
     let (reply, cx) = {
         let mut state = shared.lock();
         state.record(recorded.clone());
         if let Some(refusal) = check_headers(api, &recorded, state.api_key.as_deref()) {
-            return Ok(refusal);
+            return refusal;
         }
         if api == Api::Anthropic
             && let Some(message) =
                 render::anthropic::check_thinking(&recorded.body, &state.sent_thinking)
         {
-            return Ok(error_status(api, 400, &message, None));
+            return error_status(api, 400, &message, None);
         }
         let asks_summary = state
             .summary_marker
@@ -311,12 +337,7 @@ async fn handle(
             .is_some_and(|marker| last_text(&recorded.body).starts_with(marker));
         if asks_summary && state.summary_failures > 0 {
             state.summary_failures -= 1;
-            return Ok(error_status(
-                api,
-                400,
-                "mock model: this summary fails",
-                None,
-            ));
+            return error_status(api, 400, "mock model: this summary fails", None);
         }
         let summary = asks_summary.then(|| {
             state.summaries += 1;
@@ -336,7 +357,7 @@ async fn handle(
             let message = format!(
                 "mock model: no scripted reply left (it was given {given}); add replies to the test"
             );
-            return Ok(error_status(api, 400, &message, None));
+            return error_status(api, 400, &message, None);
         };
         state.served += 1;
         let cx = Context {
@@ -351,7 +372,7 @@ async fn handle(
         }
         (reply, cx)
     };
-    Ok(respond(api, &cx, reply))
+    respond(api, &cx, reply)
 }
 
 /// The names of the tools a request offers, sorted, in either API's shape.

@@ -1,10 +1,14 @@
 //! mecha's conversation as an Anthropic Messages request body.
 
+use std::collections::BTreeMap;
+
 use mecha_core::{Block, Image, Message, Role, ToolDefinition};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::Thinking;
 use crate::Request;
+use crate::wire_cache::WireCache;
 
 /// The request body. Cache breakpoints sit on the system prompt, the last
 /// tool and the last message block: the first two mark the stable prefix
@@ -14,6 +18,10 @@ use crate::Request;
 /// message's breakpoint, which the next turn replaces, keeps the default
 /// five minutes (a longer one only costs more to write, and the API wants
 /// longer-lived breakpoints first).
+///
+/// Built whole, as a `Value`: what the tests read, and what [`encoded`],
+/// which sends it, is held to byte for byte.
+#[cfg(test)]
 pub(crate) fn body(
     model: &str,
     max_tokens: u32,
@@ -21,6 +29,56 @@ pub(crate) fn body(
     hour: bool,
     request: &Request<'_>,
 ) -> Value {
+    let mut body = envelope(model, max_tokens, thinking, hour, request);
+    body.insert("messages".into(), messages(request.messages));
+    Value::Object(body)
+}
+
+/// [`body`]'s bytes, as sent: every message but the last sent one is the
+/// JSON `cache` kept from earlier requests (the last carries the moving
+/// breakpoint, so it is made afresh), so a request at turn 500 costs what
+/// one at turn 10 does. The keys come out sorted, as `Value`'s do.
+pub(crate) fn encoded(
+    model: &str,
+    max_tokens: u32,
+    thinking: Option<Thinking>,
+    hour: bool,
+    request: &Request<'_>,
+    cache: &WireCache,
+) -> serde_json::Result<Vec<u8>> {
+    let sent = cache.encoded(request.messages, |m| message(m).map(|v| v.to_string()));
+    let last = sent.iter().rposition(Option::is_some);
+    let mut list = String::from("[");
+    for (at, json) in sent.iter().enumerate() {
+        let Some(json) = json else { continue };
+        if list.len() > 1 {
+            list.push(',');
+        }
+        match message(&request.messages[at]) {
+            Some(mut fresh) if Some(at) == last => {
+                with_breakpoint(&mut fresh);
+                list.push_str(&fresh.to_string());
+            }
+            _ => list.push_str(json),
+        }
+    }
+    list.push(']');
+    let mut fields: BTreeMap<String, Box<RawValue>> = BTreeMap::new();
+    for (key, value) in envelope(model, max_tokens, thinking, hour, request) {
+        fields.insert(key, serde_json::value::to_raw_value(&value)?);
+    }
+    fields.insert("messages".into(), RawValue::from_string(list)?);
+    serde_json::to_vec(&fields)
+}
+
+/// Everything of the body but the messages.
+fn envelope(
+    model: &str,
+    max_tokens: u32,
+    thinking: Option<Thinking>,
+    hour: bool,
+    request: &Request<'_>,
+) -> Map<String, Value> {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert("max_tokens".into(), json!(max_tokens));
@@ -42,8 +100,7 @@ pub(crate) fn body(
     if !request.tools.is_empty() {
         body.insert("tools".into(), tools(request.tools, hour));
     }
-    body.insert("messages".into(), messages(request.messages));
-    Value::Object(body)
+    body
 }
 
 fn ephemeral() -> Value {
@@ -83,12 +140,21 @@ fn tools(tools: &[ToolDefinition], hour: bool) -> Value {
     Value::Array(list)
 }
 
+#[cfg(test)]
 fn messages(messages: &[Message]) -> Value {
     let mut list: Vec<Value> = messages.iter().filter_map(message).collect();
-    // The API refuses `cache_control` on a thinking block.
-    let last_block = list
-        .last_mut()
-        .and_then(|m| m.get_mut("content"))
+    if let Some(last) = list.last_mut() {
+        with_breakpoint(last);
+    }
+    Value::Array(list)
+}
+
+/// The breakpoint that lets the next request read this conversation from
+/// the cache, on the message's last block that may carry one (the API
+/// refuses `cache_control` on a thinking block).
+fn with_breakpoint(message: &mut Value) {
+    let last_block = message
+        .get_mut("content")
         .and_then(Value::as_array_mut)
         .and_then(|blocks| {
             blocks
@@ -100,7 +166,6 @@ fn messages(messages: &[Message]) -> Value {
     if let Some(block) = last_block {
         block.insert("cache_control".into(), ephemeral());
     }
-    Value::Array(list)
 }
 
 /// `None` for a message with nothing left to send: the API refuses empty
@@ -338,6 +403,69 @@ mod tests {
                 ]},
             ])
         );
+    }
+
+    /// What the cache sends is what `body` would, byte for byte, request
+    /// after request, as the history grows, ends in a message with nothing
+    /// to send, and is cut and rewritten.
+    #[test]
+    fn encoded_bodies_are_the_body_byte_for_byte_as_the_history_changes() {
+        let tools = [tool("fs_read")];
+        let cache = WireCache::default();
+        let call = |n: usize| Message {
+            role: Role::Assistant,
+            content: vec![
+                Block::Thinking {
+                    thinking: format!("step {n}"),
+                    signature: Some(format!("sig-{n}")),
+                },
+                Block::ToolUse(ToolCall {
+                    id: format!("toolu_{n}"),
+                    name: "fs_read".into(),
+                    input: json!({"path": format!("f{n}")}),
+                    input_error: None,
+                }),
+            ],
+        };
+        let result = |n: usize| Message {
+            role: Role::User,
+            content: vec![Block::ToolResult {
+                tool_use_id: format!("toolu_{n}"),
+                content: format!("\"quoted\" contents {n}\n"),
+                is_error: n.is_multiple_of(3),
+                images: Vec::new(),
+            }],
+        };
+        let check = |history: &[Message]| {
+            let request = Request {
+                system: "be brief",
+                tools: &tools,
+                messages: history,
+            };
+            let thinking = Some(Thinking::Budget(2048));
+            let expected = serde_json::to_vec(&body("m", 4096, thinking, true, &request)).unwrap();
+            let sent = encoded("m", 4096, thinking, true, &request, &cache).unwrap();
+            assert_eq!(
+                String::from_utf8(sent).unwrap(),
+                String::from_utf8(expected).unwrap()
+            );
+        };
+        let mut history = vec![Message::user_text("start")];
+        for n in 0..6 {
+            check(&history);
+            history.push(call(n));
+            check(&history);
+            history.push(result(n));
+        }
+        check(&history);
+        // A last message with nothing to send: the breakpoint goes on the
+        // one before, which the cache holds without it.
+        history.push(Message::user_text(""));
+        check(&history);
+        history.truncate(5);
+        check(&history);
+        history[2] = Message::user_text("a summary instead");
+        check(&history);
     }
 
     #[test]

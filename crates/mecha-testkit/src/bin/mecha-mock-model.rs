@@ -17,7 +17,17 @@
 //! ```
 //!
 //! `t_ns` is when the whole request had arrived, in nanoseconds since the
-//! UNIX epoch (the realtime clock, so other processes can compare).
+//! UNIX epoch (the realtime clock, so other processes can compare). When an
+//! answer's last byte has been handed out, one more line says so, numbered
+//! by the answers so far:
+//!
+//! ```json
+//! {"answered":1,"t_ns":1700000000456789012}
+//! ```
+//!
+//! so a round's time from the end of one answer to the next request leaves
+//! out the mock's own reading of the request and the pauses between its
+//! events.
 //!
 //! It serves until killed, or until its stdin reaches end of file when stdin
 //! is a pipe: a parent that holds the pipe and dies takes the mock with it.
@@ -85,6 +95,11 @@ fn log_line(n: usize, request: &RecordedRequest) -> String {
     .to_string()
 }
 
+fn answer_line(n: usize, at: std::time::SystemTime) -> String {
+    let t_ns = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    serde_json::json!({"answered": n, "t_ns": t_ns}).to_string()
+}
+
 /// Whether stdin is a pipe, the one kind whose end of file means the
 /// parent is gone.
 fn stdin_is_pipe() -> bool {
@@ -125,6 +140,7 @@ async fn serve(args: Args) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot bind 127.0.0.1: {e}"))?;
     let mut requests = mock.subscribe();
+    let mut answers = mock.subscribe_answered();
     {
         let mut stdout = std::io::stdout().lock();
         writeln!(stdout, "{}", mock.base_url())
@@ -142,6 +158,7 @@ async fn serve(args: Args) -> Result<(), String> {
     let interrupted = tokio::signal::ctrl_c();
     tokio::pin!(stdin_closed, interrupted);
     let mut n = 0;
+    let mut answered = 0;
     loop {
         tokio::select! {
             request = requests.recv() => {
@@ -149,6 +166,14 @@ async fn serve(args: Args) -> Result<(), String> {
                 n += 1;
                 if let Some(log) = log.as_mut() {
                     writeln!(log, "{}", log_line(n, &request))
+                        .and_then(|()| log.flush())
+                        .map_err(|e| format!("cannot write the log: {e}"))?;
+                }
+            }
+            Some(at) = answers.recv() => {
+                answered += 1;
+                if let Some(log) = log.as_mut() {
+                    writeln!(log, "{}", answer_line(answered, at))
                         .and_then(|()| log.flush())
                         .map_err(|e| format!("cannot write the log: {e}"))?;
                 }
