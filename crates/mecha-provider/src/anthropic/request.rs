@@ -1,9 +1,6 @@
 //! mecha's conversation as an Anthropic Messages request body.
 
-use std::collections::BTreeMap;
-
 use mecha_core::{Block, Image, Message, Role, ToolDefinition};
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::Thinking;
@@ -37,7 +34,7 @@ pub(crate) fn body(
 /// [`body`]'s bytes, as sent: every message but the last sent one is the
 /// JSON `cache` kept from earlier requests (the last carries the moving
 /// breakpoint, so it is made afresh), so a request at turn 500 costs what
-/// one at turn 10 does. The keys come out sorted, as `Value`'s do.
+/// one at turn 10 does.
 pub(crate) fn encoded(
     model: &str,
     max_tokens: u32,
@@ -54,21 +51,33 @@ pub(crate) fn encoded(
         if list.len() > 1 {
             list.push(',');
         }
-        match message(&request.messages[at]) {
-            Some(mut fresh) if Some(at) == last => {
+        let fresh = (Some(at) == last)
+            .then(|| message(&request.messages[at]))
+            .flatten();
+        match fresh {
+            Some(mut fresh) => {
                 with_breakpoint(&mut fresh);
                 list.push_str(&fresh.to_string());
             }
-            _ => list.push_str(json),
+            None => list.push_str(json),
         }
     }
     list.push(']');
-    let mut fields: BTreeMap<String, Box<RawValue>> = BTreeMap::new();
-    for (key, value) in envelope(model, max_tokens, thinking, hour, request) {
-        fields.insert(key, serde_json::value::to_raw_value(&value)?);
-    }
-    fields.insert("messages".into(), RawValue::from_string(list)?);
-    serde_json::to_vec(&fields)
+    // `Value`'s keys come out sorted, and "messages" sorts second, after
+    // "max_tokens" (always there) and before "model" (always there): the
+    // list goes in between as it is, since parsing it into a `RawValue`
+    // would read the whole history again.
+    let mut rest = envelope(model, max_tokens, thinking, hour, request);
+    let max_tokens = rest.remove("max_tokens").unwrap_or(Value::Null);
+    let rest = serde_json::to_vec(&Value::Object(rest))?;
+    let mut out = Vec::with_capacity(list.len() + rest.len() + 32);
+    out.extend_from_slice(b"{\"max_tokens\":");
+    serde_json::to_writer(&mut out, &max_tokens)?;
+    out.extend_from_slice(b",\"messages\":");
+    out.extend_from_slice(list.as_bytes());
+    out.push(b',');
+    out.extend_from_slice(rest.get(1..).unwrap_or_default());
+    Ok(out)
 }
 
 /// Everything of the body but the messages.
