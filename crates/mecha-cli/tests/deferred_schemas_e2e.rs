@@ -108,6 +108,20 @@ async fn a_large_surface_is_deferred_and_loaded_a_tool_at_a_time() {
         "{text}"
     );
     assert!(text.contains("defer_schemas_over_bytes = 0"), "{text}");
+    let listing = e
+        .mecha(Api::Anthropic, &mock, "k", "tools", &["--json"], "")
+        .await;
+    let listing: Value = serde_json::from_str(&stdout(&listing)).unwrap();
+    let marked = |name: &str| {
+        listing["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .map(|t| t["deferred"] == true)
+    };
+    assert_eq!(marked("fix__echo"), Some(true), "{listing}");
+    assert_eq!(marked("fs_read"), Some(false), "built-ins never wait");
 
     // The guessed call was answered with the schema and never ran.
     let (answer, is_error) = results_in(&mock, 1).pop().unwrap();

@@ -218,6 +218,17 @@ fn deferred_line(deferred: &mecha_agent::Deferred, settings: &Settings) -> Strin
 fn capabilities_json(toolbox: &Toolbox, settings: &Settings) -> serde_json::Result<String> {
     let mut value = toolbox_json(toolbox);
     value["search"] = json!(search_chain(settings));
+    if let Some(deferred) = deferred(&toolbox.registry, settings) {
+        for tool in value["tools"].as_array_mut().into_iter().flatten() {
+            if deferred
+                .names
+                .iter()
+                .any(|name| tool["name"] == name.as_str())
+            {
+                tool["deferred"] = json!(true);
+            }
+        }
+    }
     serde_json::to_string_pretty(&value).map(|text| text + "\n")
 }
 
