@@ -84,7 +84,7 @@ TARGETS = {
     "sleep4_s": 1.1,
     "confined_added_ms": 5.0,
     "late_round_ratio": 1.2,
-    "startup_1000_skills_ms": 50.0,
+    "startup_1000_skills_ms": 25.0,
     "resume_10k_ms": 200.0,
     "tui_stream_cpu_pct": 5.0,
     "tui_500_turns_mb": 40.0,
