@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use crate::toolset::{ToolRefresh, ToolSet};
 
 use mecha_core::{
-    Checkpointer, Journal, Message, Record, Registry, Role, StopReason, Taint, ToolCtx, Usage,
+    Checkpointer, History, Journal, Message, Record, Registry, Role, StopReason, Taint, ToolCtx,
+    Usage,
 };
 use mecha_provider::{Provider, ProviderError, Request, Streamed};
 use serde_json::Value;
@@ -33,7 +34,7 @@ pub struct Limits {
 /// A conversation and what the harness knows about it.
 #[derive(Debug, Default, Clone)]
 pub struct Session {
-    pub messages: Vec<Message>,
+    pub messages: History,
     /// Lasts the whole session: nothing clears it.
     pub taint: Taint,
     /// The tools calls may still reach, once a call narrowed them (`None`:
@@ -397,11 +398,7 @@ impl Agent {
                 events,
             )
             .await?;
-            let request = Request {
-                system: &self.system,
-                tools: definitions,
-                messages: &session.messages,
-            };
+            let request = Request::of_history(&self.system, definitions, &session.messages);
             events.emit(Event::Requesting { turn });
             let unfinished = &mut session.unfinished;
             unfinished.clear();

@@ -233,6 +233,7 @@ pub(crate) async fn compact(
         system: prefix.system,
         tools: prefix.tools,
         messages: &asked,
+        era: None,
     };
     // The summary is not the answer: nothing of it streams to the user.
     let mut quiet = |_: Streamed<'_>| {};

@@ -186,7 +186,7 @@ impl Agent {
                             tokens_after: done.tokens_after,
                         });
                         self.sync();
-                        session.messages = done.messages;
+                        session.messages.replace(done.messages);
                         session.measured = Default::default();
                         session.reported = None;
                         break;

@@ -88,7 +88,7 @@ async fn one_compaction_in_harness_time() {
                 agent = agent.with_compaction(policy);
             }
             let mut session = Session {
-                messages: messages.clone(),
+                messages: messages.clone().into(),
                 ..Session::default()
             };
             let started = Instant::now();

@@ -289,7 +289,7 @@ async fn a_finished_call_of_an_interrupted_batch_brings_nothing_in() {
     agent.keep_interrupted(&mut session);
     assert!(closes(&session.messages[2], "c1", INTERRUPTED_RESULT));
     assert!(closes(&session.messages[2], "c2", INTERRUPTED_RESULT));
-    let kept = serde_json::to_string(&session.messages).unwrap();
+    let kept = serde_json::to_string(&*session.messages).unwrap();
     assert!(!kept.contains("THE-SECRET-VALUE"), "{kept}");
     assert!(!session.taint.private_data, "nothing private entered");
 }

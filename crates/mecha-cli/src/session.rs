@@ -157,7 +157,7 @@ pub fn restore(
 ) -> Session {
     let state = &loaded.state;
     let mut session = Session {
-        messages: state.messages.clone(),
+        messages: state.messages.clone().into(),
         taint: state.taint,
         surface: state
             .surface
@@ -172,7 +172,7 @@ pub fn restore(
     };
     let closed = match answering {
         Some(call) if open_call_is(&session.messages, call) => None,
-        _ => close_dangling_calls(&mut session.messages),
+        _ => close_dangling_calls(session.messages.edit()),
     };
     if let (Some(added), Some(journal)) = (closed, journal) {
         journal.append(&Record::Message {

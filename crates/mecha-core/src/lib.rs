@@ -22,6 +22,7 @@ mod conversation;
 mod ctx;
 mod error_text;
 mod forced;
+mod history;
 mod image;
 mod jail;
 mod journal;
@@ -57,6 +58,7 @@ pub use conversation::{Block, Message, Role, StopReason, ToolCall, Usage};
 pub use ctx::ToolCtx;
 pub use error_text::{closest, error_chain, system_words};
 pub use forced::{Forced, ForcedCapabilities, ForcedEgress};
+pub use history::{Era, History};
 pub use image::{
     IMAGE_COST_BYTES, Image, MAX_IMAGE_BYTES, human_size, over_cap, placeholder, sniff,
 };

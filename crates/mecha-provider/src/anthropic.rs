@@ -202,6 +202,8 @@ impl Provider for AnthropicProvider {
             &self.sent,
         )
         .map_err(|e| ProviderError::Api(format!("cannot encode the request: {e}")))?;
-        self.http.exchange::<StreamState>(&body, on_stream).await
+        self.http
+            .exchange::<StreamState>(body.into(), on_stream)
+            .await
     }
 }

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use bytes::Bytes;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::Value;
 
@@ -128,12 +129,12 @@ impl HttpCore {
 
     /// Sends the body once. `Ok` only for a 2xx response, whose body is then
     /// the caller's to stream.
-    pub async fn post(&self, body: &[u8]) -> Result<reqwest::Response, Attempt> {
+    pub async fn post(&self, body: Bytes) -> Result<reqwest::Response, Attempt> {
         let send = self
             .client
             .post(&self.url)
             .headers(self.headers.clone())
-            .body(body.to_vec())
+            .body(body)
             .send();
         let response = match tokio::time::timeout(self.options.idle_timeout, send).await {
             Err(_) => {

@@ -44,7 +44,7 @@ pub use script::{Quirk, Script, ScriptToolCall, ScriptTurn, ScriptUsage};
 pub use scripted::ScriptedProvider;
 
 use async_trait::async_trait;
-use mecha_core::{Message, StopReason, ToolDefinition, Usage};
+use mecha_core::{Era, History, Message, StopReason, ToolDefinition, Usage};
 
 /// One request to the model.
 #[derive(Debug, Clone, Copy)]
@@ -55,6 +55,22 @@ pub struct Request<'a> {
     /// The tools, already sorted by name (the front of the cached prefix).
     pub tools: &'a [ToolDefinition],
     pub messages: &'a [Message],
+    /// When `messages` are a [`mecha_core::History`]: its era. Messages an
+    /// earlier request sent in the same era are unchanged at the front of
+    /// these, so their encoding is reused without comparing them.
+    pub era: Option<Era>,
+}
+
+impl<'a> Request<'a> {
+    /// A request that sends `history`, with its era.
+    pub fn of_history(system: &'a str, tools: &'a [ToolDefinition], history: &'a History) -> Self {
+        Self {
+            system,
+            tools,
+            messages: history,
+            era: Some(history.era()),
+        }
+    }
 }
 
 /// The model's answer to one request.

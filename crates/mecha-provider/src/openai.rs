@@ -153,7 +153,7 @@ impl Provider for OpenAiProvider {
         let body = serde_json::to_vec(&body)
             .map_err(|e| ProviderError::Api(format!("cannot encode the request: {e}")))?;
         self.http
-            .exchange_with(&body, on_stream, || {
+            .exchange_with(body.into(), on_stream, || {
                 StreamState::new(Arc::clone(&self.memory))
             })
             .await

@@ -156,6 +156,7 @@ mod tests {
             system: "",
             tools: &[],
             messages: &[],
+            era: None,
         }
     }
 

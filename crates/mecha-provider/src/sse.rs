@@ -7,6 +7,7 @@
 use std::pin::Pin;
 use std::time::Duration;
 
+use bytes::Bytes;
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 
@@ -195,7 +196,7 @@ impl HttpCore {
     /// says is worth retrying (never once content has streamed).
     pub async fn exchange<D: StreamDecoder>(
         &self,
-        body: &[u8],
+        body: Bytes,
         on_stream: &mut StreamSink<'_>,
     ) -> Result<Response, ProviderError> {
         self.exchange_with(body, on_stream, D::default).await
@@ -205,14 +206,14 @@ impl HttpCore {
     /// for a decoder that shares state with its provider.
     pub async fn exchange_with<D: StreamDecoder>(
         &self,
-        body: &[u8],
+        body: Bytes,
         on_stream: &mut StreamSink<'_>,
         decoder: impl Fn() -> D + Send + Sync,
     ) -> Result<Response, ProviderError> {
         let mut retries = self.retries();
         loop {
             let began = std::time::Instant::now();
-            let attempt = match self.post(body).await {
+            let attempt = match self.post(body.clone()).await {
                 Ok(response) => self.decode(response, on_stream, decoder()).await,
                 Err(e) => Err(e),
             };

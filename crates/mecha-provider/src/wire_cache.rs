@@ -1,42 +1,101 @@
-//! Each message's wire JSON, kept from one request to the next. A request
+//! The history's wire JSON, kept from one request to the next. A request
 //! sends the whole history, and building and serializing it afresh made a
 //! tool round at turn 500 cost almost three times one at turn 10; between
 //! requests the history only grows, so a request serializes what is new.
-//! A message is reused only when it equals the one its JSON was made from
-//! (a comparison of its bytes, no allocation), so a cut, a compaction or a
-//! rewritten message is never sent stale.
+//! What was kept is reused only for messages known unchanged: those of the
+//! same [`Era`] of a [`mecha_core::History`] (which only grows within one),
+//! or, for messages of no known era, those equal to the ones the JSON was
+//! made from. A cut, a compaction or a rewritten message is never sent
+//! stale.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
-use mecha_core::Message;
+use mecha_core::{Era, Message};
 
-/// The messages of the last request, each with its JSON (`None`: nothing
-/// of it is sent).
 #[derive(Debug, Default)]
 pub(crate) struct WireCache {
-    last: Mutex<Vec<(Message, Option<Arc<str>>)>>,
+    last: Mutex<Wire>,
+}
+
+/// The messages of the last request and their JSON.
+#[derive(Debug, Default)]
+struct Wire {
+    era: Option<Era>,
+    messages: Vec<Message>,
+    /// The JSON of each message with something to send, joined by commas.
+    json: String,
+    /// Where each message's part of `json` begins (at the comma before it)
+    /// and whether it has one.
+    parts: Vec<(usize, bool)>,
+}
+
+/// The history as encoded: the JSON of every sent message before the last
+/// one, joined by commas, and which message is that last one (it carries
+/// the moving breakpoint, so the request makes it afresh).
+pub(crate) struct Encoded<'a> {
+    pub(crate) before_last: &'a str,
+    pub(crate) last: Option<usize>,
 }
 
 impl WireCache {
-    /// The JSON of each of `messages`: the last request's where the message
-    /// is unchanged, else what `encode` makes of it.
-    pub(crate) fn encoded(
+    /// `messages` encoded, each message's JSON what `encode` makes of it
+    /// (`None`: nothing of it is sent), given to `write`.
+    pub(crate) fn encoded<R>(
         &self,
         messages: &[Message],
+        era: Option<Era>,
         encode: impl Fn(&Message) -> Option<String>,
-    ) -> Vec<Option<Arc<str>>> {
-        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
-        let kept = last
+        write: impl FnOnce(Encoded<'_>) -> R,
+    ) -> R {
+        let mut wire = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        let kept = wire.unchanged(messages, era);
+        wire.truncate(kept);
+        for message in &messages[kept..] {
+            wire.push(message, encode(message));
+        }
+        wire.era = era;
+        let last = wire.parts.iter().rposition(|&(_, sent)| sent);
+        let before_last = last.map_or("", |at| &wire.json[..wire.parts[at].0]);
+        write(Encoded { before_last, last })
+    }
+}
+
+impl Wire {
+    /// How many of the messages kept are the first of `messages`.
+    fn unchanged(&self, messages: &[Message], era: Option<Era>) -> usize {
+        let grown = era.is_some() && era == self.era && self.messages.len() <= messages.len();
+        if grown {
+            debug_assert!(
+                self.messages[..] == messages[..self.messages.len()],
+                "a history changed within its era"
+            );
+            return self.messages.len();
+        }
+        self.messages
             .iter()
             .zip(messages)
-            .take_while(|((was, _), now)| was == *now)
-            .count();
-        last.truncate(kept);
-        for message in &messages[kept..] {
-            let json = encode(message).map(Arc::from);
-            last.push((message.clone(), json));
+            .take_while(|(was, now)| was == now)
+            .count()
+    }
+
+    fn truncate(&mut self, len: usize) {
+        if let Some(&(end, _)) = self.parts.get(len) {
+            self.json.truncate(end);
         }
-        last.iter().map(|(_, json)| json.clone()).collect()
+        self.parts.truncate(len);
+        self.messages.truncate(len);
+    }
+
+    fn push(&mut self, message: &Message, json: Option<String>) {
+        let start = self.json.len();
+        if let Some(json) = &json {
+            if !self.json.is_empty() {
+                self.json.push(',');
+            }
+            self.json.push_str(json);
+        }
+        self.parts.push((start, json.is_some()));
+        self.messages.push(message.clone());
     }
 }
 
@@ -45,33 +104,83 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    use mecha_core::History;
+
+    /// The JSON before the last sent message, and that message's text.
+    fn sent(
+        cache: &WireCache,
+        messages: &[Message],
+        era: Option<Era>,
+        count: &AtomicUsize,
+    ) -> (String, Option<String>) {
+        let encode = |m: &Message| {
+            count.fetch_add(1, Ordering::Relaxed);
+            let text = m.text();
+            (!text.is_empty()).then(|| format!("{text:?}"))
+        };
+        cache.encoded(messages, era, encode, |e| {
+            (
+                e.before_last.to_owned(),
+                e.last.map(|at| messages[at].text()),
+            )
+        })
+    }
+
     #[test]
     fn only_what_changed_or_is_new_is_encoded_again() {
         let cache = WireCache::default();
         let encodes = AtomicUsize::new(0);
-        let encode = |m: &Message| {
-            encodes.fetch_add(1, Ordering::Relaxed);
-            Some(m.text())
-        };
         let mut history = vec![Message::user_text("a"), Message::user_text("b")];
-        let first = cache.encoded(&history, encode);
+        let first = sent(&cache, &history, None, &encodes);
+        assert_eq!(first, ("\"a\"".to_owned(), Some("b".to_owned())));
         assert_eq!(encodes.load(Ordering::Relaxed), 2);
         history.push(Message::user_text("c"));
-        let second = cache.encoded(&history, encode);
+        let second = sent(&cache, &history, None, &encodes);
         assert_eq!(encodes.load(Ordering::Relaxed), 3, "only the new one");
-        assert!(Arc::ptr_eq(
-            first[0].as_ref().unwrap(),
-            second[0].as_ref().unwrap()
-        ));
+        assert_eq!(second, ("\"a\",\"b\"".to_owned(), Some("c".to_owned())));
         // A rewritten message (a compaction's rebuild) is encoded again,
         // and so is everything after it.
         history[1] = Message::user_text("B");
-        let third = cache.encoded(&history, encode);
+        let third = sent(&cache, &history, None, &encodes);
         assert_eq!(encodes.load(Ordering::Relaxed), 5);
-        let texts: Vec<&str> = third.iter().map(|j| j.as_deref().unwrap()).collect();
-        assert_eq!(texts, ["a", "B", "c"]);
+        assert_eq!(third, ("\"a\",\"B\"".to_owned(), Some("c".to_owned())));
         // A shorter history (a cut) sends only what is left.
         history.truncate(1);
-        assert_eq!(cache.encoded(&history, encode).len(), 1);
+        assert_eq!(
+            sent(&cache, &history, None, &encodes),
+            (String::new(), Some("a".to_owned()))
+        );
+    }
+
+    #[test]
+    fn messages_with_nothing_to_send_are_left_out_wherever_they_are() {
+        let cache = WireCache::default();
+        let encodes = AtomicUsize::new(0);
+        let history = ["", "a", "", "b", ""].map(Message::user_text);
+        assert_eq!(
+            sent(&cache, &history, None, &encodes),
+            ("\"a\"".to_owned(), Some("b".to_owned()))
+        );
+        assert_eq!(
+            sent(&cache, &history[..1], None, &encodes),
+            (String::new(), None)
+        );
+    }
+
+    #[test]
+    fn a_history_of_the_same_era_is_not_compared_and_a_new_era_is() {
+        let cache = WireCache::default();
+        let encodes = AtomicUsize::new(0);
+        let mut history = History::new(vec![Message::user_text("a")]);
+        sent(&cache, &history, Some(history.era()), &encodes);
+        history.push(Message::user_text("b"));
+        let grown = sent(&cache, &history, Some(history.era()), &encodes);
+        assert_eq!(grown, ("\"a\"".to_owned(), Some("b".to_owned())));
+        assert_eq!(encodes.load(Ordering::Relaxed), 2);
+        // An edit starts a new era: what changed is found by comparing.
+        history.edit()[0] = Message::user_text("A");
+        let edited = sent(&cache, &history, Some(history.era()), &encodes);
+        assert_eq!(edited, ("\"A\"".to_owned(), Some("b".to_owned())));
+        assert_eq!(encodes.load(Ordering::Relaxed), 4);
     }
 }

@@ -289,6 +289,7 @@ async fn an_hour_cache_is_asked_for_with_its_beta_and_only_on_the_prefix() {
         system: "be brief",
         tools: &tools,
         messages: &messages,
+        era: None,
     };
     let mut sink = |_: mecha_provider::Streamed<'_>| {};
     provider.complete(request, &mut sink).await.unwrap();

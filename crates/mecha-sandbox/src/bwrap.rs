@@ -10,6 +10,7 @@
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use command_fds::{CommandFdExt, FdMapping};
 
@@ -17,7 +18,7 @@ use crate::allow::{self, BRIDGE_INSIDE, Bridge, SOCKET_INSIDE};
 use crate::prepare::{Prepared, prepare};
 use crate::protect::{self, Mount};
 use crate::seccomp::Filters;
-use crate::{Confined, HostEnv, Job, Network, SYSTEM_DIRS, SandboxError};
+use crate::{Check, Confined, HostEnv, Job, Network, SYSTEM_DIRS, SandboxError};
 
 /// The host paths one job's mounts are made of.
 struct JobPaths<'a> {
@@ -42,10 +43,13 @@ pub(crate) struct Bwrap {
     layout: Vec<OsString>,
     /// What DNS needs beyond /etc, for jobs with network.
     dns: Vec<OsString>,
+    /// The probe's verdict, once it has run (at start, or before the
+    /// first job: see [`Check`]).
+    checked: OnceLock<Result<(), SandboxError>>,
 }
 
 impl Bwrap {
-    pub(crate) fn start(host: &HostEnv) -> Result<Self, SandboxError> {
+    pub(crate) fn start(host: &HostEnv, check: Check) -> Result<Self, SandboxError> {
         let program = std::env::split_paths(&host.path)
             .filter(|dir| dir.is_absolute())
             .map(|dir| dir.join("bwrap"))
@@ -56,9 +60,17 @@ impl Bwrap {
             filters: Filters::compile()?,
             layout: layout(),
             dns: resolv_conf(Path::new("/etc/resolv.conf")),
+            checked: OnceLock::new(),
         };
-        bwrap.probe()?;
+        if check == Check::AtStart {
+            bwrap.checked()?;
+        }
         Ok(bwrap)
+    }
+
+    /// Whether this machine can confine: the probe, run once.
+    fn checked(&self) -> Result<(), SandboxError> {
+        self.checked.get_or_init(|| self.probe()).clone()
     }
 
     /// The namespaces, the seccomp program on `seccomp_fd`, and the layout:
@@ -99,6 +111,7 @@ impl Bwrap {
         writable: &[PathBuf],
         host: &HostEnv,
     ) -> Result<Confined, SandboxError> {
+        self.checked()?;
         let fail = |reason: String| SandboxError::Confine {
             program: job.program.to_string_lossy().into_owned(),
             reason,
@@ -231,6 +244,8 @@ mod tests {
             filters: Filters::compile().unwrap(),
             layout: layout(),
             dns: vec!["--ro-bind".into(), "/run/r".into(), "/run/r".into()],
+            // The argument vectors only: nothing here runs bwrap.
+            checked: OnceLock::from(Ok(())),
         }
     }
 

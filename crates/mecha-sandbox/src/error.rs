@@ -38,7 +38,7 @@ pub enum SandboxError {
     )]
     ProcUnavailable { detail: String },
     #[error(
-        "[sandbox] kind = \"bwrap\" failed its start-up check (bwrap: {detail}); fix what \
+        "[sandbox] kind = \"bwrap\" failed its check on this machine (bwrap: {detail}); fix what \
          bwrap names, or remove [sandbox] kind to run unconfined"
     )]
     BwrapFailed { detail: String },

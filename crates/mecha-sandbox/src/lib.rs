@@ -315,10 +315,31 @@ enum Backend {
     Docker(docker::Docker),
 }
 
+/// When bwrap is tried on this machine (one confined `true`, a few ms).
+/// Its absence, and docker's engine and image, are always checked at start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// Before anything runs: a run that could not confine stops at once,
+    /// not at its first shell call.
+    AtStart,
+    /// Before the first confined job, if one comes: for commands that list
+    /// what a run would have and may run nothing confined at all.
+    AtFirstJob,
+}
+
 impl Sandbox {
     /// The policy `config` asks for, checked against this machine; `None`
     /// when no backend is configured (everything runs unconfined).
     pub fn start(config: &SandboxConfig, host: HostEnv) -> Result<Option<Self>, SandboxError> {
+        Self::start_checking(config, host, Check::AtStart)
+    }
+
+    /// [`Sandbox::start`], with bwrap tried when `check` says.
+    pub fn start_checking(
+        config: &SandboxConfig,
+        host: HostEnv,
+        check: Check,
+    ) -> Result<Option<Self>, SandboxError> {
         let Some(kind) = config.kind else {
             return Ok(None);
         };
@@ -342,7 +363,7 @@ impl Sandbox {
         }
         let network = network_of(config, &host)?;
         let backend = match kind {
-            SandboxKind::Bwrap => Backend::Bwrap(bwrap::Bwrap::start(&host)?),
+            SandboxKind::Bwrap => Backend::Bwrap(bwrap::Bwrap::start(&host, check)?),
             SandboxKind::Docker => Backend::Docker(docker::Docker::start(config, &host)?),
         };
         Ok(Some(Self {

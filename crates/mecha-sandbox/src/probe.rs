@@ -1,6 +1,8 @@
-//! The start-up check: one confined `true` with the flags every job uses,
-//! so a machine that cannot confine fails at start-up with an error naming
-//! the fix, not on the first shell call. It costs one bwrap run, a few ms.
+//! The machine check: one confined `true` with the flags every job uses,
+//! so a machine that cannot confine fails with an error naming the fix, at
+//! start-up for a run rather than on its first shell call, and before the
+//! first confined job for a listing (`Check`). It costs one bwrap run, a
+//! few ms.
 
 use std::os::fd::AsRawFd;
 use std::path::Path;

@@ -168,6 +168,7 @@ async fn provider(report: &mut Report, settings: &Settings, online: bool) {
         system: "",
         tools: &[],
         messages: &messages,
+        era: None,
     };
     match provider.complete(request, &mut |_| {}).await {
         Ok(response) => report.line(

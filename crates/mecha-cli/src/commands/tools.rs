@@ -7,7 +7,7 @@ use std::sync::Arc;
 use clap::Args;
 use mecha_core::{Capabilities, Egress, Registry, Tool, first_sentence};
 use mecha_mcp::{McpHub, ServerState};
-use mecha_sandbox::{Network, Sandbox};
+use mecha_sandbox::{Check, Network, Sandbox};
 use mecha_tools::{Compact, describe_chain};
 use serde_json::json;
 
@@ -118,7 +118,13 @@ pub fn run(args: ToolsArgs, mut settings: Settings, workspace: &Path) -> Result<
         &SkillFlags::default(),
         false,
         workspace,
-        ServerStart { report, kept: None },
+        // Nothing here runs a shell command: bwrap is tried only if a
+        // confined server starts.
+        ServerStart {
+            report,
+            kept: None,
+            check: Check::AtFirstJob,
+        },
         session_tools,
     ))?;
     // Listed, never called: nothing connects them to a model here.

@@ -9,6 +9,7 @@ use mecha_agent::{Agent, ChildJournals, Gate, Hook, Limits, Lineage, Runtime, Se
 use mecha_core::{Approver, AskingApprover, Journal, ModeSwitch, Taint, Tool, ToolCtx};
 use mecha_hooks::{HookContext, HookSet};
 use mecha_provider::{Provider, ProviderError, Script, ScriptedProvider};
+use mecha_sandbox::Check;
 use mecha_session::{Loaded, RecallTool};
 use mecha_skills::level1_block;
 use mecha_tools::Compact;
@@ -297,6 +298,7 @@ async fn wire(
         ServerStart {
             report: true,
             kept: servers,
+            check: Check::AtStart,
         },
         session_tools,
     )

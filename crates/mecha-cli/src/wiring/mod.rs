@@ -166,8 +166,8 @@ pub async fn build_toolbox(
 ) -> Result<Toolbox, Failure> {
     // Checked against the machine before anything runs: a sandbox that
     // cannot be honoured stops the run rather than leaving it unconfined.
-    let sandbox =
-        Sandbox::start(&settings.sandbox, host_env()).map_err(|e| Failure::Usage(e.to_string()))?;
+    let sandbox = Sandbox::start_checking(&settings.sandbox, host_env(), servers.check)
+        .map_err(|e| Failure::Usage(e.to_string()))?;
     settings.builtins.shell.sandbox = sandbox.clone();
     let mut registry = Registry::new();
     for tool in mecha_tools::builtin_tools(&settings.builtins)

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use mecha_mcp::{McpHub, McpServerConfig, ServerState, SpawnOptions};
-use mecha_sandbox::SandboxConfig;
+use mecha_sandbox::{Check, SandboxConfig};
 
 use crate::config::Settings;
 
@@ -38,13 +38,26 @@ pub struct Servers {
     pub hub: Arc<McpHub>,
 }
 
-/// How a toolbox gets its MCP servers.
-#[derive(Debug, Default)]
+/// How a toolbox gets its MCP servers, and when its sandbox is tried.
+#[derive(Debug)]
 pub struct ServerStart {
     /// Say on stderr which servers failed to start.
     pub report: bool,
     /// The last conversation's servers, to go on with if they still fit.
     pub kept: Option<Servers>,
+    /// At start for a run; at the first confined job (a server with
+    /// `sandbox = true`) for a listing, which may confine nothing.
+    pub check: Check,
+}
+
+impl Default for ServerStart {
+    fn default() -> Self {
+        Self {
+            report: false,
+            kept: None,
+            check: Check::AtStart,
+        }
+    }
 }
 
 impl Servers {
@@ -138,8 +151,8 @@ mod tests {
 
     async fn start(settings: &Settings, dir: &Path, kept: Option<Servers>) -> Servers {
         let start = ServerStart {
-            report: false,
             kept,
+            ..ServerStart::default()
         };
         Servers::start(settings, SpawnOptions::new(dir), start)
             .await
@@ -173,8 +186,8 @@ mod tests {
         let last = Arc::clone(&next.hub);
         let (none, _dir) = settings("");
         let start = ServerStart {
-            report: false,
             kept: Some(next),
+            ..ServerStart::default()
         };
         assert!(
             Servers::start(&none, SpawnOptions::new(dir.path()), start)

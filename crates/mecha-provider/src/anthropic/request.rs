@@ -43,26 +43,6 @@ pub(crate) fn encoded(
     request: &Request<'_>,
     cache: &WireCache,
 ) -> serde_json::Result<Vec<u8>> {
-    let sent = cache.encoded(request.messages, |m| message(m).map(|v| v.to_string()));
-    let last = sent.iter().rposition(Option::is_some);
-    let mut list = String::from("[");
-    for (at, json) in sent.iter().enumerate() {
-        let Some(json) = json else { continue };
-        if list.len() > 1 {
-            list.push(',');
-        }
-        let fresh = (Some(at) == last)
-            .then(|| message(&request.messages[at]))
-            .flatten();
-        match fresh {
-            Some(mut fresh) => {
-                with_breakpoint(&mut fresh);
-                list.push_str(&fresh.to_string());
-            }
-            None => list.push_str(json),
-        }
-    }
-    list.push(']');
     // `Value`'s keys come out sorted, and "messages" sorts second, after
     // "max_tokens" (always there) and before "model" (always there): the
     // list goes in between as it is, since parsing it into a `RawValue`
@@ -70,14 +50,24 @@ pub(crate) fn encoded(
     let mut rest = envelope(model, max_tokens, thinking, hour, request);
     let max_tokens = rest.remove("max_tokens").unwrap_or(Value::Null);
     let rest = serde_json::to_vec(&Value::Object(rest))?;
-    let mut out = Vec::with_capacity(list.len() + rest.len() + 32);
-    out.extend_from_slice(b"{\"max_tokens\":");
-    serde_json::to_writer(&mut out, &max_tokens)?;
-    out.extend_from_slice(b",\"messages\":");
-    out.extend_from_slice(list.as_bytes());
-    out.push(b',');
-    out.extend_from_slice(rest.get(1..).unwrap_or_default());
-    Ok(out)
+    let encode = |m: &Message| message(m).map(|v| v.to_string());
+    cache.encoded(request.messages, request.era, encode, |sent| {
+        let mut out = Vec::with_capacity(sent.before_last.len() + rest.len() + 4096);
+        out.extend_from_slice(b"{\"max_tokens\":");
+        serde_json::to_writer(&mut out, &max_tokens)?;
+        out.extend_from_slice(b",\"messages\":[");
+        out.extend_from_slice(sent.before_last.as_bytes());
+        if let Some(mut last) = sent.last.and_then(|at| message(&request.messages[at])) {
+            if !sent.before_last.is_empty() {
+                out.push(b',');
+            }
+            with_breakpoint(&mut last);
+            serde_json::to_writer(&mut out, &last)?;
+        }
+        out.extend_from_slice(b"],");
+        out.extend_from_slice(rest.get(1..).unwrap_or_default());
+        Ok(out)
+    })
 }
 
 /// Everything of the body but the messages.
@@ -250,7 +240,7 @@ fn tool_result_content(text: &str, images: &[Image]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mecha_core::ToolCall;
+    use mecha_core::{History, ToolCall};
 
     fn tool(name: &str) -> ToolDefinition {
         ToolDefinition {
@@ -268,6 +258,7 @@ mod tests {
             system: "be brief",
             tools: &tools,
             messages: &messages,
+            era: None,
         };
         let body = body("claude-x", 1024, None, false, &request);
         assert_eq!(
@@ -299,6 +290,7 @@ mod tests {
             system: "be brief",
             tools: &tools,
             messages: &messages,
+            era: None,
         };
         let body = body("m", 1, None, true, &request);
         let hour = json!({"type": "ephemeral", "ttl": "1h"});
@@ -326,6 +318,7 @@ mod tests {
             system: "",
             tools: &[],
             messages: &messages,
+            era: None,
         };
         let sent = &body("m", 1, None, false, &request)["messages"];
         assert_eq!(sent.as_array().map(Vec::len), Some(2), "{sent}");
@@ -338,6 +331,7 @@ mod tests {
             system: "",
             tools: &[],
             messages: &[],
+            era: None,
         };
         let body = body("m", 1, None, false, &request);
         assert!(body.get("system").is_none());
@@ -394,6 +388,7 @@ mod tests {
             system: "s",
             tools: &[],
             messages: &messages,
+            era: None,
         };
         let body = body("m", 1, None, false, &request);
         assert_eq!(
@@ -445,12 +440,16 @@ mod tests {
                 images: Vec::new(),
             }],
         };
-        let check = |history: &[Message]| {
-            let request = Request {
-                system: "be brief",
-                tools: &tools,
-                messages: history,
-            };
+        // Every other request comes with the history's era, the others
+        // with none (as a compaction's summary request does): both reuse
+        // what is unchanged, one by era, the other by comparing.
+        let sent = std::cell::Cell::new(0);
+        let check = |history: &History| {
+            sent.set(sent.get() + 1);
+            let mut request = Request::of_history("be brief", &tools, history);
+            if sent.get() % 2 == 0 {
+                request.era = None;
+            }
             let thinking = Some(Thinking::Budget(2048));
             let expected = serde_json::to_vec(&body("m", 4096, thinking, true, &request)).unwrap();
             let sent = encoded("m", 4096, thinking, true, &request, &cache).unwrap();
@@ -459,7 +458,7 @@ mod tests {
                 String::from_utf8(expected).unwrap()
             );
         };
-        let mut history = vec![Message::user_text("start")];
+        let mut history = History::new(vec![Message::user_text("start")]);
         for n in 0..6 {
             check(&history);
             history.push(call(n));
@@ -473,7 +472,11 @@ mod tests {
         check(&history);
         history.truncate(5);
         check(&history);
-        history[2] = Message::user_text("a summary instead");
+        history.push(result(9));
+        check(&history);
+        history.edit()[2] = Message::user_text("a summary instead");
+        check(&history);
+        history.replace(vec![Message::user_text("fresh")]);
         check(&history);
     }
 
@@ -509,6 +512,7 @@ mod tests {
             system: "",
             tools: &[],
             messages: &messages,
+            era: None,
         };
         let body = body("m", 16_000, Some(Thinking::Budget(4096)), false, &request);
         assert_eq!(
@@ -533,6 +537,7 @@ mod tests {
             system: "",
             tools: &[],
             messages,
+            era: None,
         };
         body("m", 1, None, false, &request)
     }

@@ -303,6 +303,7 @@ mod tests {
             system: "be brief",
             tools: &tools,
             messages: &messages,
+            era: None,
         };
         let body = body(
             "qwen3",
@@ -354,6 +355,7 @@ mod tests {
             system: "",
             tools: &[],
             messages: &messages,
+            era: None,
         };
         let sent = &body("m", None, &request, ReasoningField::Reasoning)["messages"];
         // Two user messages in a row are sent as one.
@@ -397,6 +399,7 @@ mod tests {
             system: "",
             tools: &[],
             messages: &messages,
+            era: None,
         };
         let sent = &body("m", None, &request, ReasoningField::Reasoning)["messages"];
         let roles: Vec<&str> = sent
@@ -415,6 +418,7 @@ mod tests {
             system: "",
             tools: &[],
             messages: &[],
+            era: None,
         };
         let none = body("m", None, &request, ReasoningField::Reasoning);
         assert!(none.get("max_tokens").is_none());
@@ -470,6 +474,7 @@ mod tests {
             system: "",
             tools: &[],
             messages: &messages,
+            era: None,
         };
         for field in [ReasoningField::Reasoning, ReasoningField::ReasoningContent] {
             let sent = body("m", None, &request, field)["messages"].clone();

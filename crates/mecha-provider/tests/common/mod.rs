@@ -94,6 +94,7 @@ pub async fn ask_streamed(
         system: "You are a test.",
         tools: &tools,
         messages,
+        era: None,
     };
     let mut pieces = Vec::new();
     let result = provider
