@@ -1,5 +1,6 @@
 //! What confinement adds to one shell call: `bash -c true` spawned and
-//! awaited, confined (Sandbox::confine included) and not, alternating, and
+//! awaited, confined (`Sandbox::confine` and the lease's sweep included)
+//! and not, alternating, and
 //! the start-up probe. Run with bench/sandbox.sh; a second argument, an
 //! image, measures the docker backend instead (one container per call).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -41,6 +42,9 @@ async fn main() {
     let ws = tempfile::tempdir().unwrap();
     let args = [OsString::from("-c"), OsString::from("true")];
     let (mut plain, mut confined) = (Vec::new(), Vec::new());
+    // Of a confined call: `confine` (the walk for repositories, the job's
+    // /tmp, the argument vector) and the lease's `finish` (the sweep).
+    let (mut prepared, mut finished) = (Vec::new(), Vec::new());
     for _ in 0..runs {
         let at = Instant::now();
         let status = tokio::process::Command::new("bash")
@@ -64,19 +68,27 @@ async fn main() {
             hidden: &[],
         };
         let mut run = sandbox.confine(job).unwrap();
+        prepared.push(at.elapsed());
         let status = run.command.status().await.unwrap();
-        drop(run.lease);
+        let exited = Instant::now();
+        run.lease.finish();
+        finished.push(exited.elapsed());
         assert!(status.success());
         confined.push(at.elapsed());
     }
     let (start, start_min) = summary(starts);
     let (plain, plain_min) = summary(plain);
     let (confined, confined_min) = summary(confined);
+    let (prepared, _) = summary(prepared);
+    let (finished, _) = summary(finished);
     println!(
         "Sandbox::start (probe included): median {start:.2} ms, min {start_min:.2} ms (20 runs)"
     );
     println!("bash -c true unconfined: median {plain:.2} ms, min {plain_min:.2} ms ({runs} runs)");
-    println!("bash -c true confined:   median {confined:.2} ms, min {confined_min:.2} ms");
+    println!(
+        "bash -c true confined:   median {confined:.2} ms, min {confined_min:.2} ms \
+         (confine {prepared:.2} ms, the sweep after {finished:.2} ms)"
+    );
     let target = match sandbox.kind() {
         SandboxKind::Bwrap => " (target: under 5 ms)",
         SandboxKind::Docker => "",
