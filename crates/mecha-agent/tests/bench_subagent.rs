@@ -53,6 +53,7 @@ async fn one_delegation_in_harness_time() {
         turn_budget: 64 * 1024,
         project_instructions: None,
         journals: None,
+        defer_over: None,
     });
     let profile = Profile {
         name: "helper".into(),

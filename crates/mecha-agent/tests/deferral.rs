@@ -10,7 +10,10 @@ mod support;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mecha_core::{Record, Registry, Tool, ToolCtx, ToolOutput};
+use mecha_agent::{DEFAULT_SUBAGENT_TURNS, Lineage, Profile, Runtime, SubagentTool};
+use mecha_core::{
+    ModeApprover, PermissionMode, Record, Registry, Rules, Tool, ToolCtx, ToolOutput,
+};
 use serde_json::{Value, json};
 use support::*;
 
@@ -190,5 +193,65 @@ fn the_first_list_is_what_tools_schema_prints() {
     assert_eq!(
         mecha_agent::first_definitions(&registry(&log), None).len(),
         4
+    );
+}
+
+/// The tools a subagent's child is offered, with the parent's threshold
+/// `defer_over`: the parent delegates, the child answers at once.
+async fn child_offered(defer_over: Option<usize>) -> Vec<String> {
+    let log = Log::default();
+    let dir = tempfile::tempdir().unwrap();
+    let queue = Queue::new(vec![
+        vec![call("1", "helper", json!({"task": "look around"}))],
+        vec![text("the child's answer")],
+        vec![text("done")],
+    ]);
+    let lineage = Arc::new(Lineage {
+        mode: PermissionMode::Allow.into(),
+        approver: Arc::new(ModeApprover(PermissionMode::Allow)),
+        rules: Rules::default(),
+        hook: None,
+        block_sends_after_private: false,
+        turn_budget: 64 * 1024,
+        project_instructions: None,
+        journals: None,
+        defer_over,
+    });
+    let profile = Profile {
+        name: "helper".into(),
+        description: "helps".into(),
+        instructions: None,
+        max_turns: DEFAULT_SUBAGENT_TURNS,
+        timeout: None,
+        trusted: None,
+    };
+    let runtime = Runtime {
+        provider: queue.clone(),
+        lineage,
+    };
+    let mut parent = Registry::new();
+    parent
+        .register(Arc::new(SubagentTool::new(
+            profile,
+            registry(&log),
+            Some(runtime),
+        )))
+        .unwrap();
+    let agent = agent(queue.clone(), parent, allow_all_gate(), dir.path());
+    agent
+        .send(&mut session(), "go", &Recorder::default())
+        .await
+        .unwrap();
+    let offered = queue.offered.lock().unwrap().clone();
+    assert_eq!(offered.len(), 3, "{offered:?}");
+    offered[1].clone()
+}
+
+#[tokio::test]
+async fn a_subagents_large_surface_waits_for_tool_search_as_the_parents_does() {
+    assert_eq!(child_offered(Some(0)).await, ["fs_read", "tool_search"]);
+    assert_eq!(
+        child_offered(None).await,
+        ["a_remote", "fs_read", "m_remote", "z_remote"]
     );
 }

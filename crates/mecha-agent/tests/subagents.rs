@@ -172,6 +172,7 @@ fn lineage(approver: Arc<dyn Approver>) -> Arc<Lineage> {
         turn_budget: 64 * 1024,
         project_instructions: None,
         journals: None,
+        defer_over: None,
     })
 }
 

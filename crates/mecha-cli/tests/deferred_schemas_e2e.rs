@@ -163,6 +163,27 @@ async fn a_large_surface_is_deferred_and_loaded_a_tool_at_a_time() {
     let mut resumed = tools(&mock.requests()[0].body);
     resumed.retain(|t| t["name"] != "recall");
     assert_eq!(resumed, tools(&requests[3]));
+
+    // A run's stream-json `init` event marks them as the listing does.
+    let mock = MockModel::start(vec![MockReply::text("ok")]).await;
+    let args = ["--yes", "--output-format", "stream-json", "hi"];
+    let out = e.run(Api::Anthropic, &mock, "k", &args).await;
+    assert!(out.status.success(), "{}", stderr(&out));
+    let init: Value = stdout(&out)
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .find(|event| event["type"] == "init")
+        .expect("an init event");
+    let marked = |name: &str| {
+        init["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .map(|t| t["deferred"] == true)
+    };
+    assert_eq!(marked("fix__read"), Some(true), "{init}");
+    assert_eq!(marked("fs_read"), Some(false), "{init}");
 }
 
 #[tokio::test]

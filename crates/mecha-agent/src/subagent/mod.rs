@@ -66,6 +66,9 @@ pub struct Lineage {
     /// parent, which it starts with).
     pub project_instructions: Option<String>,
     pub journals: Option<Arc<dyn ChildJournals>>,
+    /// The parent's `[tools] defer_schemas_over_bytes`: a child's large
+    /// MCP surface waits for `tool_search` as the parent's does.
+    pub defer_over: Option<usize>,
 }
 
 /// Opens the journal of a child's conversation, stored beside its
@@ -282,6 +285,9 @@ impl Tool for SubagentTool {
             child_ctx,
             limits,
         );
+        if let Some(over_bytes) = lineage.defer_over {
+            agent = agent.with_deferred_schemas(over_bytes);
+        }
         if let Some(journal) = lineage
             .journals
             .as_ref()

@@ -201,11 +201,6 @@ fn schema(registry: &Registry, settings: &Settings) -> serde_json::Result<String
     serde_json::to_string(&sent).map(|text| text + "\n")
 }
 
-/// Which tools the first request would send without their schemas.
-fn deferred(registry: &Registry, settings: &Settings) -> Option<mecha_agent::Deferred> {
-    mecha_agent::deferred(registry, settings.defer_schemas.over_bytes()?)
-}
-
 /// What deferral does to the listing's MCP tools, when it does anything.
 fn deferred_line(deferred: &mecha_agent::Deferred, settings: &Settings) -> String {
     format!(
@@ -224,17 +219,6 @@ fn deferred_line(deferred: &mecha_agent::Deferred, settings: &Settings) -> Strin
 fn capabilities_json(toolbox: &Toolbox, settings: &Settings) -> serde_json::Result<String> {
     let mut value = toolbox_json(toolbox);
     value["search"] = json!(search_chain(settings));
-    if let Some(deferred) = deferred(&toolbox.registry, settings) {
-        for tool in value["tools"].as_array_mut().into_iter().flatten() {
-            if deferred
-                .names
-                .iter()
-                .any(|name| tool["name"] == name.as_str())
-            {
-                tool["deferred"] = json!(true);
-            }
-        }
-    }
     serde_json::to_string_pretty(&value).map(|text| text + "\n")
 }
 
@@ -251,6 +235,7 @@ fn search_chain(settings: &Settings) -> Vec<String> {
 /// their status: what `mecha tools --json` prints and a stream-json run's
 /// `init` event carries.
 pub fn toolbox_json(toolbox: &Toolbox) -> serde_json::Value {
+    let deferred = toolbox.deferred().map(|d| d.names).unwrap_or_default();
     let tools: Vec<_> = toolbox
         .registry
         .iter()
@@ -279,6 +264,10 @@ pub fn toolbox_json(toolbox: &Toolbox) -> serde_json::Value {
             // What config forced, so the widened capabilities explain themselves.
             if let Some(forced) = toolbox.forcing.of(t.name()) {
                 entry["forced"] = json!(forced.capabilities());
+            }
+            // Sent as a name and a first sentence until `tool_search` loads it.
+            if deferred.iter().any(|name| name == t.name()) {
+                entry["deferred"] = json!(true);
             }
             entry
         })
@@ -331,7 +320,7 @@ fn human(toolbox: &Toolbox, settings: &Settings, workspace: &Path) -> serde_json
     };
     let builtins: Vec<_> = toolbox.registry.iter().filter(is_builtin).collect();
     let width = toolbox.registry.names().map(str::len).max().unwrap_or(0);
-    let deferred = deferred(&toolbox.registry, settings);
+    let deferred = toolbox.deferred();
     let listed = Listed {
         width,
         deferred: deferred.as_ref().map(|d| d.names.as_slice()).unwrap_or(&[]),

@@ -351,6 +351,7 @@ async fn wire(
                 parent,
             }) as Arc<dyn ChildJournals>
         }),
+        defer_over: toolbox.defer_over,
     });
     let runtimes = runtimes(&settings, &provider, &lineage)?;
     register_subagents(&mut toolbox, &settings.subagents, &|profile| {
@@ -378,7 +379,7 @@ async fn wire(
     if let Some(hook) = hook {
         agent = agent.with_loop_hooks(hook);
     }
-    if let Some(over_bytes) = settings.defer_schemas.over_bytes() {
+    if let Some(over_bytes) = toolbox.defer_over {
         agent = agent.with_deferred_schemas(over_bytes);
     }
     if let Some(hub) = toolbox.hub() {

@@ -51,6 +51,15 @@ pub struct Toolbox {
     pub unnarrowed: Registry,
     /// Each registered subagent's tools, as its child got them.
     pub children: BTreeMap<String, Vec<String>>,
+    /// `[tools] defer_schemas_over_bytes`, `None` when schemas never wait.
+    pub defer_over: Option<usize>,
+}
+
+impl Toolbox {
+    /// The tools the first request sends without their schemas, if any.
+    pub fn deferred(&self) -> Option<mecha_agent::Deferred> {
+        mecha_agent::deferred(&self.registry, self.defer_over?)
+    }
 }
 
 /// Capabilities config forces onto tools by name (`[tools.NAME] force`,
@@ -228,6 +237,7 @@ pub async fn build_toolbox(
         skill_tool,
         unnarrowed,
         children: BTreeMap::new(),
+        defer_over: settings.defer_schemas.over_bytes(),
     })
 }
 

@@ -212,6 +212,7 @@ fn a_child_plans_and_loads_skills_in_tools_of_its_own() {
         turn_budget: 16_384,
         project_instructions: None,
         journals: None,
+        defer_over: None,
     });
     let runtime = |_: &crate::config::SubagentConfig| {
         Some(Runtime {
