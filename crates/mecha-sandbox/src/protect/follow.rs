@@ -8,6 +8,7 @@
 //! at a location reached without any symlink (its own parent resolved), so
 //! the sweep can open that parent without following one.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::fs;
 use std::io;
@@ -27,53 +28,87 @@ pub(super) struct Followed {
     pub links: Vec<(PathBuf, PathBuf)>,
 }
 
-/// `path` resolved as `realpath -m` would: `None` for a relative path, a
-/// link loop, or a file where a directory would have to be (nothing can be
-/// created below it).
-pub(super) fn follow(path: &Path) -> Option<Followed> {
-    if !path.is_absolute() {
-        return None;
-    }
-    let mut todo: Vec<OsString> = reversed(path);
-    let mut at = PathBuf::from("/");
-    let mut links = Vec::new();
-    let mut missing = false;
-    while let Some(part) = todo.pop() {
-        match part.to_str() {
-            Some("/") => at = PathBuf::from("/"),
-            Some(".") => {}
-            Some("..") => {
-                at.pop();
+/// What each path was the first time one plan looked: the dozens of
+/// start-up files under one home, and the PATH directories, share most of
+/// their parents, so each parent is looked at once per plan, not once per
+/// file under it.
+#[derive(Debug, Default)]
+pub(super) struct Lookups(HashMap<PathBuf, Seen>);
+
+#[derive(Debug, Clone)]
+enum Seen {
+    /// A symlink, and what it says.
+    Link(PathBuf),
+    Other,
+    Missing,
+    /// Unreadable, or below a file: nothing can lead through it.
+    Dead,
+}
+
+impl Lookups {
+    fn look(&mut self, path: &Path) -> Seen {
+        if let Some(seen) = self.0.get(path) {
+            return seen.clone();
+        }
+        let seen = match fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                fs::read_link(path).map_or(Seen::Dead, Seen::Link)
             }
-            _ => {
-                let next = at.join(&part);
-                if missing {
-                    at = next;
-                    continue;
+            Ok(_) => Seen::Other,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Seen::Missing,
+            Err(_) => Seen::Dead,
+        };
+        self.0.insert(path.to_path_buf(), seen.clone());
+        seen
+    }
+
+    /// `path` resolved as `realpath -m` would: `None` for a relative path,
+    /// a link loop, or a file where a directory would have to be (nothing
+    /// can be created below it).
+    pub(super) fn follow(&mut self, path: &Path) -> Option<Followed> {
+        if !path.is_absolute() {
+            return None;
+        }
+        let mut todo: Vec<OsString> = reversed(path);
+        let mut at = PathBuf::from("/");
+        let mut links = Vec::new();
+        let mut missing = false;
+        while let Some(part) = todo.pop() {
+            match part.to_str() {
+                Some("/") => at = PathBuf::from("/"),
+                Some(".") => {}
+                Some("..") => {
+                    at.pop();
                 }
-                match fs::symlink_metadata(&next) {
-                    Ok(meta) if meta.file_type().is_symlink() => {
-                        if links.len() == MAX_HOPS {
-                            return None;
-                        }
-                        let target = fs::read_link(&next).ok()?;
-                        todo.extend(reversed(&target));
-                        links.push((next, target));
-                    }
-                    Ok(_) => at = next,
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                        missing = true;
+                _ => {
+                    let next = at.join(&part);
+                    if missing {
                         at = next;
+                        continue;
                     }
-                    Err(_) => return None,
+                    match self.look(&next) {
+                        Seen::Link(target) => {
+                            if links.len() == MAX_HOPS {
+                                return None;
+                            }
+                            todo.extend(reversed(&target));
+                            links.push((next, target));
+                        }
+                        Seen::Other => at = next,
+                        Seen::Missing => {
+                            missing = true;
+                            at = next;
+                        }
+                        Seen::Dead => return None,
+                    }
                 }
             }
         }
+        Some(Followed {
+            resolved: at,
+            links,
+        })
     }
-    Some(Followed {
-        resolved: at,
-        links,
-    })
 }
 
 /// The components of `path`, last first (a stack to pop).
@@ -90,6 +125,10 @@ mod tests {
     use std::os::unix::fs::symlink;
 
     use super::*;
+
+    fn follow(path: &Path) -> Option<Followed> {
+        Lookups::default().follow(path)
+    }
 
     #[test]
     fn a_missing_leaf_below_a_symlinked_parent_resolves_where_it_would_be_created() {
@@ -125,6 +164,27 @@ mod tests {
                 (home.join(".local/bin"), home.join("dotfiles/bin")),
             ]
         );
+    }
+
+    #[test]
+    fn files_under_one_link_each_report_it_from_one_set_of_lookups() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = fs::canonicalize(tmp.path()).unwrap();
+        fs::create_dir_all(home.join("dotfiles/config")).unwrap();
+        symlink("dotfiles/config", home.join(".config")).unwrap();
+        let mut lookups = Lookups::default();
+        for file in ["fish/config.fish", "git/config", "fish/config.fish"] {
+            let followed = lookups.follow(&home.join(".config").join(file)).unwrap();
+            assert_eq!(followed.resolved, home.join("dotfiles/config").join(file));
+            assert_eq!(
+                followed.links,
+                [(home.join(".config"), PathBuf::from("dotfiles/config"))]
+            );
+        }
+        // A dead end stays one for the next file through it.
+        fs::write(home.join("file"), "").unwrap();
+        assert_eq!(lookups.follow(&home.join("file/a")), None);
+        assert_eq!(lookups.follow(&home.join("file/b")), None);
     }
 
     #[test]

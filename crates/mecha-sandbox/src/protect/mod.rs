@@ -229,9 +229,10 @@ pub(crate) fn plan(
 
     let mut pins: Vec<Mount> = Vec::new();
     let mut read_only: Vec<Mount> = Vec::new();
+    let mut lookups = follow::Lookups::default();
     for mut target in targets {
         if target.follow {
-            let Some(followed) = follow::follow(&target.host) else {
+            let Some(followed) = lookups.follow(&target.host) else {
                 continue;
             };
             for (link, to) in followed.links {
