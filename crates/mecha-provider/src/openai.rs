@@ -8,6 +8,7 @@ mod calls;
 mod memory;
 mod request;
 mod stream;
+mod wire;
 
 use std::sync::Arc;
 
@@ -51,6 +52,8 @@ pub struct OpenAiProvider {
     context_window: Option<u64>,
     memory: Arc<Memory>,
     images: bool,
+    /// The history's chat messages as the last request sent them.
+    sent: wire::ChatCache,
 }
 
 impl OpenAiProvider {
@@ -95,6 +98,7 @@ impl OpenAiProvider {
             context_window: options.context_window,
             images: options.images,
             memory: Arc::default(),
+            sent: wire::ChatCache::default(),
         })
     }
 }
@@ -144,14 +148,14 @@ impl Provider for OpenAiProvider {
         request: Request<'_>,
         on_stream: &mut StreamSink<'_>,
     ) -> Result<Response, ProviderError> {
-        let body = request::body(
+        let body = request::encoded(
             &self.model,
             self.max_tokens,
             &request,
             self.memory.reasoning_field(),
-        );
-        let body = serde_json::to_vec(&body)
-            .map_err(|e| ProviderError::Api(format!("cannot encode the request: {e}")))?;
+            &self.sent,
+        )
+        .map_err(|e| ProviderError::Api(format!("cannot encode the request: {e}")))?;
         self.http
             .exchange_with(body.into(), on_stream, || {
                 StreamState::new(Arc::clone(&self.memory))

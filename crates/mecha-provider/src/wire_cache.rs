@@ -2,6 +2,8 @@
 //! sends the whole history, and building and serializing it afresh made a
 //! tool round at turn 500 cost almost three times one at turn 10; between
 //! requests the history only grows, so a request serializes what is new.
+//! Both providers keep theirs (Anthropic's here, the chat format's in
+//! `openai/wire.rs`, which must join neighbouring user messages).
 //! What was kept is reused only for messages known unchanged: those of the
 //! same [`Era`] of a [`mecha_core::History`] (which only grows within one),
 //! or, for messages of no known era, those equal to the ones the JSON was
@@ -11,7 +13,89 @@
 use std::sync::{Mutex, PoisonError};
 
 use mecha_core::{Era, Message};
+use serde_json::{Map, Value};
 
+/// The messages a provider's last request sent, and their era: what tells
+/// which of the next request's messages are unchanged.
+#[derive(Debug, Default)]
+pub(crate) struct Known {
+    era: Option<Era>,
+    messages: Vec<Message>,
+}
+
+impl Known {
+    /// How many of the messages known are the first of `messages`: all of
+    /// them when the era is the same (a history only grows in one), else
+    /// as many as are equal.
+    pub(crate) fn unchanged(&self, messages: &[Message], era: Option<Era>) -> usize {
+        let grown = era.is_some() && era == self.era && self.messages.len() <= messages.len();
+        if grown {
+            debug_assert!(
+                self.messages[..] == messages[..self.messages.len()],
+                "a history changed within its era"
+            );
+            return self.messages.len();
+        }
+        self.messages
+            .iter()
+            .zip(messages)
+            .take_while(|(was, now)| was == now)
+            .count()
+    }
+
+    pub(crate) fn truncate(&mut self, len: usize) {
+        self.messages.truncate(len);
+    }
+
+    pub(crate) fn push(&mut self, message: &Message) {
+        self.messages.push(message.clone());
+    }
+
+    /// The messages from here on are `era`'s.
+    pub(crate) fn now_in(&mut self, era: Option<Era>) {
+        self.era = era;
+    }
+}
+
+/// `envelope` written as its `Value` would be (keys in order, no spaces),
+/// with `key` in it, at its place in that order, holding the raw JSON that
+/// `list` writes: the history goes in as it is, never parsed again.
+pub(crate) fn spliced(
+    envelope: &Map<String, Value>,
+    key: &str,
+    list: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
+) -> serde_json::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(16 * 1024);
+    let mut list = Some(list);
+    out.push(b'{');
+    let mut write_list = |out: &mut Vec<u8>| -> serde_json::Result<()> {
+        if let Some(list) = list.take() {
+            if out.len() > 1 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut *out, key)?;
+            out.push(b':');
+            list(out)?;
+        }
+        Ok(())
+    };
+    for (name, value) in envelope {
+        if name.as_str() > key {
+            write_list(&mut out)?;
+        }
+        if out.len() > 1 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut out, name)?;
+        out.push(b':');
+        serde_json::to_writer(&mut out, value)?;
+    }
+    write_list(&mut out)?;
+    out.push(b'}');
+    Ok(out)
+}
+
+/// Each message's Anthropic JSON.
 #[derive(Debug, Default)]
 pub(crate) struct WireCache {
     last: Mutex<Wire>,
@@ -20,8 +104,7 @@ pub(crate) struct WireCache {
 /// The messages of the last request and their JSON.
 #[derive(Debug, Default)]
 struct Wire {
-    era: Option<Era>,
-    messages: Vec<Message>,
+    known: Known,
     /// The JSON of each message with something to send, joined by commas.
     json: String,
     /// Where each message's part of `json` begins (at the comma before it)
@@ -48,12 +131,12 @@ impl WireCache {
         write: impl FnOnce(Encoded<'_>) -> R,
     ) -> R {
         let mut wire = self.last.lock().unwrap_or_else(PoisonError::into_inner);
-        let kept = wire.unchanged(messages, era);
+        let kept = wire.known.unchanged(messages, era);
         wire.truncate(kept);
         for message in &messages[kept..] {
             wire.push(message, encode(message));
         }
-        wire.era = era;
+        wire.known.now_in(era);
         let last = wire.parts.iter().rposition(|&(_, sent)| sent);
         let before_last = last.map_or("", |at| &wire.json[..wire.parts[at].0]);
         write(Encoded { before_last, last })
@@ -61,29 +144,12 @@ impl WireCache {
 }
 
 impl Wire {
-    /// How many of the messages kept are the first of `messages`.
-    fn unchanged(&self, messages: &[Message], era: Option<Era>) -> usize {
-        let grown = era.is_some() && era == self.era && self.messages.len() <= messages.len();
-        if grown {
-            debug_assert!(
-                self.messages[..] == messages[..self.messages.len()],
-                "a history changed within its era"
-            );
-            return self.messages.len();
-        }
-        self.messages
-            .iter()
-            .zip(messages)
-            .take_while(|(was, now)| was == now)
-            .count()
-    }
-
     fn truncate(&mut self, len: usize) {
         if let Some(&(end, _)) = self.parts.get(len) {
             self.json.truncate(end);
         }
         self.parts.truncate(len);
-        self.messages.truncate(len);
+        self.known.truncate(len);
     }
 
     fn push(&mut self, message: &Message, json: Option<String>) {
@@ -95,7 +161,7 @@ impl Wire {
             self.json.push_str(json);
         }
         self.parts.push((start, json.is_some()));
-        self.messages.push(message.clone());
+        self.known.push(message);
     }
 }
 
@@ -105,6 +171,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use mecha_core::History;
+    use serde_json::json;
 
     /// The JSON before the last sent message, and that message's text.
     fn sent(
@@ -165,6 +232,36 @@ mod tests {
             sent(&cache, &history[..1], None, &encodes),
             (String::new(), None)
         );
+    }
+
+    #[test]
+    fn a_spliced_list_lands_where_the_value_would_put_it() {
+        let write = |envelope: Value, list: &str| {
+            let Value::Object(map) = envelope else {
+                unreachable!()
+            };
+            let list = list.to_owned();
+            let out = spliced(&map, "messages", move |out| {
+                out.extend_from_slice(list.as_bytes());
+                Ok(())
+            })
+            .unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        for envelope in [
+            json!({"model": "m", "max_tokens": 5, "stream": true, "tools": [{"a": "b"}]}),
+            json!({"model": "m", "stream": true}),
+            json!({"max_tokens": 5}),
+            json!({"zeta": 1}),
+            json!({}),
+        ] {
+            let mut whole = envelope.clone();
+            whole["messages"] = json!([{"role": "user", "content": "hi \"there\""}]);
+            assert_eq!(
+                write(envelope, r#"[{"content":"hi \"there\"","role":"user"}]"#),
+                whole.to_string()
+            );
+        }
     }
 
     #[test]

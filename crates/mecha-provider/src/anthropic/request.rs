@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use super::Thinking;
 use crate::Request;
-use crate::wire_cache::WireCache;
+use crate::wire_cache::{WireCache, spliced};
 
 /// The request body. Cache breakpoints sit on the system prompt, the last
 /// tool and the last message block: the first two mark the stable prefix
@@ -43,30 +43,22 @@ pub(crate) fn encoded(
     request: &Request<'_>,
     cache: &WireCache,
 ) -> serde_json::Result<Vec<u8>> {
-    // `Value`'s keys come out sorted, and "messages" sorts second, after
-    // "max_tokens" (always there) and before "model" (always there): the
-    // list goes in between as it is, since parsing it into a `RawValue`
-    // would read the whole history again.
-    let mut rest = envelope(model, max_tokens, thinking, hour, request);
-    let max_tokens = rest.remove("max_tokens").unwrap_or(Value::Null);
-    let rest = serde_json::to_vec(&Value::Object(rest))?;
+    let rest = envelope(model, max_tokens, thinking, hour, request);
     let encode = |m: &Message| message(m).map(|v| v.to_string());
     cache.encoded(request.messages, request.era, encode, |sent| {
-        let mut out = Vec::with_capacity(sent.before_last.len() + rest.len() + 4096);
-        out.extend_from_slice(b"{\"max_tokens\":");
-        serde_json::to_writer(&mut out, &max_tokens)?;
-        out.extend_from_slice(b",\"messages\":[");
-        out.extend_from_slice(sent.before_last.as_bytes());
-        if let Some(mut last) = sent.last.and_then(|at| message(&request.messages[at])) {
-            if !sent.before_last.is_empty() {
-                out.push(b',');
+        spliced(&rest, "messages", |out| {
+            out.push(b'[');
+            out.extend_from_slice(sent.before_last.as_bytes());
+            if let Some(mut last) = sent.last.and_then(|at| message(&request.messages[at])) {
+                if !sent.before_last.is_empty() {
+                    out.push(b',');
+                }
+                with_breakpoint(&mut last);
+                serde_json::to_writer(&mut *out, &last)?;
             }
-            with_breakpoint(&mut last);
-            serde_json::to_writer(&mut out, &last)?;
-        }
-        out.extend_from_slice(b"],");
-        out.extend_from_slice(rest.get(1..).unwrap_or_default());
-        Ok(out)
+            out.push(b']');
+            Ok(())
+        })
     })
 }
 

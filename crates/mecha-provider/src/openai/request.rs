@@ -5,7 +5,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::memory::ReasoningField;
+use super::wire::ChatCache;
 use crate::Request;
+use crate::wire_cache::spliced;
 
 /// Text put before a tool result that is an error. Chat Completions has no
 /// error flag on tool messages, so the model learns it from the content.
@@ -22,12 +24,51 @@ pub enum MaxTokensField {
     MaxCompletionTokens,
 }
 
+/// The request body, built whole as a `Value`: what the tests read, and
+/// what [`encoded`], which sends it, is held to byte for byte.
+#[cfg(test)]
 pub(crate) fn body(
     model: &str,
     max_tokens: Option<(MaxTokensField, u32)>,
     request: &Request<'_>,
     reasoning_field: ReasoningField,
 ) -> Value {
+    let mut body = envelope(model, max_tokens, request);
+    let mut messages: Vec<Value> = system_message(request).into_iter().collect();
+    for m in request.messages {
+        push_message(&mut messages, m, reasoning_field);
+    }
+    body.insert("messages".into(), Value::Array(messages));
+    Value::Object(body)
+}
+
+/// [`body`]'s bytes, as sent: the history's chat messages are what `cache`
+/// kept from earlier requests, so a round serializes only what is new.
+pub(crate) fn encoded(
+    model: &str,
+    max_tokens: Option<(MaxTokensField, u32)>,
+    request: &Request<'_>,
+    reasoning_field: ReasoningField,
+    cache: &ChatCache,
+) -> serde_json::Result<Vec<u8>> {
+    let rest = envelope(model, max_tokens, request);
+    spliced(&rest, "messages", |out| {
+        out.push(b'[');
+        if let Some(system) = system_message(request) {
+            serde_json::to_writer(&mut *out, &system)?;
+        }
+        cache.write(request.messages, request.era, reasoning_field, out)?;
+        out.push(b']');
+        Ok(())
+    })
+}
+
+/// Everything of the body but the messages.
+fn envelope(
+    model: &str,
+    max_tokens: Option<(MaxTokensField, u32)>,
+    request: &Request<'_>,
+) -> Map<String, Value> {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert("stream".into(), json!(true));
@@ -46,15 +87,11 @@ pub(crate) fn body(
     if !request.tools.is_empty() {
         body.insert("tools".into(), tools(request.tools));
     }
-    let mut messages = Vec::new();
-    if !request.system.is_empty() {
-        messages.push(json!({"role": "system", "content": request.system}));
-    }
-    for m in request.messages {
-        push_message(&mut messages, m, reasoning_field);
-    }
-    body.insert("messages".into(), Value::Array(messages));
-    Value::Object(body)
+    body
+}
+
+fn system_message(request: &Request<'_>) -> Option<Value> {
+    (!request.system.is_empty()).then(|| json!({"role": "system", "content": request.system}))
 }
 
 fn tools(tools: &[ToolDefinition]) -> Value {
@@ -76,7 +113,11 @@ fn tools(tools: &[ToolDefinition]) -> Value {
 /// One mecha message can become several chat messages: tool results are
 /// messages of their own (`role: "tool"`), and must directly follow the
 /// assistant message that called them, so they go before any user text.
-fn push_message(out: &mut Vec<Value>, message: &Message, reasoning_field: ReasoningField) {
+pub(super) fn push_message(
+    out: &mut Vec<Value>,
+    message: &Message,
+    reasoning_field: ReasoningField,
+) {
     let text = joined_text(message);
     match message.role {
         Role::User => {
