@@ -11,10 +11,8 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mecha_agent::{DEFAULT_SUBAGENT_TURNS, Lineage, Profile, Runtime, SubagentTool};
-use mecha_core::{
-    Capabilities, ModeApprover, PermissionMode, Registry, Rules, StopReason, ToolOutput,
-};
+use mecha_agent::{Runtime, SubagentTool};
+use mecha_core::{Capabilities, Registry, StopReason, ToolOutput};
 use mecha_provider::{Provider, Request, Response};
 use serde_json::json;
 use support::*;
@@ -44,25 +42,8 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 async fn one_delegation_in_harness_time() {
     let dir = tempfile::tempdir().unwrap();
     let provider: Arc<dyn Provider> = Arc::new(Answering(instant));
-    let lineage = Arc::new(Lineage {
-        mode: PermissionMode::Allow.into(),
-        approver: Arc::new(ModeApprover(PermissionMode::Allow)),
-        rules: Rules::default(),
-        hook: None,
-        block_sends_after_private: false,
-        turn_budget: 64 * 1024,
-        project_instructions: None,
-        journals: None,
-        defer_over: None,
-    });
-    let profile = Profile {
-        name: "helper".into(),
-        description: "helps".into(),
-        instructions: None,
-        max_turns: DEFAULT_SUBAGENT_TURNS,
-        timeout: None,
-        trusted: None,
-    };
+    let lineage = lineage(allow());
+    let profile = profile("helper");
     let runtime = Runtime {
         provider: Arc::clone(&provider),
         lineage,

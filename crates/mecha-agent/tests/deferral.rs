@@ -10,10 +10,8 @@ mod support;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mecha_agent::{DEFAULT_SUBAGENT_TURNS, Lineage, Profile, Runtime, SubagentTool};
-use mecha_core::{
-    ModeApprover, PermissionMode, Record, Registry, Rules, Tool, ToolCtx, ToolOutput,
-};
+use mecha_agent::{Lineage, Runtime, SubagentTool};
+use mecha_core::{Record, Registry, Tool, ToolCtx, ToolOutput};
 use serde_json::{Value, json};
 use support::*;
 
@@ -207,24 +205,10 @@ async fn child_offered(defer_over: Option<usize>) -> Vec<String> {
         vec![text("done")],
     ]);
     let lineage = Arc::new(Lineage {
-        mode: PermissionMode::Allow.into(),
-        approver: Arc::new(ModeApprover(PermissionMode::Allow)),
-        rules: Rules::default(),
-        hook: None,
-        block_sends_after_private: false,
-        turn_budget: 64 * 1024,
-        project_instructions: None,
-        journals: None,
         defer_over,
+        ..Arc::into_inner(lineage(allow())).unwrap()
     });
-    let profile = Profile {
-        name: "helper".into(),
-        description: "helps".into(),
-        instructions: None,
-        max_turns: DEFAULT_SUBAGENT_TURNS,
-        timeout: None,
-        trusted: None,
-    };
+    let profile = profile("helper");
     let runtime = Runtime {
         provider: queue.clone(),
         lineage,

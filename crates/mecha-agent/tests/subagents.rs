@@ -14,12 +14,11 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use mecha_agent::{
-    AnswerShape, DEFAULT_SUBAGENT_TURNS, Event, GateStage, GateVerdict, Lineage, Profile, Runtime,
-    Session, SubagentTool,
+    AnswerShape, Event, GateStage, GateVerdict, Lineage, Profile, Runtime, Session, SubagentTool,
 };
 use mecha_core::{
-    Approver, Block, Capabilities, Decision, Egress, Message, ModeApprover, PermissionMode,
-    Registry, Rules, StopReason, Taint, Tool, ToolCtx, ToolOutput,
+    Approver, Block, Capabilities, Decision, Egress, Message, PermissionMode, Registry, StopReason,
+    Taint, Tool, ToolCtx, ToolOutput,
 };
 use mecha_provider::{Provider, ProviderError, Request, Response, StreamSink};
 use serde_json::{Value, json};
@@ -150,35 +149,6 @@ const BLIND: Capabilities = Capabilities {
     egress: Egress::Blind,
     ..Capabilities::NONE
 };
-
-fn profile(name: &str) -> Profile {
-    Profile {
-        name: name.into(),
-        description: format!("the {name} subagent"),
-        instructions: None,
-        max_turns: DEFAULT_SUBAGENT_TURNS,
-        timeout: None,
-        trusted: None,
-    }
-}
-
-fn lineage(approver: Arc<dyn Approver>) -> Arc<Lineage> {
-    Arc::new(Lineage {
-        mode: PermissionMode::Allow.into(),
-        approver,
-        rules: Rules::default(),
-        hook: None,
-        block_sends_after_private: false,
-        turn_budget: 64 * 1024,
-        project_instructions: None,
-        journals: None,
-        defer_over: None,
-    })
-}
-
-fn allow() -> Arc<dyn Approver> {
-    Arc::new(ModeApprover(PermissionMode::Allow))
-}
 
 fn registry_of(tools: Vec<Arc<dyn Tool>>) -> Registry {
     let mut r = Registry::new();

@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use mecha_agent::{Agent, Event, EventSink, Gate, Limits, Session};
+use mecha_agent::{
+    Agent, DEFAULT_SUBAGENT_TURNS, Event, EventSink, Gate, Limits, Lineage, Profile, Session,
+};
 use mecha_core::{
     Approver, Block, Capabilities, Decision, FreshReason, Journal, Message, ModeApprover,
     PermissionMode, Record, Registry, Role, Rules, StopReason, Tool, ToolCall, ToolCtx, ToolOutput,
@@ -322,4 +324,35 @@ impl Approver for Scripted {
             .push(format!("{asked}:{}", tool.name()));
         self.fresh.clone()
     }
+}
+
+/// A subagent profile with the defaults.
+pub fn profile(name: &str) -> Profile {
+    Profile {
+        name: name.into(),
+        description: format!("the {name} subagent"),
+        instructions: None,
+        max_turns: DEFAULT_SUBAGENT_TURNS,
+        timeout: None,
+        trusted: None,
+    }
+}
+
+/// What a child inherits, everything allowed and nothing else set.
+pub fn lineage(approver: Arc<dyn Approver>) -> Arc<Lineage> {
+    Arc::new(Lineage {
+        mode: PermissionMode::Allow.into(),
+        approver,
+        rules: Rules::default(),
+        hook: None,
+        block_sends_after_private: false,
+        turn_budget: 64 * 1024,
+        project_instructions: None,
+        journals: None,
+        defer_over: None,
+    })
+}
+
+pub fn allow() -> Arc<dyn Approver> {
+    Arc::new(ModeApprover(PermissionMode::Allow))
 }
