@@ -69,10 +69,6 @@ impl History {
         self.era = Era::next();
         &mut self.messages
     }
-
-    pub fn into_messages(self) -> Vec<Message> {
-        self.messages
-    }
 }
 
 impl Default for History {
@@ -111,18 +107,6 @@ impl From<Vec<Message>> for History {
 impl FromIterator<Message> for History {
     fn from_iter<I: IntoIterator<Item = Message>>(messages: I) -> Self {
         Self::new(messages.into_iter().collect())
-    }
-}
-
-impl PartialEq<[Message]> for History {
-    fn eq(&self, other: &[Message]) -> bool {
-        self.messages == other
-    }
-}
-
-impl<const N: usize> PartialEq<[Message; N]> for History {
-    fn eq(&self, other: &[Message; N]) -> bool {
-        self.messages == other
     }
 }
 

@@ -65,34 +65,32 @@ pub(crate) fn spliced(
     key: &str,
     list: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
 ) -> serde_json::Result<Vec<u8>> {
+    let (before, after): (Vec<_>, Vec<_>) =
+        envelope.iter().partition(|(name, _)| name.as_str() < key);
     let mut out = Vec::with_capacity(16 * 1024);
-    let mut list = Some(list);
     out.push(b'{');
-    let mut write_list = |out: &mut Vec<u8>| -> serde_json::Result<()> {
-        if let Some(list) = list.take() {
-            if out.len() > 1 {
-                out.push(b',');
-            }
-            serde_json::to_writer(&mut *out, key)?;
-            out.push(b':');
-            list(out)?;
-        }
-        Ok(())
-    };
-    for (name, value) in envelope {
-        if name.as_str() > key {
-            write_list(&mut out)?;
-        }
-        if out.len() > 1 {
-            out.push(b',');
-        }
-        serde_json::to_writer(&mut out, name)?;
-        out.push(b':');
+    for (name, value) in before {
+        field(&mut out, name)?;
         serde_json::to_writer(&mut out, value)?;
     }
-    write_list(&mut out)?;
+    field(&mut out, key)?;
+    list(&mut out)?;
+    for (name, value) in after {
+        field(&mut out, name)?;
+        serde_json::to_writer(&mut out, value)?;
+    }
     out.push(b'}');
     Ok(out)
+}
+
+/// `"name":`, after a comma unless it is the object's first.
+fn field(out: &mut Vec<u8>, name: &str) -> serde_json::Result<()> {
+    if out.len() > 1 {
+        out.push(b',');
+    }
+    serde_json::to_writer(&mut *out, name)?;
+    out.push(b':');
+    Ok(())
 }
 
 /// Each message's Anthropic JSON.

@@ -317,10 +317,11 @@ enum Backend {
 
 /// When bwrap is tried on this machine (one confined `true`, a few ms).
 /// Its absence, and docker's engine and image, are always checked at start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Check {
     /// Before anything runs: a run that could not confine stops at once,
     /// not at its first shell call.
+    #[default]
     AtStart,
     /// Before the first confined job, if one comes: for commands that list
     /// what a run would have and may run nothing confined at all.

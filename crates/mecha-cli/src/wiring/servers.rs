@@ -39,7 +39,7 @@ pub struct Servers {
 }
 
 /// How a toolbox gets its MCP servers, and when its sandbox is tried.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct ServerStart {
     /// Say on stderr which servers failed to start.
     pub report: bool,
@@ -48,16 +48,6 @@ pub struct ServerStart {
     /// At start for a run; at the first confined job (a server with
     /// `sandbox = true`) for a listing, which may confine nothing.
     pub check: Check,
-}
-
-impl Default for ServerStart {
-    fn default() -> Self {
-        Self {
-            report: false,
-            kept: None,
-            check: Check::AtStart,
-        }
-    }
 }
 
 impl Servers {
