@@ -1,6 +1,18 @@
 //! Reading `/proc`: which processes are mecha's children right now.
+//!
+//! A reap scans every process on the machine after each command, so each
+//! `stat` file costs one open, one read and one close, and is read as
+//! bytes: a process name need not be UTF-8, and one that is not must not
+//! hide an orphan from the reaper.
 
 use std::fs;
+use std::os::fd::AsFd;
+
+use rustix::fs::{CWD, Mode, OFlags};
+
+/// Room for a whole `stat` line (some fifty numbers after a name of at
+/// most 64 bytes): one read takes all of it.
+const STAT_ROOM: usize = 2048;
 
 /// One child of mecha, as `/proc/<pid>/stat` describes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,24 +26,40 @@ pub(super) struct ChildProc {
 /// Every process whose parent is `parent`. A process that exits while the
 /// scan runs is simply missing from it.
 pub(super) fn children_of(parent: i32) -> Vec<ChildProc> {
-    let Ok(dir) = fs::read_dir("/proc") else {
+    let proc = rustix::fs::open(
+        "/proc",
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    );
+    let (Ok(proc), Ok(listing)) = (proc, fs::read_dir("/proc")) else {
         return Vec::new();
     };
-    dir.filter_map(Result::ok)
+    let mut buf = [0u8; STAT_ROOM];
+    listing
+        .filter_map(Result::ok)
         .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
         .filter_map(|pid| {
-            let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let (ppid, child) = parse_stat(pid, &stat)?;
+            let stat = read_stat(&proc, &format!("{pid}/stat"), &mut buf)?;
+            let (ppid, child) = parse_stat(pid, stat)?;
             (ppid == parent).then_some(child)
         })
         .collect()
 }
 
+/// A `stat` file, in one read.
+fn read_stat<'b>(dir: impl AsFd, path: &str, buf: &'b mut [u8]) -> Option<&'b [u8]> {
+    let file =
+        rustix::fs::openat(dir, path, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+    let read = rustix::io::read(&file, &mut *buf).ok()?;
+    buf.get(..read)
+}
+
 /// The parent pid and the rest of what matters from a `stat` line:
-/// `pid (comm) state ppid pgrp ...`. `comm` may hold spaces and
-/// parentheses, so the fields are read after its last `)`.
-pub(super) fn parse_stat(pid: i32, stat: &str) -> Option<(i32, ChildProc)> {
-    let rest = &stat[stat.rfind(')')? + 1..];
+/// `pid (comm) state ppid pgrp ...`. `comm` may hold spaces, parentheses
+/// and bytes that are not UTF-8, so the fields are read after its last `)`.
+pub(super) fn parse_stat(pid: i32, stat: &[u8]) -> Option<(i32, ChildProc)> {
+    let name_end = stat.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&stat[name_end + 1..]).ok()?;
     let mut fields = rest.split_ascii_whitespace();
     let state = fields.next()?;
     let ppid = fields.next()?.parse().ok()?;
@@ -48,9 +76,9 @@ pub(super) fn parse_stat(pid: i32, stat: &str) -> Option<(i32, ChildProc)> {
 
 /// Whether `pid` is still a child of `parent` (alive or a zombie).
 pub(super) fn is_child(pid: i32, parent: i32) -> bool {
-    fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| parse_stat(pid, &stat))
+    let mut buf = [0u8; STAT_ROOM];
+    read_stat(CWD, &format!("/proc/{pid}/stat"), &mut buf)
+        .and_then(|stat| parse_stat(pid, stat))
         .is_some_and(|(ppid, _)| ppid == parent)
 }
 
@@ -62,7 +90,7 @@ mod tests {
 
     #[test]
     fn a_command_name_with_parentheses_and_spaces_is_skipped_over() {
-        let stat = "4242 (evil) 1 2 (x) Z 17 4242 4242 0 -1 4194560 0 0";
+        let stat = b"4242 (evil) 1 2 (x) Z 17 4242 4242 0 -1 4194560 0 0";
         let (ppid, child) = parse_stat(4242, stat).unwrap();
         assert_eq!(ppid, 17);
         assert_eq!(
@@ -73,9 +101,9 @@ mod tests {
                 zombie: true
             }
         );
-        let (_, running) = parse_stat(7, "7 (sleep) S 1 5 5 0").unwrap();
+        let (_, running) = parse_stat(7, b"7 (sleep) S 1 5 5 0").unwrap();
         assert!(!running.zombie);
-        assert_eq!(parse_stat(7, "7 (truncated"), None);
+        assert_eq!(parse_stat(7, b"7 (truncated"), None);
     }
 
     #[test]
@@ -84,5 +112,29 @@ mod tests {
         let parent = rustix::process::getppid().unwrap().as_raw_nonzero().get();
         assert!(is_child(me, parent));
         assert!(children_of(parent).iter().any(|c| c.pid == me));
+    }
+
+    #[test]
+    fn a_child_whose_name_is_not_utf8_is_found() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        // The kernel names a process after the file it was started from.
+        let program = dir.path().join(std::ffi::OsStr::from_bytes(b"\xff\xfe)(x"));
+        std::os::unix::fs::symlink("/bin/sleep", &program).unwrap();
+        let mut child = std::process::Command::new(&program)
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let me = rustix::process::getpid().as_raw_nonzero().get();
+        let pid = i32::try_from(child.id()).unwrap();
+        let found = children_of(me).iter().any(|c| c.pid == pid);
+        let still_child = is_child(pid, me);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(
+            found,
+            "the scan missed a child named with bytes that are not UTF-8"
+        );
+        assert!(still_child);
     }
 }

@@ -257,9 +257,16 @@ pub(crate) fn plan(
             return Err(SandboxError::WritableOnPath { path: target.host });
         }
         refuse_symlinks_below(root.host, &target.host)?;
-        let Some(host) = masked_at(&records, root.host, &target, lease)? else {
+        let Some(MaskPoint {
+            at: host,
+            placeholder,
+        }) = masked_at(&records, root.host, &target, lease)?
+        else {
             continue;
         };
+        if placeholder {
+            baseline.know_placeholder(&host);
+        }
         root.pin_above(&host, &mut pins);
         let dest = target.shown.unwrap_or_else(|| root.inside(&host));
         push_new(&mut read_only, Mount::ReadOnly { source: host, dest });
@@ -320,24 +327,32 @@ fn push_new(mounts: &mut Vec<Mount>, mount: Mount) {
 /// Where `target` is masked, held for the job (see placeholder.rs): itself
 /// if it exists, else its first missing component (a placeholder created
 /// for it), else nothing to mount.
+/// Where a target is mounted read-only: the target itself, or a
+/// placeholder (made now, or another job's) where it or a folder above it
+/// is missing.
+struct MaskPoint {
+    at: PathBuf,
+    placeholder: bool,
+}
+
 fn masked_at(
     records: &placeholder::Records,
     root: &Path,
     target: &Target,
     lease: &mut Lease,
-) -> Result<Option<PathBuf>, SandboxError> {
+) -> Result<Option<MaskPoint>, SandboxError> {
     // A placeholder another job removed while this one took hold of it is
     // made again on the next look.
     for _ in 0..3 {
-        let Some(at) = mask_point(records, root, target)? else {
+        let Some(point) = mask_point(records, root, target)? else {
             return Ok(None);
         };
-        match placeholder::hold(&at, records)? {
+        match placeholder::hold(&point.at, records)? {
             placeholder::Held::Yes(hold) => lease.hold(hold),
             placeholder::Held::Nothing => {}
             placeholder::Held::Moved => continue,
         }
-        return Ok(Some(at));
+        return Ok(Some(point));
     }
     Err(protect_failed(
         &target.host,
@@ -349,13 +364,15 @@ fn mask_point(
     records: &placeholder::Records,
     root: &Path,
     target: &Target,
-) -> Result<Option<PathBuf>, SandboxError> {
+) -> Result<Option<MaskPoint>, SandboxError> {
+    let found = |at: PathBuf, placeholder: bool| Some(MaskPoint { at, placeholder });
     let Some(kind) = target.placeholder else {
         return Ok(target
             .host
             .symlink_metadata()
             .is_ok()
-            .then(|| target.host.clone()));
+            .then(|| target.host.clone())
+            .and_then(|at| found(at, false)));
     };
     let rest = target.host.strip_prefix(root).unwrap_or(Path::new(""));
     let mut at = root.to_path_buf();
@@ -363,17 +380,17 @@ fn mask_point(
         at.push(part);
         match fs::symlink_metadata(&at) {
             // Someone's placeholder already masks it all.
-            Ok(_) if records.is_placeholder(&at) => return Ok(Some(at)),
+            Ok(_) if records.is_placeholder(&at) => return Ok(found(at, true)),
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 let kind = if at == target.host { kind } else { Kind::Dir };
                 let created = placeholder::create(&at, kind, records)?;
-                return Ok(created.then_some(at));
+                return Ok(created.then(|| found(at, true)).flatten());
             }
             Err(e) => return Err(protect_failed(&at, &e)),
         }
     }
-    Ok(Some(at))
+    Ok(found(at, false))
 }
 
 /// A symlink between `root` and `path` would let the program move what a

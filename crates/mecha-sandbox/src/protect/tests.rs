@@ -76,6 +76,28 @@ fn missing_paths_get_placeholders_removed_by_the_last_holder() {
 }
 
 #[test]
+fn a_placeholder_is_not_taken_for_a_repository_the_job_made() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    fs::create_dir(&ws).unwrap();
+    let records = tmp.path().join("records");
+    let mut lease = Lease::default();
+    let scope = Scope {
+        records: Some(&records),
+        ..scope(&ws)
+    };
+    let (mounts, baseline) = plan(&scope, &mut lease).unwrap();
+    assert_eq!(mounts, [ro(".git", &ws)]);
+    assert!(baseline.sweep().is_empty());
+    // Written down, it would be one more line per shell call, each read
+    // back by every later sweep.
+    assert!(
+        !records.join("made-repositories").exists(),
+        "the placeholder was written down as made"
+    );
+}
+
+#[test]
 fn a_placeholder_someone_filled_is_kept() {
     let tmp = tempfile::tempdir().unwrap();
     let ws = tmp.path();

@@ -93,6 +93,13 @@ impl Baseline {
         }
     }
 
+    /// A placeholder the job gets read-only (protect/placeholder.rs): it
+    /// cannot make of it anything git would run, so no sweep takes it for
+    /// a repository the job made, nor writes it down as one.
+    pub(crate) fn know_placeholder(&mut self, path: &Path) {
+        self.know(std::fs::symlink_metadata(path));
+    }
+
     /// Whether `path` (not followed) was there before the job, and no job
     /// made it: the user's own.
     fn is_users(&self, path: &Path, made: &HashSet<Id>) -> bool {
