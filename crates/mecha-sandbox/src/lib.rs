@@ -20,6 +20,7 @@
 //! environment inside is exactly the one the caller hands over.
 
 mod allow;
+mod background;
 mod bwrap;
 mod config;
 mod docker;
@@ -41,6 +42,7 @@ use std::sync::Arc;
 use mecha_core::Egress;
 
 pub use allow::{Allowlist, BRIDGE_ARG, Policy, Proxy, run_bridge};
+pub use background::wait_for_background_sweeps;
 pub use config::{SandboxConfig, SandboxKind};
 pub use error::SandboxError;
 
@@ -224,59 +226,42 @@ impl Lease {
     /// `docker run` client leaves it running), and a sweep while it runs
     /// could be undone by it a moment later. Blocking: it may wait on the
     /// engine.
+    ///
+    /// What the job held (its private `/tmp`, its placeholders) is removed
+    /// after this returns, on a thread of its own: nothing in the result
+    /// waits for it, and a job that starts meanwhile shares or remakes a
+    /// placeholder as it would beside any other job.
     pub fn finish(mut self) -> Finished {
         drop(self.stop.take());
-        Finished {
+        let finished = Finished {
             network: self.network_report(),
             undone: self.sweep(),
             left_in_tmp: self
                 .scratch
                 .as_ref()
                 .and_then(scratch::Scratch::left_behind),
-        }
+        };
+        background::run("mecha-release", move || drop(self));
+        finished
     }
 }
 
-/// Sweeps started by [`Lease::finish_in_background`] and not yet done.
-static IN_BACKGROUND: (std::sync::Mutex<usize>, std::sync::Condvar) =
-    (std::sync::Mutex::new(0), std::sync::Condvar::new());
-
 impl Lease {
     /// For a program whose caller is gone (a cancelled call, a server that
-    /// stopped): on a thread of its own, `first` (waiting for the program
-    /// to be gone), then [`Lease::finish`], then `report` with what it
-    /// found. mecha waits for these before it exits
-    /// ([`wait_for_background_sweeps`]), so a Ctrl-C that ends the run
-    /// does not end the sweep with it.
+    /// stopped): in the background, `first` (waiting for the program to be
+    /// gone), then [`Lease::finish`], then `report` with what it found.
+    /// mecha waits for this before it exits ([`wait_for_background_sweeps`]),
+    /// so a Ctrl-C that ends the run does not end the sweep with it.
     pub fn finish_in_background(
         self,
         first: impl FnOnce() + Send + 'static,
         report: impl FnOnce(Finished) + Send + 'static,
     ) {
-        let (count, _) = &IN_BACKGROUND;
-        *count.lock().unwrap_or_else(|p| p.into_inner()) += 1;
-        let work = move || {
+        background::run("mecha-sweep", move || {
             first();
             report(self.finish());
-            let (count, done) = &IN_BACKGROUND;
-            *count.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
-            done.notify_all();
-        };
-        if let Err(e) = std::thread::Builder::new()
-            .name("mecha-sweep".into())
-            .spawn(work)
-        {
-            tracing::warn!("could not start a thread for a sweep: {e}");
-        }
+        });
     }
-}
-
-/// Waits, up to `limit`, for the sweeps [`Lease::finish_in_background`]
-/// started; for a front end to call before the process exits.
-pub fn wait_for_background_sweeps(limit: std::time::Duration) {
-    let (count, done) = &IN_BACKGROUND;
-    let pending = count.lock().unwrap_or_else(|p| p.into_inner());
-    let _ = done.wait_timeout_while(pending, limit, |n| *n > 0);
 }
 
 /// What [`Lease::finish`] found once a one-off program was done.
