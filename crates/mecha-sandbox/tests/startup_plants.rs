@@ -74,6 +74,8 @@ async fn plant(sandbox: &Sandbox, home: &Path, script: &str) -> (String, Vec<Str
     let mut command = confined.command;
     let out = command.output().await.unwrap();
     let undone = confined.lease.finish().undone;
+    // The placeholders go after finish returns, in the background.
+    mecha_sandbox::wait_for_background_sweeps(std::time::Duration::from_secs(10));
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
