@@ -12,13 +12,11 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use command_fds::{CommandFdExt, FdMapping};
-
 use crate::allow::{self, BRIDGE_INSIDE, Bridge, SOCKET_INSIDE};
 use crate::prepare::{Prepared, prepare};
 use crate::protect::{self, Mount};
 use crate::seccomp::Filters;
-use crate::{Check, Confined, HostEnv, Job, Network, SYSTEM_DIRS, SandboxError};
+use crate::{Check, ConfinedProgram, HostEnv, Job, Network, SYSTEM_DIRS, SandboxError};
 
 /// The host paths one job's mounts are made of.
 struct JobPaths<'a> {
@@ -110,12 +108,8 @@ impl Bwrap {
         readable: &[PathBuf],
         writable: &[PathBuf],
         host: &HostEnv,
-    ) -> Result<Confined, SandboxError> {
+    ) -> Result<ConfinedProgram, SandboxError> {
         self.checked()?;
-        let fail = |reason: String| SandboxError::Confine {
-            program: job.program.to_string_lossy().into_owned(),
-            reason,
-        };
         let Prepared {
             host_workspace: host_ws,
             protected,
@@ -136,17 +130,13 @@ impl Bwrap {
             bridge: bridge.as_ref(),
         };
         let args = self.args(job, &paths, fd);
-        let mut command = tokio::process::Command::new(&self.program);
-        command.args(args).env_clear().envs(&env);
-        // The descriptor keeps its number in the child, so nothing there
-        // is moved or closed to make room for it.
-        command
-            .fd_mappings(vec![FdMapping {
-                parent_fd: seccomp,
-                child_fd: fd,
-            }])
-            .map_err(|e| fail(e.to_string()))?;
-        Ok(Confined { command, lease })
+        Ok(ConfinedProgram {
+            program: self.program.clone(),
+            args,
+            env: env.into_iter().collect(),
+            keep: vec![seccomp],
+            lease,
+        })
     }
 
     fn args(&self, job: &Job<'_>, paths: &JobPaths<'_>, seccomp_fd: RawFd) -> Vec<OsString> {

@@ -36,8 +36,11 @@ mod sweep;
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use command_fds::{CommandFdExt, FdMapping};
 
 use mecha_core::Egress;
 
@@ -170,6 +173,56 @@ pub struct Confined {
     /// Keep until the program has exited: it holds what the confinement
     /// needs for as long as it runs.
     pub lease: Lease,
+}
+
+/// A confined program as what to start, for a caller that spawns it
+/// itself (the shell tool, with [`mecha_core::spawn_program_group`]):
+/// exactly this program, arguments and environment, with `keep` open at
+/// their own numbers.
+#[derive(Debug)]
+pub struct ConfinedProgram {
+    /// An absolute path.
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    /// The whole environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Descriptors the program reads at start (bwrap's seccomp program).
+    pub keep: Vec<OwnedFd>,
+    /// Keep until the program has exited, as [`Confined::lease`].
+    pub lease: Lease,
+}
+
+impl ConfinedProgram {
+    /// As a tokio command, for a caller that needs one (an MCP transport).
+    /// `keep` is mapped in between fork and exec, so such a spawn forks.
+    pub fn into_confined(self) -> Result<Confined, SandboxError> {
+        let mut command = tokio::process::Command::new(&self.program);
+        command
+            .args(&self.args)
+            .env_clear()
+            .envs(self.env.iter().cloned());
+        let mappings = self
+            .keep
+            .into_iter()
+            .map(|fd| {
+                let child_fd = fd.as_raw_fd();
+                FdMapping {
+                    parent_fd: fd,
+                    child_fd,
+                }
+            })
+            .collect();
+        command
+            .fd_mappings(mappings)
+            .map_err(|e| SandboxError::Confine {
+                program: self.program.to_string_lossy().into_owned(),
+                reason: e.to_string(),
+            })?;
+        Ok(Confined {
+            command,
+            lease: self.lease,
+        })
+    }
 }
 
 /// What one confined program holds while it runs; dropping it releases
@@ -486,8 +539,13 @@ impl Sandbox {
         hint::readable_to_show(path, home, |p| self.shows(p, workspace))
     }
 
-    /// Wraps `job` in the confinement.
+    /// Wraps `job` in the confinement, as a tokio command.
     pub fn confine(&self, job: Job<'_>) -> Result<Confined, SandboxError> {
+        self.confine_program(job)?.into_confined()
+    }
+
+    /// Wraps `job` in the confinement, as what to start.
+    pub fn confine_program(&self, job: Job<'_>) -> Result<ConfinedProgram, SandboxError> {
         let inner = &self.inner;
         match &inner.backend {
             Backend::Bwrap(bwrap) => {

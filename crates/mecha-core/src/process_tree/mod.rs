@@ -21,6 +21,7 @@
 //! like an orphan, and the next reap kills it.
 
 mod scan;
+mod spawn;
 
 use std::collections::BTreeSet;
 use std::io;
@@ -29,6 +30,8 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, WaitOptions, getpid, kill_process, kill_process_group};
 use tokio::process::{Child, Command};
+
+pub use spawn::{Program, Spawned, spawn_program_group};
 
 /// The variables a third-party child (an MCP server, a hook) inherits from
 /// mecha when present, because most runtimes cannot start without them.

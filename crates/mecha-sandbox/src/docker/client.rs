@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use crate::{HostEnv, SandboxError};
+use crate::{ConfinedProgram, HostEnv, Lease, SandboxError};
 
 /// What the client needs from mecha's environment to find its engine and
 /// its config, and nothing else: the job's environment reaches the
@@ -51,14 +51,16 @@ impl Client {
         Ok(Self { program, env })
     }
 
-    /// A client command for a job, to be spawned by the caller.
-    pub(super) fn job_command(&self, args: Vec<OsString>) -> tokio::process::Command {
-        let mut command = tokio::process::Command::new(&self.program);
-        command
-            .args(args)
-            .env_clear()
-            .envs(self.env.iter().cloned());
-        command
+    /// The client program for a job, to be spawned by the caller with
+    /// exactly this environment.
+    pub(super) fn job_program(&self, args: Vec<OsString>, lease: Lease) -> ConfinedProgram {
+        ConfinedProgram {
+            program: self.program.clone(),
+            args,
+            env: self.env.clone(),
+            keep: Vec::new(),
+            lease,
+        }
     }
 
     /// Runs one management call to the end, or kills it after `timeout`;

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::prepare::{Prepared, prepare};
-use crate::{Confined, HostEnv, Job, SandboxConfig, SandboxError};
+use crate::{ConfinedProgram, HostEnv, Job, SandboxConfig, SandboxError};
 use client::{Client, blocking};
 
 /// `docker version`, `image inspect`: an engine answers these in well
@@ -100,7 +100,7 @@ impl Docker {
         readable: &[PathBuf],
         writable: &[PathBuf],
         host: &HostEnv,
-    ) -> Result<Confined, SandboxError> {
+    ) -> Result<ConfinedProgram, SandboxError> {
         let refuse = |reason: String| SandboxError::Confine {
             program: job.program.to_string_lossy().into_owned(),
             reason,
@@ -139,13 +139,12 @@ impl Docker {
             bridge: bridge.as_ref(),
         };
         let args = argv::run_args(&spec, job.program, job.args).map_err(refuse)?;
-        let command = self.client.job_command(args);
         lease.stop_with(Container {
             client: Arc::clone(&self.client),
             name,
             _env_file: env_file,
         });
-        Ok(Confined { command, lease })
+        Ok(self.client.job_program(args, lease))
     }
 }
 

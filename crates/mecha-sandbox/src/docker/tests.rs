@@ -138,18 +138,18 @@ fn the_client_gets_only_what_it_needs_to_find_its_engine() {
         _ => None,
     };
     let client = Client::find(&host, lookup).unwrap();
-    let command = client.job_command(Vec::new());
-    let envs: Vec<(String, String)> = command
-        .as_std()
-        .get_envs()
+    let program = client.job_program(Vec::new(), crate::Lease::default());
+    let mut envs: Vec<(String, String)> = program
+        .env
+        .iter()
         .map(|(k, v)| {
             (
                 k.to_string_lossy().into_owned(),
-                v.map(|v| v.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
+                v.to_string_lossy().into_owned(),
             )
         })
         .collect();
+    envs.sort();
     let path = dir.path().display().to_string();
     assert_eq!(
         envs,

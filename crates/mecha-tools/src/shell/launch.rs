@@ -4,10 +4,11 @@
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
 
-use mecha_core::{ProcessGroup, spawn_group};
+use mecha_core::{ProcessGroup, Program, Spawned, spawn_group, spawn_program_group};
 use mecha_sandbox::{Job, Lease, Sandbox};
 use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
@@ -22,10 +23,34 @@ const CONFINED_ENV: [&str; 7] = [
 /// A running command: the child, its group, the read end of its output,
 /// and (confined) what the sandbox holds while it runs.
 pub(super) struct Launched {
-    pub child: Child,
+    pub child: Running,
     pub group: ProcessGroup,
     pub output: pipe::Receiver,
     pub lease: Option<Lease>,
+}
+
+/// bash, started by tokio (unconfined) or by posix_spawn (confined: the
+/// sandbox's seccomp descriptor is handed over without a fork).
+pub(super) enum Running {
+    Tokio(Child),
+    Spawned(Spawned),
+}
+
+impl Running {
+    pub fn id(&self) -> Option<u32> {
+        match self {
+            Self::Tokio(child) => child.id(),
+            Self::Spawned(spawned) => Some(spawned.id()),
+        }
+    }
+
+    /// Cancel-safe, as both waits are.
+    pub async fn wait(&mut self) -> io::Result<ExitStatus> {
+        match self {
+            Self::Tokio(child) => child.wait().await,
+            Self::Spawned(spawned) => spawned.wait().await,
+        }
+    }
 }
 
 /// Why a command did not start.
@@ -51,36 +76,54 @@ pub(super) fn launch(
 ) -> Result<Launched, LaunchError> {
     let (writer, reader) = pipe::pipe().map_err(LaunchError::Io)?;
     let writer = writer.into_blocking_fd().map_err(LaunchError::Io)?;
-    let (mut cmd, lease) = match sandbox {
-        None => (unconfined(command, cwd, hidden_env), None),
-        Some(sandbox) => {
-            let args = [OsString::from("-c"), OsString::from(command)];
-            let confined = sandbox
-                .confine(Job {
-                    program: OsStr::new("bash"),
-                    args: &args,
-                    workspace: cwd,
-                    env: confined_env(sandbox),
-                    network: sandbox.network().clone(),
-                    read_only: protected,
-                    hidden: sealed,
-                })
-                .map_err(LaunchError::Sandbox)?;
-            (confined.command, Some(confined.lease))
-        }
+    let Some(sandbox) = sandbox else {
+        let mut cmd = unconfined(command, cwd, hidden_env);
+        cmd.stdin(Stdio::null())
+            .stdout(writer.try_clone().map_err(LaunchError::Io)?)
+            .stderr(writer);
+        let (child, group) = spawn_group(&mut cmd).map_err(LaunchError::Io)?;
+        // `cmd` still owns our copies of the write end; dropping it here is
+        // what lets the reader see end-of-file once the command's side
+        // closes.
+        drop(cmd);
+        return Ok(Launched {
+            child: Running::Tokio(child),
+            group,
+            output: reader,
+            lease: None,
+        });
     };
-    cmd.stdin(Stdio::null())
-        .stdout(writer.try_clone().map_err(LaunchError::Io)?)
-        .stderr(writer);
-    let (child, group) = spawn_group(&mut cmd).map_err(LaunchError::Io)?;
-    // `cmd` still owns our copies of the write end; dropping it here is what
-    // lets the reader see end-of-file once the command's side closes.
-    drop(cmd);
+    let args = [OsString::from("-c"), OsString::from(command)];
+    let confined = sandbox
+        .confine_program(Job {
+            program: OsStr::new("bash"),
+            args: &args,
+            workspace: cwd,
+            env: confined_env(sandbox),
+            network: sandbox.network().clone(),
+            read_only: protected,
+            hidden: sealed,
+        })
+        .map_err(LaunchError::Sandbox)?;
+    let keep: Vec<BorrowedFd<'_>> = confined.keep.iter().map(AsFd::as_fd).collect();
+    let (spawned, group) = spawn_program_group(&Program {
+        path: &confined.program,
+        args: &confined.args,
+        env: &confined.env,
+        stdin: None,
+        stdout: writer.as_fd(),
+        stderr: writer.as_fd(),
+        keep: &keep,
+    })
+    .map_err(LaunchError::Io)?;
+    // Our write end and the seccomp descriptor close here, so the reader
+    // sees end-of-file once the command's side closes.
+    drop(writer);
     Ok(Launched {
-        child,
+        child: Running::Spawned(spawned),
         group,
         output: reader,
-        lease,
+        lease: Some(confined.lease),
     })
 }
 

@@ -23,7 +23,6 @@ use mecha_sandbox::{Finished, Network, Sandbox};
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
-use tokio::process::Child;
 use tokio::time::{Instant, sleep_until};
 
 use crate::args::{optional_u64, required_str};
@@ -327,7 +326,7 @@ enum Phase {
 /// Streams the pipe into the sink until bash has exited and the pipe is
 /// closed, or the timeout and grace periods run out.
 async fn pump(
-    child: &mut Child,
+    child: &mut launch::Running,
     group: &ProcessGroup,
     mut output: pipe::Receiver,
     sink: &mut SpillingSink<'_>,
