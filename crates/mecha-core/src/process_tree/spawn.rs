@@ -77,7 +77,7 @@ impl Spawned {
             && let Some((_, status)) =
                 rustix::process::waitpid(Some(self.pid), WaitOptions::NOHANG)?
         {
-            self.status = Some(ExitStatus::from_raw(status.as_raw() as i32));
+            self.status = Some(ExitStatus::from_raw(status.as_raw()));
             disown(self.pid);
         }
         Ok(self.status)
@@ -178,4 +178,79 @@ fn c_string(text: OsString) -> io::Result<CString> {
             "an argument or variable holds a NUL byte",
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::io::{Read, Seek, Write};
+    use std::os::fd::AsFd;
+
+    use super::*;
+
+    /// Runs `script` under `/bin/sh` with one variable and one kept
+    /// descriptor (a file holding "kept"), and its output in a file.
+    async fn run(script: &str) -> (ExitStatus, String, u32) {
+        let mut kept = tempfile::tempfile().unwrap();
+        kept.write_all(b"kept").unwrap();
+        kept.rewind().unwrap();
+        let mut out = tempfile::tempfile().unwrap();
+        let fd = kept.as_raw_fd().to_string();
+        let args = ["-c".into(), script.into(), "sh".into(), fd.into()];
+        let (mut child, group) = spawn_program_group(&Program {
+            path: Path::new("/bin/sh"),
+            args: &args,
+            env: &[("ONLY".into(), "this".into())],
+            stdin: None,
+            stdout: out.as_fd(),
+            stderr: out.as_fd(),
+            keep: &[kept.as_fd()],
+        })
+        .unwrap();
+        let status = child.wait().await.unwrap();
+        group.finish().await;
+        let mut text = String::new();
+        out.rewind().unwrap();
+        out.read_to_string(&mut text).unwrap();
+        (status, text, child.id())
+    }
+
+    #[tokio::test]
+    async fn the_program_gets_its_arguments_environment_and_kept_descriptor_only() {
+        let (status, text, pid) = run(
+            "echo \"env=$(env | grep -v '^PWD=' | grep -v '^SHLVL=' | grep -v '^_=' | tr '\\n' ' ')\"; \
+             echo \"kept=$(cat /proc/$$/fd/$1)\"; echo \"stdin=$(cat)\"; \
+             echo \"group=$(cut -d' ' -f5 /proc/$$/stat) pid=$$\"; exit 3",
+        )
+        .await;
+        assert_eq!(status.code(), Some(3), "{text}");
+        assert!(text.contains("env=ONLY=this \n"), "{text}");
+        assert!(text.contains("kept=kept\n"), "{text}");
+        assert!(text.contains("stdin=\n"), "{text}");
+        assert!(text.contains(&format!("group={pid} pid={pid}")), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_dropped_program_is_killed_and_collected() {
+        let out = tempfile::tempfile().unwrap();
+        let args = ["-c".into(), "sleep 30".into()];
+        let (child, group) = spawn_program_group(&Program {
+            path: Path::new("/bin/sh"),
+            args: &args,
+            env: &[],
+            stdin: None,
+            stdout: out.as_fd(),
+            stderr: out.as_fd(),
+            keep: &[],
+        })
+        .unwrap();
+        let pid = child.id();
+        drop(child);
+        group.finish().await;
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "neither the program nor its zombie outlives it"
+        );
+    }
 }
