@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # What the bwrap sandbox adds to one shell call (target: under 5 ms), and
 # what its start-up probe costs. Alternates a confined and an unconfined
-# `bash -c true`, spawned and awaited with tokio as the shell tool does,
-# confine() included, and prints medians. Needs bubblewrap. Run from
-# anywhere:
+# `bash -c true`, spawned and awaited as the shell tool does (posix_spawn
+# for the confined one), confine_program() included, and prints medians.
+# Needs bubblewrap. Run from anywhere:
 #   bash bench/sandbox.sh [runs, default 200]
 # With an image after the runs, the docker backend instead (a container
 # per call, its removal included), e.g. the engine tests' mecha-test:local:

@@ -1,14 +1,16 @@
 //! What confinement adds to one shell call: `bash -c true` spawned and
-//! awaited, confined (`Sandbox::confine` and the lease's sweep included)
-//! and not, alternating, and
+//! awaited, confined as the shell tool does it (`Sandbox::confine_program`,
+//! `posix_spawn`, and the lease's sweep included) and not, alternating, and
 //! the start-up probe. Run with bench/sandbox.sh; a second argument, an
 //! image, measures the docker backend instead (one container per call).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::time::{Duration, Instant};
 
+use mecha_core::{Program, spawn_program_group};
 use mecha_sandbox::{HostEnv, Job, Sandbox, SandboxConfig, SandboxKind};
 
 /// Median and minimum in ms: on a busy machine the minimum is the better
@@ -41,6 +43,7 @@ async fn main() {
     let sandbox = sandbox.unwrap();
     let ws = tempfile::tempdir().unwrap();
     let args = [OsString::from("-c"), OsString::from("true")];
+    let null = std::fs::File::create("/dev/null").unwrap();
     let (mut plain, mut confined) = (Vec::new(), Vec::new());
     // Of a confined call: `confine` (the walk for repositories, the job's
     // /tmp, the argument vector) and the lease's `finish` (the sweep).
@@ -67,14 +70,26 @@ async fn main() {
             read_only: &[],
             hidden: &[],
         };
-        let mut run = sandbox.confine(job).unwrap();
+        let run = sandbox.confine_program(job).unwrap();
         prepared.push(at.elapsed());
-        let status = run.command.status().await.unwrap();
+        let keep: Vec<BorrowedFd<'_>> = run.keep.iter().map(AsFd::as_fd).collect();
+        let (mut child, group) = spawn_program_group(&Program {
+            path: &run.program,
+            args: &run.args,
+            env: &run.env,
+            stdin: None,
+            stdout: null.as_fd(),
+            stderr: null.as_fd(),
+            keep: &keep,
+        })
+        .unwrap();
+        let status = child.wait().await.unwrap();
         let exited = Instant::now();
         run.lease.finish();
         finished.push(exited.elapsed());
         assert!(status.success());
         confined.push(at.elapsed());
+        group.finish().await;
     }
     let (start, start_min) = summary(starts);
     let (plain, plain_min) = summary(plain);
