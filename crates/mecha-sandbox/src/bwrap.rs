@@ -10,11 +10,11 @@
 use std::ffi::OsString;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::allow::{self, BRIDGE_INSIDE, Bridge, SOCKET_INSIDE};
 use crate::prepare::{Prepared, prepare};
-use crate::protect::{self, Mount};
+use crate::protect::{self, Listings, Mount};
 use crate::seccomp::Filters;
 use crate::{Check, ConfinedProgram, HostEnv, Job, Network, SYSTEM_DIRS, SandboxError};
 
@@ -108,6 +108,7 @@ impl Bwrap {
         readable: &[PathBuf],
         writable: &[PathBuf],
         host: &HostEnv,
+        listings: &Arc<Listings>,
     ) -> Result<ConfinedProgram, SandboxError> {
         self.checked()?;
         let Prepared {
@@ -115,7 +116,7 @@ impl Bwrap {
             protected,
             tmp,
             mut lease,
-        } = prepare(job, readable, writable, host)?;
+        } = prepare(job, readable, writable, host, listings)?;
         let full = job.network == Network::Full;
         let seccomp = self.filters.fd(full)?;
         let fd = seccomp.as_raw_fd();

@@ -41,6 +41,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use mecha_core::Egress;
+use protect::Listings;
 
 pub use allow::{Allowlist, BRIDGE_ARG, Policy, Proxy, run_bridge};
 pub use background::wait_for_background_sweeps;
@@ -180,6 +181,8 @@ struct Inner {
     writable: Vec<PathBuf>,
     host: HostEnv,
     backend: Backend,
+    /// What the walks for repositories listed, for the next job's walks.
+    listings: Arc<Listings>,
 }
 
 #[derive(Debug)]
@@ -248,6 +251,7 @@ impl Sandbox {
                 writable,
                 host,
                 backend,
+                listings: Arc::default(),
             }),
         }))
     }
@@ -383,12 +387,20 @@ impl Sandbox {
     pub fn confine_program(&self, job: Job<'_>) -> Result<ConfinedProgram, SandboxError> {
         let inner = &self.inner;
         match &inner.backend {
-            Backend::Bwrap(bwrap) => {
-                bwrap.confine(&job, &inner.readable, &inner.writable, &inner.host)
-            }
-            Backend::Docker(docker) => {
-                docker.confine(&job, &inner.readable, &inner.writable, &inner.host)
-            }
+            Backend::Bwrap(bwrap) => bwrap.confine(
+                &job,
+                &inner.readable,
+                &inner.writable,
+                &inner.host,
+                &inner.listings,
+            ),
+            Backend::Docker(docker) => docker.confine(
+                &job,
+                &inner.readable,
+                &inner.writable,
+                &inner.host,
+                &inner.listings,
+            ),
         }
     }
 }

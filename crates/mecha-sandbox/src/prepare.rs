@@ -4,8 +4,9 @@
 //! last two held in the job's lease.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use crate::protect::{self, Mount};
+use crate::protect::{self, Listings, Mount};
 use crate::scratch::Scratch;
 use crate::{HostEnv, Job, Lease, SandboxError};
 
@@ -57,6 +58,7 @@ pub(crate) fn prepare(
     readable: &[PathBuf],
     writable: &[PathBuf],
     host: &HostEnv,
+    listings: &Arc<Listings>,
 ) -> Result<Prepared, SandboxError> {
     let fail = |reason: String| SandboxError::Confine {
         program: job.program.to_string_lossy().into_owned(),
@@ -79,6 +81,7 @@ pub(crate) fn prepare(
         home: host.home.as_deref(),
         search_path: &host.path,
         records: host.records.as_deref(),
+        listings,
     };
     let (mut protected, baseline) = protect::plan(&scope, &mut lease)?;
     lease.baseline = baseline;

@@ -359,3 +359,32 @@ async fn a_dot_git_leading_to_a_fifo_does_not_stall_the_sweep() {
     host_git(&ws.join("n"), &["status"]);
     assert!(!c.marker.exists(), "host git ran the planted program");
 }
+
+/// The walks for repositories keep what they listed from one job to the
+/// next: a repository planted in a directory an earlier job's walks
+/// listed (and kept) is found and disarmed all the same.
+#[tokio::test]
+async fn a_repository_planted_where_an_earlier_job_walked_is_disarmed() {
+    let Some(c) = case() else { return };
+    let ws = c.ws.path();
+    std::fs::create_dir_all(ws.join("src/deep/lib")).unwrap();
+    std::fs::create_dir_all(ws.join("docs/api")).unwrap();
+    // Older than a listing must be to be kept.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let sandbox = bwrap().expect("bubblewrap");
+    let (out, undone) = plant_with(&sandbox, ws, "echo FIRST").await;
+    assert!(
+        out.contains("FIRST") && undone.is_empty(),
+        "{out} {undone:?}"
+    );
+    let script = format!(
+        "git init -q src/deep/lib && git -C src/deep/lib config core.fsmonitor {p} && \
+         mkdir docs/api/.git && echo PLANTED",
+        p = c.payload
+    );
+    let (out, undone) = plant_with(&sandbox, ws, &script).await;
+    assert!(out.contains("PLANTED"), "{out}");
+    assert!(undone.join("\n").contains("core.fsmonitor"), "{undone:?}");
+    host_git(&ws.join("src/deep/lib"), &["status"]);
+    assert!(!c.marker.exists(), "host git ran the planted program");
+}

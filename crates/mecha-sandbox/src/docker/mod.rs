@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::prepare::{Prepared, prepare};
+use crate::protect::Listings;
 use crate::{ConfinedProgram, HostEnv, Job, SandboxConfig, SandboxError};
 use client::{Client, blocking};
 
@@ -100,6 +101,7 @@ impl Docker {
         readable: &[PathBuf],
         writable: &[PathBuf],
         host: &HostEnv,
+        listings: &Arc<Listings>,
     ) -> Result<ConfinedProgram, SandboxError> {
         let refuse = |reason: String| SandboxError::Confine {
             program: job.program.to_string_lossy().into_owned(),
@@ -111,7 +113,7 @@ impl Docker {
             protected,
             tmp,
             mut lease,
-        } = prepare(job, &present, writable, host)?;
+        } = prepare(job, &present, writable, host, listings)?;
         let mut env = job.env.clone();
         let bridge = crate::allow::route(job, host, &mut env, &mut lease)?;
         let env_file = write_env_file(&env).map_err(refuse)?;

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::Access;
 
+use super::listings::{self, DotGit, Listings};
 use super::{Kind, Target};
 use crate::SandboxError;
 
@@ -62,9 +63,10 @@ pub(crate) enum Found {
 /// In a git directory, what the sandbox keeps read-only
 /// ([`READ_ONLY_INSIDE`]) is not entered, nor its object store's fan-out
 /// (`objects/ab`, `objects/pack`), which in a real one holds nothing but
-/// objects and can be large.
-pub(crate) fn find(root: &Path) -> Vec<Found> {
-    find_opening(root, false, &mut |_| false)
+/// objects and can be large. Directories unchanged since an earlier walk
+/// are not listed again ([`Listings`]).
+pub(crate) fn find(root: &Path, listings: &Listings) -> Vec<Found> {
+    find_opening(root, false, listings, &mut |_| false)
 }
 
 /// The entries of a git directory a job cannot change, so not walked.
@@ -89,56 +91,46 @@ enum Place {
 pub(crate) fn find_opening(
     root: &Path,
     thorough: bool,
+    listings: &Listings,
     open_up: &mut dyn FnMut(&Path) -> bool,
 ) -> Vec<Found> {
+    let walk = listings.walk(root);
     let mut found = Vec::new();
     let mut pending = vec![(root.to_path_buf(), Place::Plain)];
     while let Some((dir, place)) = pending.pop() {
-        let listed = match fs::read_dir(&dir) {
-            Ok(entries) if searchable(&dir) => Ok(entries),
-            _ if open_up(&dir) => fs::read_dir(&dir),
-            listed => listed,
-        };
-        let Ok(entries) = listed else {
+        let listed = walk.entries(&dir, || match listings::read(&dir) {
+            Some(entries) if searchable(&dir) => Some((entries, true)),
+            _ if open_up(&dir) => listings::read(&dir).map(|entries| (entries, false)),
+            listed => listed.map(|entries| (entries, false)),
+        });
+        let Some(entries) = listed else {
             continue;
         };
-        let mut subdirs = Vec::new();
-        let mut head = false;
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let name = entry.file_name();
-            if name == ".git" {
-                let path = entry.path();
-                if kind.is_dir() {
+        if let Some(kind) = entries.dot_git {
+            let path = dir.join(".git");
+            match kind {
+                DotGit::Dir => {
                     found.push(Found::Dir(path.clone()));
                     pending.push((path, Place::DotGit));
-                } else if kind.is_symlink() {
-                    found.push(Found::Link(path));
-                } else if kind.is_file() {
-                    found.push(Found::File(path));
                 }
-            } else if kind.is_dir() {
-                if thorough || !(place == Place::ObjectStore && is_fan_out(&name)) {
-                    subdirs.push(entry.path());
-                }
-            } else if name == "HEAD" {
-                head = true;
+                DotGit::Link => found.push(Found::Link(path)),
+                DotGit::File => found.push(Found::File(path)),
             }
         }
-        let gitdir = place == Place::DotGit || (head && is_git_directory(&dir));
+        let gitdir = place == Place::DotGit || (entries.head && is_git_directory(&dir));
         if gitdir && place != Place::DotGit {
-            found.push(Found::Dir(dir));
+            found.push(Found::Dir(dir.clone()));
         }
-        for sub in subdirs {
-            let name = sub.file_name().unwrap_or_default();
+        for name in &entries.subdirs {
+            if !thorough && place == Place::ObjectStore && is_fan_out(name) {
+                continue;
+            }
             let place = match name.to_str() {
                 Some("objects") if gitdir => Place::ObjectStore,
                 Some(name) if gitdir && !thorough && READ_ONLY_INSIDE.contains(&name) => continue,
                 _ => Place::Plain,
             };
-            pending.push((sub, place));
+            pending.push((dir.join(name), place));
         }
     }
     found

@@ -31,6 +31,7 @@ mod config;
 mod follow;
 mod git;
 mod home;
+mod listings;
 mod managers;
 mod placeholder;
 mod repos;
@@ -41,12 +42,14 @@ use std::fs;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use crate::sweep::{Baseline, KeptLink};
 use crate::{Lease, SandboxError};
 pub(crate) use config::{CONFIG_LIMIT, hooks_dirs};
 pub(crate) use git::{Found, common_dir, find, find_opening, is_git_directory, pointed};
 pub(crate) use home::{STARTUP_FILES, relative_entry as relative_path_entry};
+pub(crate) use listings::Listings;
 
 /// One protection mount, applied after the writable mounts, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,6 +176,8 @@ pub(crate) struct Scope<'a> {
     pub search_path: &'a OsStr,
     /// Where the sweep writes down the repositories jobs made.
     pub records: Option<&'a Path>,
+    /// What earlier walks of the workspace listed.
+    pub listings: &'a Arc<Listings>,
 }
 
 /// The hosts of [`config::config_targets`] for the git directory of
@@ -209,8 +214,8 @@ pub(crate) fn plan(
         host: w.as_path(),
         inside: w.as_path(),
     }));
-    let found = find(scope.host);
-    let mut baseline = Baseline::of(scope.host, &found, scope.records, scope.home);
+    let found = find(scope.host, scope.listings);
+    let mut baseline = Baseline::of(scope, &found);
     let records = placeholder::Records::in_dir(scope.records);
     let mut targets = vec![Target::existing(scope.host.join("mecha.toml"))];
     targets.extend(repos::repository_targets(scope, &found, &records)?);

@@ -9,6 +9,7 @@ fn scope(ws: &Path) -> Scope<'_> {
         home: None,
         search_path: std::ffi::OsStr::new(""),
         records: None,
+        listings: Box::leak(Box::default()),
     }
 }
 
@@ -303,7 +304,7 @@ fn the_walk_finds_what_git_would_below_and_beside_bare_layouts() {
     fs::create_dir_all(ws.join("plain/refs")).unwrap();
     fs::create_dir(ws.join("tools")).unwrap();
     std::os::unix::fs::symlink("../a", ws.join("tools/.git")).unwrap();
-    let mut found = find(ws);
+    let mut found = find(ws, &Listings::default());
     found.sort_by(|x, y| format!("{x:?}").cmp(&format!("{y:?}")));
     assert_eq!(
         found,

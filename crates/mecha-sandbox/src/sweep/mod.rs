@@ -35,10 +35,13 @@ use std::collections::{HashMap, HashSet};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags};
 
-use crate::protect::{Found, common_dir, find_opening, hooks_dirs, is_git_directory, pointed};
+use crate::protect::{
+    Found, Listings, Scope, common_dir, find_opening, hooks_dirs, is_git_directory, pointed,
+};
 use access::Opened;
 pub(crate) use links::KeptLink;
 use made::{Id, Made, id_of};
@@ -59,21 +62,18 @@ pub(crate) struct Baseline {
     made: Made,
     /// The user's home directory, for the git config there.
     home: Option<PathBuf>,
+    /// What the walk before the job listed, for the walk after it.
+    listings: Arc<Listings>,
 }
 
 impl Baseline {
-    /// `records`: where sweeps write down what jobs made, for other mecha
-    /// processes (a directory no job can write).
-    pub(crate) fn of(
-        workspace: &Path,
-        found: &[Found],
-        records: Option<&Path>,
-        home: Option<&Path>,
-    ) -> Self {
+    /// The repositories `found` in the scope's workspace before a job.
+    pub(crate) fn of(scope: &Scope<'_>, found: &[Found]) -> Self {
         let mut baseline = Self {
-            workspace: workspace.to_path_buf(),
-            made: Made::in_dir(records),
-            home: home.map(Path::to_path_buf),
+            workspace: scope.host.to_path_buf(),
+            made: Made::in_dir(scope.records),
+            home: scope.home.map(Path::to_path_buf),
+            listings: scope.listings.clone(),
             ..Self::default()
         };
         for repo in found {
@@ -135,7 +135,10 @@ impl Baseline {
         // The work tree of each git directory a `.git` file or symlink
         // names (`--separate-git-dir`, a linked worktree).
         let mut worktrees: HashMap<PathBuf, PathBuf> = HashMap::new();
-        for repo in find_opening(&self.workspace, true, &mut |dir| opened.open_up_dir(dir)) {
+        let listings = &self.listings;
+        for repo in find_opening(&self.workspace, true, listings, &mut |dir| {
+            opened.open_up_dir(dir)
+        }) {
             match repo {
                 Found::Dir(dir) => queue.push(dir),
                 Found::File(pointer) | Found::Link(pointer) => {
