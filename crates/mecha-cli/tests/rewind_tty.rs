@@ -121,6 +121,9 @@ async fn turn_two_is_undone_files_and_conversation_from_the_list() {
     let screen = cells(&tui.terminal.screen());
     assert!(screen.contains("removed new.txt"), "{screen}");
     assert!(screen.contains("restored a.txt"), "{screen}");
+    // The transcript shows the conversation as it now stands.
+    assert!(screen.contains("wrote the notes"), "{screen}");
+    assert!(!screen.contains("changed a"), "turn 2 is gone: {screen}");
     assert!(
         editor_row(&tui).contains("change a"),
         "the prompt is back in the editor: {screen}"

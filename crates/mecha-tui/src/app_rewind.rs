@@ -3,15 +3,17 @@
 //! Claude Code; it is refused while a turn runs, since the turn is still
 //! changing the files and the conversation it would put back; and after a
 //! conversation was cut back, that prompt's text waits in the editor to be
-//! changed and sent again.
+//! changed and sent again, and the transcript shows the conversation as
+//! it now stands.
 
 use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent};
+use mecha_agent::Retold;
 
 use super::{Action, App};
 use crate::rewind::REWIND;
-use crate::transcript::NoticeKind;
+use crate::transcript::{NoticeKind, Transcript};
 
 /// How soon the second Esc must follow the first.
 const ESC_TWICE: Duration = Duration::from_millis(800);
@@ -49,10 +51,19 @@ impl App {
         true
     }
 
-    /// A `/rewind` was done: what it did is said, and a prompt it took
-    /// out of the conversation goes back in the editor, to be edited and
-    /// sent again.
-    pub fn rewound(&mut self, said: String, prompt: Option<String>) {
+    /// A `/rewind` was done: what it did is said, and after a cut of the
+    /// conversation, the transcript shows the conversation as it now
+    /// stands (`retold`; the interlock's taint stays, as the session's
+    /// does, and the context's size is unknown until the next request)
+    /// and the prompt it took out goes back in the editor, to be edited
+    /// and sent again.
+    pub fn rewound(&mut self, said: String, prompt: Option<String>, retold: Option<Vec<Retold>>) {
+        if let Some(told) = retold {
+            let taint = self.transcript.taint();
+            self.transcript = Transcript::new();
+            self.transcript.begin_conversation(taint);
+            self.transcript.retold(told);
+        }
         self.transcript.notice(NoticeKind::Info, said);
         if let Some(prompt) = prompt {
             self.editor.clear();

@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyModifiers};
-use mecha_agent::Event;
+use mecha_agent::{Event, Retold};
 use serde_json::json;
 
 use super::*;
@@ -362,8 +362,34 @@ fn rewind_is_refused_while_a_turn_runs_and_not_queued() {
 #[test]
 fn a_rewound_conversation_puts_its_prompt_back_in_the_editor() {
     let mut a = app();
-    a.rewound("cut".into(), Some("write the notes\nin full".into()));
+    a.rewound("cut".into(), Some("write the notes\nin full".into()), None);
     assert_eq!(a.editor.text(), "write the notes\nin full");
-    a.rewound("files only".into(), None);
+    a.rewound("files only".into(), None, None);
     assert_eq!(a.editor.text(), "write the notes\nin full", "left alone");
+}
+
+#[test]
+fn a_rewound_conversation_is_shown_as_it_now_stands() {
+    let mut a = app();
+    for prompt in ["first prompt", "second prompt"] {
+        a.transcript.prompt(prompt);
+    }
+    let texts = |a: &App| format!("{:?}", a.transcript.entries());
+    assert!(texts(&a).contains("second prompt"));
+    let told = vec![Retold::Prompt("first prompt".into())];
+    a.rewound(
+        "cut to 1 message".into(),
+        Some("second prompt".into()),
+        Some(told),
+    );
+    let shown = texts(&a);
+    assert!(shown.contains("first prompt"), "{shown}");
+    assert!(
+        !shown.contains("second prompt"),
+        "what was cut is gone: {shown}"
+    );
+    assert!(shown.contains("cut to 1 message"), "{shown}");
+    // A rewind of the files alone leaves the transcript as it was.
+    a.rewound("files only".into(), None, None);
+    assert!(texts(&a).contains("first prompt"));
 }

@@ -31,11 +31,14 @@ pub enum Reply {
     Show(String),
     /// A list to pick from.
     Pick(Picker),
-    /// `/rewind` went back to before a prompt: what it did, and the
-    /// prompt's text, for the editor, when the conversation was cut back.
+    /// `/rewind` went back to before a prompt: what it did, and, when
+    /// the conversation was cut back, the prompt's text (for the editor)
+    /// and the conversation as it now stands, told again (for the
+    /// transcript, which still showed what was cut).
     Rewound {
         said: String,
         prompt: Option<String>,
+        retold: Option<Vec<mecha_agent::Retold>>,
     },
     Quit,
     /// Leave this conversation for another; whoever runs the screen makes
@@ -204,7 +207,11 @@ fn answered(app: &mut App, reply: Reply) -> Option<Exit> {
     match reply {
         Reply::Show(text) => app.transcript.notice(NoticeKind::Info, text),
         Reply::Pick(picker) => app.pick(picker),
-        Reply::Rewound { said, prompt } => app.rewound(said, prompt),
+        Reply::Rewound {
+            said,
+            prompt,
+            retold,
+        } => app.rewound(said, prompt, retold),
         Reply::Quit => return Some(Exit::Quit),
         Reply::Switch(switch) => return Some(Exit::Switch(switch)),
     }

@@ -8,6 +8,7 @@
 //! cut is journaled and the taint, which lasts the whole session, stays.
 
 use mecha_agent::{Agent, Session};
+use mecha_core::Record;
 use mecha_tui::Reply;
 use mecha_tui::rewind::{self as lists, Restore, TurnRow};
 
@@ -138,9 +139,17 @@ fn answered(
                 ));
                 rewind::prompt_text(&loaded, turn)
             });
+            // The conversation as it now stands: the journal read back,
+            // with the cut just made.
+            let retold = keep.map(|keep| {
+                let cut = Record::Rewind { keep };
+                let records = loaded.entries.iter().map(|entry| &entry.record);
+                mecha_agent::retell(records.chain([&cut]))
+            });
             Ok(Reply::Rewound {
                 said: said.trim_end().to_owned(),
                 prompt,
+                retold,
             })
         }
     }
