@@ -54,7 +54,7 @@ impl App {
     /// A `/rewind` was done: what it did is said, and after a cut of the
     /// conversation, the transcript shows the conversation as it now
     /// stands (`retold`; the interlock's taint stays, as the session's
-    /// does, and the context's size is unknown until the next request)
+    /// does, and the context's size is the last kept turn's)
     /// and the prompt it took out goes back in the editor, to be edited
     /// and sent again.
     pub fn rewound(&mut self, said: String, prompt: Option<String>, retold: Option<Vec<Retold>>) {
