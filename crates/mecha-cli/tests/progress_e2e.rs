@@ -96,17 +96,24 @@ fn a_pipe_gets_no_status_line() {
 #[tokio::test]
 async fn quiet_shows_the_answer_and_errors_but_no_activity() {
     let e = env();
+    // A shell call too: what a command prints goes to the model, and
+    // nothing of running it to the terminal.
     let turns = || {
         vec![
-            tool_turn(&[("fs_list", json!({}))]),
+            tool_turn(&[
+                ("fs_list", json!({})),
+                ("shell", json!({"command": "echo hi; echo there >&2"})),
+            ]),
             MockReply::text("the answer"),
         ]
     };
     let mock = MockModel::start(turns()).await;
-    let loud = e.run(Api::Anthropic, &mock, "k", &["go"]).await;
+    let loud = e.run(Api::Anthropic, &mock, "k", &["--yes", "go"]).await;
     assert!(stderr(&loud).contains("→ fs_list"), "{}", stderr(&loud));
     let mock = MockModel::start(turns()).await;
-    let quiet = e.run(Api::Anthropic, &mock, "k", &["--quiet", "go"]).await;
+    let quiet = e
+        .run(Api::Anthropic, &mock, "k", &["--yes", "--quiet", "go"])
+        .await;
     assert_eq!(quiet.status.code(), Some(0), "{}", stderr(&quiet));
     assert_eq!(stdout(&quiet).trim(), "the answer");
     assert_eq!(stderr(&quiet), "", "no activity when quiet");

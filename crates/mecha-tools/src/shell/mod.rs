@@ -213,7 +213,6 @@ impl Tool for Shell {
         };
 
         let sandbox = self.config.sandbox.as_ref();
-        let t0 = std::time::Instant::now();
         let launched = launch(
             command,
             ctx.workspace(),
@@ -237,19 +236,16 @@ impl Tool for Shell {
             }
         };
         // Dropped before its end, the call still kills and sweeps.
-        let t1 = t0.elapsed();
         let owed = cancel::Owed::new(group, lease, child.id());
         let mut sink = ctx.sink(
             "shell",
             ctx.call_budget_bytes.saturating_sub(TRAILER_RESERVE),
         );
         let ending = pump(&mut child, owed.group(), output, &mut sink, timeout).await?;
-        let t2 = t0.elapsed();
         let (group, lease) = owed.disarm();
         // Kills whatever the command left behind, in its group or escaped
         // from it, before the result is handed back.
         group.finish().await;
-        let t3 = t0.elapsed();
         // Then, with nothing of it left running (`finish` first ends a
         // container the client's death left running): undo what it planted
         // for git or a login shell on the host (blocking: it walks the
@@ -261,14 +257,6 @@ impl Tool for Shell {
             None => Finished::default(),
         };
 
-        let t4 = t0.elapsed();
-        eprintln!(
-            "TIMING {} {} {} {}",
-            t1.as_micros(),
-            t2.as_micros(),
-            t3.as_micros(),
-            t4.as_micros()
-        );
         let at_max = timeout >= self.config.max_timeout;
         let text = sink.finish();
         // A program that exists outside but not inside: say which
