@@ -12,6 +12,8 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Widget, Wrap};
 
+use unicode_width::UnicodeWidthChar;
+
 use crate::escape;
 use crate::frame;
 use crate::theme::Theme;
@@ -150,6 +152,7 @@ impl Picker {
                 .skip(self.scroll)
                 .take(rows)
                 .map(|(i, item)| item_line(item, i == self.selected, theme))
+                .map(|line| clipped(line, usize::from(list.width)))
                 .collect()
         };
         Paragraph::new(lines).render(list, buf);
@@ -183,6 +186,34 @@ fn item_line(item: &PickItem, selected: bool, theme: Theme) -> Line<'static> {
     Line::from(spans)
 }
 
+/// `line` cut to `width` columns, ending in `…` where something was cut:
+/// an item is one row, and a narrow screen should show that it goes on.
+fn clipped(line: Line<'static>, width: usize) -> Line<'static> {
+    if line.width() <= width {
+        return line;
+    }
+    let mut room = width.saturating_sub(1);
+    let mut spans = Vec::new();
+    for span in line.spans {
+        let mut kept = String::new();
+        for c in span.content.chars() {
+            let w = c.width().unwrap_or(0);
+            if w > room {
+                room = 0;
+                break;
+            }
+            room -= w;
+            kept.push(c);
+        }
+        spans.push(Span::styled(kept, span.style));
+        if room == 0 {
+            break;
+        }
+    }
+    spans.push(Span::raw("…"));
+    Line::from(spans)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,6 +243,28 @@ mod tests {
             Some(Picked::Chosen(OnPick::Show("body of b".to_owned())))
         );
         assert_eq!(picker.key(key(KeyCode::Esc)), Some(Picked::Closed));
+    }
+
+    #[test]
+    fn an_item_wider_than_the_box_ends_in_an_ellipsis() {
+        let mut long = item("files and conversation");
+        long.description = "both as they were before this prompt".to_owned();
+        let mut picker = Picker::new("rewind", "restores it", vec![long, item("cancel")]);
+        let area = Rect::new(0, 0, 30, 6);
+        let mut buf = Buffer::empty(area);
+        picker.render(Theme::new(false), area, &mut buf);
+        let row = |y: u16| {
+            (0..area.width)
+                .map(|x| buf[(x, y)].symbol().to_owned())
+                .collect::<String>()
+        };
+        assert!(
+            row(1).trim_end_matches([' ', '│']).ends_with('…'),
+            "{}",
+            row(1)
+        );
+        assert!(row(1).contains("› files and"), "{}", row(1));
+        assert!(!row(2).contains('…'), "a short one is whole: {}", row(2));
     }
 
     #[test]
