@@ -29,6 +29,11 @@ environment and stdin from /dev/null. Nothing leaves the machine.
                0.75-1.77x between runs on an idle 2-core VM while the
                pooled blocks of 50 stayed flat (1.35 ms at the start, 1.44
                at the end, the fastest round 0.88 and 0.87 ms).
+  echo round   a tool round of one `shell` call `echo hi`, from the end of
+               the mock's answer to the next request (median of rounds
+               2-10 of three runs: the first takes the prompt's
+               checkpoint); beside it, what `bash -c 'echo hi'` alone
+               takes to start and exit on this machine.
   4 x sleep 1  one turn with four `shell` calls `sleep 1` (--yes): the time
                between the mock receiving request 1 and request 2. It
                includes the mock streaming its answer to request 1 (1 ms
@@ -88,6 +93,7 @@ TARGETS = {
     "sleep4_s": 1.1,
     "confined_added_ms": 5.0,
     "late_round_ratio": 1.2,
+    "echo_round_ms": 2.0,
     "startup_1000_skills_ms": 25.0,
     "resume_10k_ms": 200.0,
     "tui_stream_cpu_pct": 5.0,
@@ -391,6 +397,28 @@ def measure_late_rounds(h: Harness, api: str, repeat: int, rounds: int = 500) ->
     return {"rounds": rounds, "early_ms": e, "late_ms": l, "ratio": l / e}
 
 
+def measure_echo_round(h: Harness, api: str, repeat: int, rounds: int = 10) -> dict:
+    """A one-call `shell` round (`echo hi`), from the end of the model's
+    answer to the next request, pooled over `repeat` runs; and bash alone."""
+    gaps = []
+    for _ in range(repeat):
+        turns = [call_turn(("shell", {"command": "echo hi"}))] * rounds + [text_turn("done")]
+        with h.mock(turns) as mock:
+            r = h.run(api, mock, h.workspace(), ["--max-turns", str(rounds + 5), "say hi"])
+            reqs = mock.requests(rounds + 1)
+            answered = mock.answered()
+        if len(reqs) != rounds + 1 or len(answered) < rounds:
+            raise BenchError(f"echo run: expected {rounds + 1} requests, got {len(reqs)}:\n{r.stderr}")
+        gaps += [(reqs[i + 1]["t_ns"] - answered[i]) / 1e6 for i in range(1, rounds)]
+    alone = []
+    for _ in range(30):
+        started = time.perf_counter()
+        subprocess.run(["bash", "-c", "echo hi"], stdout=subprocess.DEVNULL, check=True)
+        alone.append((time.perf_counter() - started) * 1e3)
+    return {"median_ms": statistics.median(gaps), "min_ms": min(gaps),
+            "bash_ms": statistics.median(alone)}
+
+
 def measure_sleep4(h: Harness, api: str, repeat: int) -> dict:
     """Request 1 -> request 2 around a turn of four `sleep 1` calls; and,
     from `--output-format stream-json`, the part of it after mecha had the
@@ -466,6 +494,7 @@ def main() -> int:
         memory_openai = measure_memory(h, "openai", args.repeat)
         cpu = measure_cpu(h, "anthropic", args.rounds, args.repeat)
         late = measure_late_rounds(h, "anthropic", args.repeat)
+        echo = measure_echo_round(h, "anthropic", args.repeat)
         sleep4 = measure_sleep4(h, "anthropic", args.repeat)
         confined = measure_confined(h, max(10, args.rounds // 5), args.repeat)
         skills = measure_skills(h, measure_startup, [10, 100, 1000], max(5, args.runs // 3))
@@ -495,6 +524,8 @@ def main() -> int:
          verdict(cpu["per_round_ms"], TARGETS["cpu_per_round_ms"])),
         (f"round {late['rounds']} against round 10 (wall)", f"{late['ratio']:.2f}x",
          f"{TARGETS['late_round_ratio']}x", verdict(late["ratio"], TARGETS["late_round_ratio"])),
+        ("one `echo` shell round (wall)", f"{echo['median_ms']:.2f} ms",
+         f"{TARGETS['echo_round_ms']:.0f} ms", verdict(echo["median_ms"], TARGETS["echo_round_ms"])),
         ("4 x `sleep 1` in one turn", f"{sleep4['median_s']:.3f} s", f"{TARGETS['sleep4_s']} s",
          verdict(sleep4["median_s"], TARGETS["sleep4_s"])),
         ("bwrap added per shell call", f"{confined['added_ms']:.2f} ms" if confined else "no bwrap",
@@ -532,6 +563,8 @@ def main() -> int:
     print(f"  CPU: {cpu['rounds']} fs_read rounds {cpu['many_cpu_ms']:.1f} ms, 1 round {cpu['base_cpu_ms']:.1f} ms "
           f"(medians of {args.repeat}); wall {cpu['wall_per_round_ms']:.2f} ms per round incl. the mock's streaming; "
           f"peak memory of a {cpu['rounds']}-round run {cpu['long_run_rss_mb']:.1f} MB")
+    print(f"  echo round: median {echo['median_ms']:.2f} ms, fastest {echo['min_ms']:.2f} ms; "
+          f"`bash -c 'echo hi'` alone {echo['bash_ms']:.2f} ms")
     print(f"  4 x sleep 1: request 1 -> 2 median {sleep4['median_s']:.3f} s, max {sleep4['max_s']:.3f} s "
           f"over {args.repeat} runs; answer complete -> request 2 (tool round alone) "
           f"median {sleep4['round_median_s']:.3f} s")
@@ -567,6 +600,8 @@ def main() -> int:
     print(f"| harness CPU per tool round | {cpu['per_round_ms']:.2f} ms | ≤ 5 ms |")
     print(f"| a tool round at round {late['rounds']} against round 10 (wall) | "
           f"{late['late_ms']:.2f} / {late['early_ms']:.2f} ms ({late['ratio']:.2f}x) | ≤ 1.2x |")
+    print(f"| one `echo` shell round, end of answer to next request (bash alone) | "
+          f"{echo['median_ms']:.2f} ms ({echo['bash_ms']:.2f} ms) | ≤ 2 ms |")
     print(f"| four `sleep 1` calls in one turn | {sleep4['median_s']:.2f} s | ≤ 1.1 s |")
     sizes = " / ".join(f"{r['median_ms']:.1f}" for r in skills)
     blocks = " / ".join(f"{r['block_bytes'] / 1000:.1f}" for r in skills)
