@@ -112,3 +112,49 @@ async fn a_running_commands_background_job_is_spared_until_it_ends() {
     assert!(!a.is_error, "{}", a.content);
     assert!(!exists(pid), "A's background job outlived A");
 }
+
+/// The children of this process whose name is `bwrap`, zombies included.
+fn bwrap_children() -> Vec<String> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| std::fs::read_to_string(entry.ok()?.path().join("stat")).ok())
+        .filter(|stat| {
+            let Some((head, rest)) = stat.rsplit_once(')') else {
+                return false;
+            };
+            head.ends_with("(bwrap") && rest.split_whitespace().nth(1) == Some(me.as_str())
+        })
+        .collect()
+}
+
+/// A confined command's sandbox leaves its pid-1 process to mecha, dead:
+/// the call collects it before it returns.
+#[tokio::test]
+async fn a_confined_command_leaves_no_zombie() {
+    use mecha_core::Tool;
+    use mecha_sandbox::{HostEnv, Sandbox, SandboxConfig, SandboxError, SandboxKind};
+    let config = SandboxConfig {
+        kind: Some(SandboxKind::Bwrap),
+        ..SandboxConfig::default()
+    };
+    let sandbox = match Sandbox::start(&config, HostEnv::current()) {
+        Ok(sandbox) => sandbox,
+        Err(SandboxError::BwrapMissing) if std::env::var_os("CI").is_none() => return,
+        Err(e) => panic!("{e}"),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx(dir.path());
+    let shell = Shell::new(ShellConfig {
+        sandbox,
+        ..ShellConfig::default()
+    });
+    for _ in 0..3 {
+        let out = shell
+            .call(json!({ "command": "echo confined" }), &ctx)
+            .await
+            .unwrap();
+        assert!(out.content.contains("confined"), "{}", out.content);
+        assert_eq!(bwrap_children(), Vec::<String>::new());
+    }
+}

@@ -166,6 +166,9 @@ impl Drop for ProcessGroup {
 /// no live guard's group claims, and collects the exit status of each, and
 /// of any that already died. Returns how many it collected.
 pub async fn reap_orphans() -> usize {
+    if let Some(collected) = reap_quickly() {
+        return collected;
+    }
     tokio::task::spawn_blocking(reap_orphans_now)
         .await
         .unwrap_or(0)
@@ -175,6 +178,46 @@ pub async fn reap_orphans() -> usize {
 /// killed processes take to die (bounded).
 pub fn reap_orphans_now() -> usize {
     reap(|| Some(registry()))
+}
+
+/// A reap, done here when it needs no waiting: mecha's children from its
+/// threads' lists (a few reads), and when those hold no live orphan, the
+/// zombies among them (a confined command's sandbox leaves one) collected
+/// at once. How most commands end, settled without a hop to the blocking
+/// pool or a read of every process on the machine. `None` when the lists
+/// cannot be trusted or a live orphan must be killed and waited for: the
+/// blocking reap's work.
+fn reap_quickly() -> Option<usize> {
+    // Held across the look, as a reap holds it: a child spawned meanwhile
+    // is registered before it could be seen.
+    let mut reg = registry();
+    let children = scan::listed_children_of(own_pid())?;
+    reg.leaders
+        .retain(|leader| children.iter().any(|c| c.pid == *leader));
+    let doomed: Vec<&scan::ChildProc> = children.iter().filter(|c| reg.dooms(c)).collect();
+    if doomed.iter().any(|c| !c.zombie) {
+        return None;
+    }
+    // One look each, never a wait: a zombie whose other threads still run
+    // cannot be collected yet, and is left to the blocking reap.
+    let mut collected = 0;
+    for pid in doomed.iter().filter_map(|c| Pid::from_raw(c.pid)) {
+        match rustix::process::waitpid(Some(pid), WaitOptions::NOHANG) {
+            Ok(Some(_)) => collected += 1,
+            Ok(None) => return None,
+            // ECHILD: not (or no longer) mecha's to wait for.
+            Err(_) => {}
+        }
+    }
+    Some(collected)
+}
+
+impl Registry {
+    /// Whether the reaper kills and collects `child`: a zombie that is no
+    /// leader tokio waits for, or a live process in no registered group.
+    fn dooms(&self, child: &scan::ChildProc) -> bool {
+        !self.leaders.contains(&child.pid) && (child.zombie || !self.groups.contains(&child.pgid))
+    }
 }
 
 fn reap(lock: impl Fn() -> Option<MutexGuard<'static, Registry>>) -> usize {
@@ -190,13 +233,9 @@ fn reap(lock: impl Fn() -> Option<MutexGuard<'static, Registry>>) -> usize {
             let children = scan::children_of(me);
             reg.leaders
                 .retain(|leader| children.iter().any(|c| c.pid == *leader));
-            let doomed: Vec<&scan::ChildProc> = children
-                .iter()
-                .filter(|c| !reg.leaders.contains(&c.pid))
-                // A zombie is dead already: collecting it is always right,
-                // whichever group it was in.
-                .filter(|c| c.zombie || !reg.groups.contains(&c.pgid))
-                .collect();
+            // A zombie is dead already: collecting it is always right,
+            // whichever group it was in.
+            let doomed: Vec<&scan::ChildProc> = children.iter().filter(|c| reg.dooms(c)).collect();
             for pid in doomed.iter().filter_map(|c| Pid::from_raw(c.pid)) {
                 let _ = kill_process(pid, Signal::KILL);
             }

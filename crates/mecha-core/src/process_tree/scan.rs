@@ -1,9 +1,11 @@
 //! Reading `/proc`: which processes are mecha's children right now.
 //!
-//! A reap scans every process on the machine after each command, so each
-//! `stat` file costs one open, one read and one close, and is read as
-//! bytes: a process name need not be UTF-8, and one that is not must not
-//! hide an orphan from the reaper.
+//! After each command mecha first reads its threads' `children` lists
+//! ([`listed_children_of`]), a few reads; when those cannot be trusted, or
+//! show something to reap, a reap scans every process on the machine
+//! ([`children_of`]). Each `stat` file costs one open, one read and one
+//! close, and is read as bytes: a process name need not be UTF-8, and one
+//! that is not must not hide an orphan from the reaper.
 
 use std::fs;
 use std::os::fd::AsFd;
@@ -44,6 +46,47 @@ pub(super) fn children_of(parent: i32) -> Vec<ChildProc> {
             (ppid == parent).then_some(child)
         })
         .collect()
+}
+
+/// mecha's own children (`parent` is mecha), found from its threads'
+/// `children` lists: a read per thread instead of one per process on the
+/// machine. The kernel walks such a list step by step, so a child collected
+/// (or a thread ending) between two steps can hide another from that walk:
+/// the lists are read twice and taken only when both readings agree.
+/// `None` when they do not, or cannot be read (a kernel built without
+/// them): then only [`children_of`] will do.
+pub(super) fn listed_children_of(parent: i32) -> Option<Vec<ChildProc>> {
+    let first = listed_pids()?;
+    if listed_pids()? != first {
+        return None;
+    }
+    let mut buf = [0u8; STAT_ROOM];
+    Some(
+        first
+            .into_iter()
+            .filter_map(|pid| {
+                let stat = read_stat(CWD, &format!("/proc/{pid}/stat"), &mut buf)?;
+                let (ppid, child) = parse_stat(pid, stat)?;
+                (ppid == parent).then_some(child)
+            })
+            .collect(),
+    )
+}
+
+/// The pids in this process's threads' `children` lists, sorted.
+fn listed_pids() -> Option<Vec<i32>> {
+    let mut pids = Vec::new();
+    for task in fs::read_dir("/proc/self/task").ok()? {
+        let text = fs::read(task.ok()?.path().join("children")).ok()?;
+        for word in text
+            .split(u8::is_ascii_whitespace)
+            .filter(|w| !w.is_empty())
+        {
+            pids.push(std::str::from_utf8(word).ok()?.parse().ok()?);
+        }
+    }
+    pids.sort_unstable();
+    Some(pids)
 }
 
 /// A `stat` file, in one read.
@@ -112,6 +155,36 @@ mod tests {
         let parent = rustix::process::getppid().unwrap().as_raw_nonzero().get();
         assert!(is_child(me, parent));
         assert!(children_of(parent).iter().any(|c| c.pid == me));
+    }
+
+    #[test]
+    fn the_threads_lists_hold_each_child_whatever_thread_started_it() {
+        let me = rustix::process::getpid().as_raw_nonzero().get();
+        let start = || {
+            std::process::Command::new("sleep")
+                .arg("30")
+                .spawn()
+                .unwrap()
+        };
+        let mut here = start();
+        let mut there = std::thread::spawn(start).join().unwrap();
+        // Other tests start and collect children meanwhile; the lists are
+        // trusted once two readings agree.
+        let listed = (0..200)
+            .find_map(|_| {
+                listed_children_of(me).or_else(|| {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    None
+                })
+            })
+            .expect("two readings of the lists never agreed");
+        for child in [&mut here, &mut there] {
+            let pid = i32::try_from(child.id()).unwrap();
+            let found = listed.iter().any(|c| c.pid == pid && !c.zombie);
+            child.kill().unwrap();
+            child.wait().unwrap();
+            assert!(found, "{pid} is not in {listed:?}");
+        }
     }
 
     #[test]
