@@ -374,42 +374,41 @@ def measure_cpu(h: Harness, api: str, rounds: int, repeat: int) -> dict:
     }
 
 
+def round_gaps(h: Harness, api: str, call: tuple[str, dict], rounds: int) -> list[float]:
+    """One run of `rounds` one-call rounds: for each, the ms from the end of
+    the mock's answer to the next request (the issue's measure, so the
+    mock's reading of a growing request and the pauses between its events
+    are not counted as mecha's)."""
+    turns = [call_turn(call)] * rounds + [text_turn("done")]
+    with h.mock(turns) as mock:
+        r = h.run(api, mock, h.workspace(), ["--max-turns", str(rounds + 5), "go"])
+        reqs = mock.requests(rounds + 1)
+        answered = mock.answered()
+    if len(reqs) != rounds + 1 or len(answered) < rounds:
+        raise BenchError(f"{call[0]} run: expected {rounds + 1} requests, got {len(reqs)}:\n{r.stderr}")
+    return [(reqs[i + 1]["t_ns"] - answered[i]) / 1e6 for i in range(rounds)]
+
+
 def measure_late_rounds(h: Harness, api: str, repeat: int, rounds: int = 500) -> dict:
     """Wall time per fs_read round around round 10 and around round
-    `rounds` of several long runs (the mock's request times), pooled:
-    whether a round costs more as the session grows."""
+    `rounds` of several long runs, pooled: whether a round costs more as
+    the session grows."""
     early, late = [], []
     for _ in range(max(repeat, 5)):
-        turns = [call_turn(("fs_read", {"path": "a.txt"}))] * rounds + [text_turn("done")]
-        with h.mock(turns) as mock:
-            r = h.run(api, mock, h.workspace(), ["--max-turns", str(rounds + 5), "read a.txt"])
-            reqs = mock.requests(rounds + 1)
-            answered = mock.answered()
-        if len(reqs) != rounds + 1 or len(answered) < rounds:
-            raise BenchError(f"long run: expected {rounds + 1} requests, got {len(reqs)}:\n{r.stderr}")
-        # The issue's measure: from the end of the model's answer to the
-        # next request, so the mock's reading of a growing request and
-        # the pauses between its events are not counted as mecha's.
-        gaps = lambda a, b: [(reqs[i + 1]["t_ns"] - answered[i]) / 1e6 for i in range(a, b)]
-        early += gaps(10, 30)
-        late += gaps(rounds - 20, rounds)
+        gaps = round_gaps(h, api, ("fs_read", {"path": "a.txt"}), rounds)
+        early += gaps[10:30]
+        late += gaps[rounds - 20:]
     e, l = statistics.median(early), statistics.median(late)
     return {"rounds": rounds, "early_ms": e, "late_ms": l, "ratio": l / e}
 
 
 def measure_echo_round(h: Harness, api: str, repeat: int, rounds: int = 10) -> dict:
-    """A one-call `shell` round (`echo hi`), from the end of the model's
-    answer to the next request, pooled over `repeat` runs; and bash alone."""
+    """A one-call `shell` round (`echo hi`), pooled over `repeat` runs (the
+    first round of each takes the prompt's checkpoint, so is left out);
+    and bash alone."""
     gaps = []
     for _ in range(repeat):
-        turns = [call_turn(("shell", {"command": "echo hi"}))] * rounds + [text_turn("done")]
-        with h.mock(turns) as mock:
-            r = h.run(api, mock, h.workspace(), ["--max-turns", str(rounds + 5), "say hi"])
-            reqs = mock.requests(rounds + 1)
-            answered = mock.answered()
-        if len(reqs) != rounds + 1 or len(answered) < rounds:
-            raise BenchError(f"echo run: expected {rounds + 1} requests, got {len(reqs)}:\n{r.stderr}")
-        gaps += [(reqs[i + 1]["t_ns"] - answered[i]) / 1e6 for i in range(1, rounds)]
+        gaps += round_gaps(h, api, ("shell", {"command": "echo hi"}), rounds)[1:]
     alone = []
     for _ in range(30):
         started = time.perf_counter()
