@@ -200,16 +200,9 @@ fn reap_quickly() -> Option<usize> {
     }
     // One look each, never a wait: a zombie whose other threads still run
     // cannot be collected yet, and is left to the blocking reap.
-    let mut collected = 0;
-    for pid in doomed.iter().filter_map(|c| Pid::from_raw(c.pid)) {
-        match rustix::process::waitpid(Some(pid), WaitOptions::NOHANG) {
-            Ok(Some(_)) => collected += 1,
-            Ok(None) => return None,
-            // ECHILD: not (or no longer) mecha's to wait for.
-            Err(_) => {}
-        }
-    }
-    Some(collected)
+    let mut pending: Vec<Pid> = doomed.iter().filter_map(|c| Pid::from_raw(c.pid)).collect();
+    let collected = collect_ready(&mut pending);
+    pending.is_empty().then_some(collected)
 }
 
 impl Registry {
@@ -280,22 +273,30 @@ fn collect(pids: &[i32]) -> usize {
     let mut pending: Vec<Pid> = pids.iter().filter_map(|&p| Pid::from_raw(p)).collect();
     let mut collected = 0;
     while !pending.is_empty() {
-        pending.retain(
-            |&pid| match rustix::process::waitpid(Some(pid), WaitOptions::NOHANG) {
-                Ok(Some(_)) => {
-                    collected += 1;
-                    false
-                }
-                Ok(None) => true,
-                // ECHILD: not (or no longer) mecha's to wait for.
-                Err(_) => false,
-            },
-        );
+        collected += collect_ready(&mut pending);
         if pending.is_empty() || Instant::now() >= deadline {
             break;
         }
         std::thread::sleep(Duration::from_millis(1));
     }
+    collected
+}
+
+/// Collects each of `pending` that has exited, without waiting, and
+/// leaves in it those still running; returns how many it collected.
+fn collect_ready(pending: &mut Vec<Pid>) -> usize {
+    let mut collected = 0;
+    pending.retain(
+        |&pid| match rustix::process::waitpid(Some(pid), WaitOptions::NOHANG) {
+            Ok(Some(_)) => {
+                collected += 1;
+                false
+            }
+            Ok(None) => true,
+            // ECHILD: not (or no longer) mecha's to wait for.
+            Err(_) => false,
+        },
+    );
     collected
 }
 

@@ -135,8 +135,7 @@ impl Baseline {
         // The work tree of each git directory a `.git` file or symlink
         // names (`--separate-git-dir`, a linked worktree).
         let mut worktrees: HashMap<PathBuf, PathBuf> = HashMap::new();
-        let listings = &self.listings;
-        for repo in find_opening(&self.workspace, true, listings, &mut |dir| {
+        for repo in find_opening(&self.workspace, true, &self.listings, &mut |dir| {
             opened.open_up_dir(dir)
         }) {
             match repo {
