@@ -262,7 +262,7 @@ impl Agent {
     }
 
     /// Records every change to the session in `journal`, synced at every
-    /// turn boundary.
+    /// turn boundary (behind the next request, where there is one).
     #[must_use]
     pub fn with_journal(mut self, journal: Arc<dyn Journal>) -> Self {
         self.journal = Some(journal);
@@ -304,6 +304,7 @@ impl Agent {
         // Only a whole exchange gets here: one dropped midway leaves the
         // flag (and any text streamed) for `keep_interrupted`.
         session.prompt_open = false;
+        self.sync_if_failed(&sent);
         self.checkpoint_after_prompt(session)?;
         sent
     }
@@ -335,7 +336,7 @@ impl Agent {
         });
         self.push(session, message, Vec::new());
         session.prompt_open = true;
-        self.sync();
+        self.sync_behind();
         self.turns(session, before, events).await
     }
 
@@ -352,9 +353,10 @@ impl Agent {
         let before = session.messages.len();
         self.push(session, results, external);
         session.prompt_open = true;
-        self.sync();
+        self.sync_behind();
         let answered = self.turns(session, before, events).await;
         session.prompt_open = false;
+        self.sync_if_failed(&answered);
         self.checkpoint_after_prompt(session)?;
         answered
     }
@@ -430,7 +432,7 @@ impl Agent {
                         self.end_turn(session, usage, false);
                         let back = format!("{SENT_BACK}\n{reason}");
                         self.push(session, Message::user_text(&back), Vec::new());
-                        self.sync();
+                        self.sync_behind();
                         continue;
                     }
                     self.end_turn(session, usage, true);
@@ -482,8 +484,9 @@ impl Agent {
             self.push(session, message, results.external);
             let narrowed = session.surface != surface;
             self.note_changes(session, &tools.registry, taint, narrowed, events);
-            self.sync();
+            self.sync_behind();
         }
+        self.sync();
         Ok(Outcome::TurnLimit {
             turns: self.limits.max_turns,
         })

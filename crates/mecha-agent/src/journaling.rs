@@ -6,7 +6,7 @@ use mecha_core::{
     Record, Registry, Role, Taint, Usage, results_for_open_calls,
 };
 
-use crate::agent::{Agent, Session};
+use crate::agent::{Agent, AgentError, Session};
 use crate::events::{Event, EventSink};
 
 impl Agent {
@@ -40,6 +40,23 @@ impl Agent {
     pub(crate) fn sync(&self) {
         if let Some(journal) = &self.journal {
             journal.sync();
+        }
+    }
+
+    /// A sync the next request need not wait for: where the loop goes on
+    /// to ask the model again.
+    pub(crate) fn sync_behind(&self) {
+        if let Some(journal) = &self.journal {
+            journal.sync_behind();
+        }
+    }
+
+    /// Makes a prompt that failed midway (the provider gave up, a tool
+    /// broke) durable as it stands; every other ending syncs where it
+    /// returns.
+    pub(crate) fn sync_if_failed<T>(&self, ended: &Result<T, AgentError>) {
+        if ended.is_err() {
+            self.sync();
         }
     }
 

@@ -71,12 +71,19 @@ pub enum Record {
 }
 
 /// Where a session's records go. Appending is one write per record;
-/// `sync` makes everything appended so far durable, and the loop calls it
-/// at every turn boundary. A journal that cannot write says so itself (once)
-/// and never stops the run: losing the record must not lose the run.
+/// `sync` makes everything appended so far durable before it returns, and
+/// `sync_behind` starts making it durable without waiting for the disk
+/// (what the loop calls between a turn's results and its next request, so
+/// the request does not queue behind an `fdatasync`). A journal that
+/// cannot write says so itself (once) and never stops the run: losing the
+/// record must not lose the run.
 pub trait Journal: Send + Sync {
     fn append(&self, record: &Record);
     fn sync(&self);
+    /// By default, a [`Journal::sync`].
+    fn sync_behind(&self) {
+        self.sync();
+    }
 }
 
 /// What a tool result says when mecha stopped before the call's result was

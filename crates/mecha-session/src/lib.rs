@@ -19,6 +19,7 @@ mod parse;
 mod recall;
 mod replay;
 mod store;
+mod syncer;
 mod time;
 mod transcript;
 mod writer;

@@ -12,6 +12,7 @@ use rustix::fs::{FlockOperation, flock};
 
 use crate::format::{header_line, record_line};
 use crate::store::Loaded;
+use crate::syncer::Syncer;
 use crate::time::Utc;
 use crate::{Header, NewSession, SCHEMA_VERSION, SessionError};
 
@@ -39,6 +40,8 @@ struct Inner {
     /// A write failed: nothing more is written, so the file stays a whole
     /// prefix of the session instead of one with a hole in it.
     failed: bool,
+    /// Runs the syncs asked for with `sync_behind`, once there was one.
+    syncer: Option<Syncer>,
 }
 
 /// Attempts at a fresh id before giving up (ids differ by 24 random bits
@@ -117,6 +120,7 @@ impl Writer {
                 seq,
                 end,
                 failed: false,
+                syncer: None,
             }),
             report: Box::new(|line| {
                 let _ = writeln!(io::stderr(), "mecha: warning: {line}");
@@ -180,12 +184,56 @@ impl Journal for Writer {
 
     fn sync(&self) {
         let mut inner = self.inner();
-        if inner.failed {
+        if self.failed_behind(&mut inner) {
             return;
         }
         if let Err(e) = inner.file.sync_data() {
             self.fail(&mut inner, "sync", &e);
         }
+    }
+
+    fn sync_behind(&self) {
+        let mut inner = self.inner();
+        if self.failed_behind(&mut inner) {
+            return;
+        }
+        if inner.syncer.is_none() {
+            match inner.file.try_clone().and_then(Syncer::start) {
+                Ok(syncer) => inner.syncer = Some(syncer),
+                // No thread to spare: the caller waits for the disk.
+                Err(_) => {
+                    drop(inner);
+                    return self.sync();
+                }
+            }
+        }
+        if let Some(syncer) = &inner.syncer {
+            syncer.ask();
+        }
+    }
+}
+
+impl Writer {
+    /// Whether writing has ended, now or earlier: a sync running behind
+    /// failed since the last look ends it here.
+    fn failed_behind(&self, inner: &mut Inner) -> bool {
+        if !inner.failed
+            && let Some(e) = inner.syncer.as_ref().and_then(Syncer::take_error)
+        {
+            self.fail(inner, "sync", &e);
+        }
+        inner.failed
+    }
+}
+
+impl Drop for Writer {
+    /// Waits for the syncs still running behind, and reports one that failed.
+    fn drop(&mut self) {
+        let mut inner = self.inner();
+        if let Some(syncer) = &inner.syncer {
+            syncer.wait();
+        }
+        self.failed_behind(&mut inner);
     }
 }
 
@@ -273,5 +321,51 @@ mod tests {
             reports[0]
         );
         assert_eq!(writer.inner().seq, 0, "a failed record takes no number");
+    }
+
+    /// A writer on a pipe, whose syncs fail (EINVAL), with its reports.
+    fn unsyncable() -> (Writer, Arc<Mutex<Vec<String>>>, io::PipeReader) {
+        let (reader, pipe) = io::pipe().unwrap();
+        let file = File::from(std::os::fd::OwnedFd::from(pipe));
+        let reports = Arc::new(Mutex::new(Vec::<String>::new()));
+        let seen = Arc::clone(&reports);
+        let writer =
+            Writer::with("x".into(), "pipe".into(), file, 0, 0).on_failure(Box::new(move |line| {
+                seen.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(line.into())
+            }));
+        (writer, reports, reader)
+    }
+
+    #[test]
+    fn a_sync_behind_that_fails_ends_the_writing_at_the_next_record() {
+        let (writer, reports, _reader) = unsyncable();
+        writer.append(&Record::Rewind { keep: 1 });
+        writer.sync_behind();
+        writer
+            .inner()
+            .syncer
+            .as_ref()
+            .expect("a sync behind starts the thread")
+            .wait();
+        assert!(reports.lock().unwrap().is_empty(), "not reported yet");
+        writer.sync_behind();
+        writer.append(&Record::Rewind { keep: 2 });
+        let reports = reports.lock().unwrap();
+        assert_eq!(reports.len(), 1, "{reports:?}");
+        assert!(reports[0].contains("cannot sync"), "{}", reports[0]);
+        assert_eq!(writer.inner().seq, 1, "nothing is written after it");
+    }
+
+    #[test]
+    fn a_sync_behind_that_fails_is_reported_when_the_writer_goes() {
+        let (writer, reports, _reader) = unsyncable();
+        writer.append(&Record::Rewind { keep: 1 });
+        writer.sync_behind();
+        drop(writer);
+        let reports = reports.lock().unwrap();
+        assert_eq!(reports.len(), 1, "{reports:?}");
+        assert!(reports[0].contains("cannot sync"), "{}", reports[0]);
     }
 }
