@@ -413,9 +413,14 @@ pub fn interrupted() -> impl std::future::Future<Output = ()> {
     }
 }
 
-/// The async runtime, built only by the commands that need one.
+/// The async runtime, built only by the commands that need one: one
+/// thread, the one that drives the loop. A turn's calls already run side by
+/// side on the loop's own task, and blocking work goes to tokio's blocking
+/// pool, so worker threads would only carry the HTTP connection and the
+/// descriptors' readiness; each of those handed over between threads cost
+/// a wake-up on the path from the model's answer to the next request.
 pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
-    tokio::runtime::Builder::new_multi_thread()
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::Run(anyhow::anyhow!("cannot start the async runtime: {e}")))
