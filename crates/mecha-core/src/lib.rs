@@ -72,8 +72,8 @@ pub use output::{Narrowing, ToolOutput};
 pub use panic_cleanup::{clean_up_after_panic, install_panic_cleanup};
 pub use printable::{needs_escape, printable, rewrite};
 pub use process_tree::{
-    BASE_ENV, ProcessGroup, Program, Spawned, become_subreaper, reap_orphans, reap_orphans_now,
-    spawn_group, spawn_program_group,
+    BASE_ENV, ProcessGroup, Program, Spawned, become_subreaper, on_path, reap_orphans,
+    reap_orphans_now, spawn_group, spawn_program_group,
 };
 pub use progress::ProgressSink;
 pub use registry::{DuplicateTool, Registry, ToolDefinition};

@@ -241,7 +241,8 @@ fn resolve_command(command: &str, config_dir: &Path) -> Result<PathBuf, String> 
     } else if command.contains('/') {
         config_dir.join(command)
     } else {
-        return on_path(command).ok_or_else(|| format!("no program `{command}` is on PATH"));
+        return mecha_core::on_path(command)
+            .ok_or_else(|| format!("no program `{command}` is on PATH"));
     };
     if !path.is_file() {
         return Err(format!("there is no file {}", path.display()));
@@ -253,13 +254,6 @@ fn resolve_command(command: &str, config_dir: &Path) -> Result<PathBuf, String> 
         ));
     }
     Ok(path)
-}
-
-fn on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file() && is_executable(p))
 }
 
 fn is_executable(path: &Path) -> bool {

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, Signal, WaitOptions, getpid, kill_process, kill_process_group};
 use tokio::process::{Child, Command};
 
-pub use spawn::{Program, Spawned, spawn_program_group};
+pub use spawn::{Program, Spawned, on_path, spawn_program_group};
 
 /// The variables a third-party child (an MCP server, a hook) inherits from
 /// mecha when present, because most runtimes cannot start without them.

@@ -13,8 +13,9 @@ use std::ffi::{CString, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::ffi::OsStringExt;
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 
 use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawn};
@@ -169,6 +170,18 @@ pub fn spawn_program_group(program: &Program<'_>) -> io::Result<(Spawned, Proces
     drop(reg);
     let spawned = Spawned { pid, status: None };
     Ok((spawned, ProcessGroup { pgid: Some(raw) }))
+}
+
+/// Where `name` is found on mecha's PATH: the first regular, executable
+/// file of that name, as a shell would run it.
+pub fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 fn c_string(text: OsString) -> io::Result<CString> {

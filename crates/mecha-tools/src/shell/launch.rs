@@ -132,13 +132,22 @@ fn unconfined(command: &str, cwd: &Path, hidden_env: &[String]) -> Command {
     cmd.arg("-c")
         .arg(command)
         .current_dir(cwd)
-        // Git asks for credentials on the terminal, not stdin; without this a
-        // push to a private remote sits stopped until the timeout.
-        .env("GIT_TERMINAL_PROMPT", "0");
-    for name in hidden_env {
-        cmd.env_remove(name);
-    }
+        .env_clear()
+        .envs(unconfined_env(hidden_env));
     cmd
+}
+
+/// What the bash of an unconfined call inherits: mecha's environment
+/// without the model API keys, and git never asking on the terminal (it
+/// asks for credentials there, not on stdin, so a push to a private remote
+/// would sit stopped until the timeout).
+pub(super) fn unconfined_env(hidden_env: &[String]) -> Vec<(OsString, OsString)> {
+    std::env::vars_os()
+        .filter(|(name, _)| {
+            name != "GIT_TERMINAL_PROMPT" && !hidden_env.iter().any(|h| name == h.as_str())
+        })
+        .chain([("GIT_TERMINAL_PROMPT".into(), "0".into())])
+        .collect()
 }
 
 /// The whole environment inside the sandbox: the allowlist, the PATH the

@@ -12,6 +12,7 @@
 mod cancel;
 mod launch;
 mod render;
+mod spare;
 
 use std::io;
 use std::process::ExitStatus;
@@ -28,6 +29,7 @@ use tokio::time::{Instant, sleep_until};
 use crate::args::{optional_u64, required_str};
 use launch::{Launched, launch};
 use render::{render, seconds};
+use spare::Spares;
 
 /// Timeouts for `shell`.
 #[derive(Debug, Clone)]
@@ -74,6 +76,8 @@ const TRAILER_RESERVE: usize = 320;
 pub struct Shell {
     config: ShellConfig,
     description: String,
+    /// A bash started ahead for the next unconfined call.
+    spares: Spares,
 }
 
 impl Shell {
@@ -121,6 +125,7 @@ impl Shell {
         Self {
             config,
             description,
+            spares: Spares::default(),
         }
     }
 
@@ -213,14 +218,20 @@ impl Tool for Shell {
         };
 
         let sandbox = self.config.sandbox.as_ref();
-        let launched = launch(
-            command,
-            ctx.workspace(),
-            &self.config.hidden_env,
-            sandbox,
-            ctx.protected(),
-            ctx.sealed(),
-        );
+        let spare = match sandbox {
+            None => self.spares.run(command, ctx.workspace()),
+            Some(_) => None,
+        };
+        let launched = spare.map(Ok).unwrap_or_else(|| {
+            launch(
+                command,
+                ctx.workspace(),
+                &self.config.hidden_env,
+                sandbox,
+                ctx.protected(),
+                ctx.sealed(),
+            )
+        });
         let Launched {
             mut child,
             group,
@@ -256,6 +267,9 @@ impl Tool for Shell {
                 .unwrap_or_default(),
             None => Finished::default(),
         };
+        if sandbox.is_none() {
+            self.spares.refill(&self.config.hidden_env);
+        }
 
         let at_max = timeout >= self.config.max_timeout;
         let text = sink.finish();
