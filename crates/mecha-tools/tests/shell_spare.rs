@@ -10,8 +10,6 @@ use mecha_core::{Tool, ToolCtx, ToolOutput};
 use mecha_tools::{Shell, ShellConfig};
 use serde_json::json;
 
-/// One test at a time: each looks for its spare among this process's
-/// children.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn ctx(dir: &std::path::Path) -> ToolCtx {
@@ -61,17 +59,39 @@ fn ticks_now() -> u64 {
     (secs * 100.0) as u64
 }
 
-#[tokio::test]
-async fn a_later_call_runs_on_a_bash_started_before_it() {
-    let _serial = SERIAL.lock().await;
+/// A `shell` whose first call has ended and whose spare is waiting, in a
+/// workspace of its own; one at a time, since each looks for its spare
+/// among this process's children.
+struct Primed {
+    _serial: tokio::sync::MutexGuard<'static, ()>,
+    _dir: tempfile::TempDir,
+    ctx: ToolCtx,
+    shell: Shell,
+    spare: u32,
+}
+
+async fn primed() -> Primed {
+    let serial = SERIAL.lock().await;
     let dir = tempfile::tempdir().unwrap();
-    let ctx = ctx(dir.path());
+    let ctx = ctx(&dir.path().canonicalize().unwrap());
     let shell = Shell::new(ShellConfig::default());
     assert!(!run(&shell, &ctx, "true").await.is_error);
-    spare_started().await;
+    let spare = spare_started().await;
+    Primed {
+        _serial: serial,
+        _dir: dir,
+        ctx,
+        shell,
+        spare,
+    }
+}
+
+#[tokio::test]
+async fn a_later_call_runs_on_a_bash_started_before_it() {
+    let p = primed().await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let asked = ticks_now();
-    let out = run(&shell, &ctx, "cut -d' ' -f22 /proc/$$/stat").await;
+    let out = run(&p.shell, &p.ctx, "cut -d' ' -f22 /proc/$$/stat").await;
     let started: u64 = out.content.trim().parse().expect(&out.content);
     assert!(
         started + 10 < asked,
@@ -87,24 +107,23 @@ trap 'echo bye' EXIT
 
 #[tokio::test]
 async fn a_spare_runs_a_command_as_a_fresh_bash_does() {
-    let _serial = SERIAL.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let dir_path = dir.path().canonicalize().unwrap();
-    let ctx = ctx(&dir_path);
-    let fresh = run(&Shell::new(ShellConfig::default()), &ctx, PROBE).await;
-    let shell = Shell::new(ShellConfig::default());
-    run(&shell, &ctx, "true").await;
-    spare_started().await;
-    let spare = run(&shell, &ctx, PROBE).await;
+    let p = primed().await;
+    let fresh = run(&Shell::new(ShellConfig::default()), &p.ctx, PROBE).await;
+    let spare = run(&p.shell, &p.ctx, PROBE).await;
     assert_eq!(spare.content, fresh.content);
     assert!(
         spare.is_error && spare.content.contains("bye"),
         "{}",
         spare.content
     );
-    // A multi-line command with a here-document and a NUL-free quote mix.
+    // A multi-line command with a here-document and quotes of both kinds.
     spare_started().await;
-    let heredoc = run(&shell, &ctx, "cat <<'EOF'\n$HOME 'a' \"b\"\nEOF\necho done").await;
+    let heredoc = run(
+        &p.shell,
+        &p.ctx,
+        "cat <<'EOF'\n$HOME 'a' \"b\"\nEOF\necho done",
+    )
+    .await;
     assert_eq!(
         heredoc.content.lines().take(2).collect::<Vec<_>>(),
         ["$HOME 'a' \"b\"", "done"]
@@ -113,34 +132,31 @@ async fn a_spare_runs_a_command_as_a_fresh_bash_does() {
 
 #[tokio::test]
 async fn a_spare_that_died_while_it_waited_gives_way_to_a_fresh_bash() {
-    let _serial = SERIAL.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let ctx = ctx(dir.path());
-    let shell = Shell::new(ShellConfig::default());
-    run(&shell, &ctx, "true").await;
-    let pid = spare_started().await;
+    let p = primed().await;
     rustix::process::kill_process(
-        rustix::process::Pid::from_raw(pid as i32).unwrap(),
+        rustix::process::Pid::from_raw(p.spare as i32).unwrap(),
         rustix::process::Signal::KILL,
     )
     .unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let out = run(&shell, &ctx, "echo still here").await;
+    let out = run(&p.shell, &p.ctx, "echo still here").await;
     assert!(!out.is_error, "{}", out.content);
     assert!(out.content.contains("still here"), "{}", out.content);
 }
 
 #[tokio::test]
 async fn the_spare_goes_with_the_tool() {
-    let _serial = SERIAL.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let ctx = ctx(dir.path());
-    let shell = Shell::new(ShellConfig::default());
-    run(&shell, &ctx, "true").await;
-    let pid = spare_started().await;
+    // The guard and the workspace stay bound to the end: `..` would drop them.
+    let Primed {
+        _serial,
+        _dir,
+        shell,
+        spare,
+        ..
+    } = primed().await;
     drop(shell);
     let running = || {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        std::fs::read_to_string(format!("/proc/{spare}/stat")).is_ok_and(|stat| {
             stat.rsplit_once(')')
                 .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
         })
@@ -151,5 +167,5 @@ async fn the_spare_goes_with_the_tool() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    panic!("the spare bash {pid} outlived its tool");
+    panic!("the spare bash {spare} outlived its tool");
 }
