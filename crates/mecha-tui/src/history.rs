@@ -14,6 +14,7 @@ use serde_json::Value;
 use std::time::Instant;
 
 use crate::escape;
+use crate::frame;
 use crate::markdown;
 use crate::theme::Theme;
 use crate::transcript::{Entry, NoticeKind, ToolEntry, ToolStatus, Transcript};
@@ -22,6 +23,8 @@ use crate::transcript::{Entry, NoticeKind, ToolEntry, ToolStatus, Transcript};
 const INPUT_CHARS: usize = 60;
 /// Progress lines shown under a running or finished call.
 const PROGRESS_SHOWN: usize = 3;
+/// Columns of a notice's `· ` lead, under which its wrapped lines go on.
+const NOTICE_INDENT: usize = 2;
 
 /// What an empty transcript says: what to type, and where the rest is.
 pub const FIRST_SCREEN: &str = "mecha: type a task and press Enter (Ctrl-J for a new line). \
@@ -48,7 +51,7 @@ pub fn render(
     let mut newest_first: Vec<Vec<Line<'static>>> = Vec::new();
     let mut rows = 0;
     for (i, entry) in transcript.entries().iter().enumerate().rev() {
-        let mut lines = block(i, entry, theme, wanted - rows);
+        let mut lines = block(i, entry, theme, wanted - rows, Some(area.width));
         // From the entry's end, only as many lines as the view still
         // needs: a long answer streaming in is not wrapped whole per frame.
         let mut kept = Vec::new();
@@ -83,7 +86,7 @@ pub fn render(
 pub fn plain(transcript: &Transcript) -> String {
     let mut text = String::new();
     for (i, entry) in transcript.entries().iter().enumerate() {
-        for line in block(i, entry, Theme::new(false), usize::MAX) {
+        for line in block(i, entry, Theme::new(false), usize::MAX, None) {
             let start = text.len();
             for span in &line.spans {
                 text.push_str(&span.content);
@@ -98,17 +101,30 @@ pub fn plain(transcript: &Transcript) -> String {
 
 /// Entry `i`'s lines, after a blank line that parts it from the one
 /// before, unless it is a call: a call sits under what asked for it.
-fn block(i: usize, entry: &Entry, theme: Theme, wanted: usize) -> Vec<Line<'static>> {
+/// `width`: the columns the screen wraps them to (`None`: not wrapped).
+fn block(
+    i: usize,
+    entry: &Entry,
+    theme: Theme,
+    wanted: usize,
+    width: Option<u16>,
+) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     if i > 0 && !matches!(entry, Entry::Tool(_)) {
         lines.push(Line::default());
     }
-    entry_lines(entry, theme, wanted, &mut lines);
+    entry_lines(entry, theme, wanted, width, &mut lines);
     lines
 }
 
 /// `wanted`: how many lines of its end the view needs at least.
-fn entry_lines(entry: &Entry, theme: Theme, wanted: usize, out: &mut Vec<Line<'static>>) {
+fn entry_lines(
+    entry: &Entry,
+    theme: Theme,
+    wanted: usize,
+    width: Option<u16>,
+    out: &mut Vec<Line<'static>>,
+) {
     match entry {
         Entry::Prompt(text) => {
             for (i, line) in text.split('\n').enumerate() {
@@ -137,10 +153,15 @@ fn entry_lines(entry: &Entry, theme: Theme, wanted: usize, out: &mut Vec<Line<'s
                 NoticeKind::Error => theme.alert(),
             };
             // Each line escaped alone: a line break is the text's own, any
-            // other control character is shown, not obeyed.
+            // other control character is shown, not obeyed. Wrapped, a
+            // line goes on under its text, not under the `·`.
             for (i, line) in text.lines().enumerate() {
                 let lead = if i == 0 { "· " } else { "  " };
-                out.push(Line::styled(format!("{lead}{}", escape::line(line)), style));
+                let span = Span::styled(format!("{lead}{}", escape::line(line)), style);
+                match width {
+                    Some(width) => out.extend(frame::hanging(vec![span], width, NOTICE_INDENT)),
+                    None => out.push(Line::from(span)),
+                }
             }
         }
     }
@@ -434,5 +455,40 @@ mod tests {
             text.contains("✓ web_open [1]  2.0 KB · [1] The Rust Programming Language — https://doc.rust-lang.org/book/"),
             "{text}"
         );
+    }
+
+    /// The rows a `width`-column screen shows for `t`, trailing blanks cut.
+    fn screen(t: &Transcript, width: u16) -> Vec<String> {
+        let area = Rect::new(0, 0, width, 12);
+        let mut buf = Buffer::empty(area);
+        render(t, Theme::new(false), 0, area, &mut buf);
+        (0..area.height)
+            .map(|y| {
+                let row: String = (0..width).map(|x| buf[(x, y)].symbol()).collect();
+                row.trim_end().to_owned()
+            })
+            .filter(|row| !row.is_empty())
+            .collect()
+    }
+
+    #[test]
+    fn a_wrapped_notice_goes_on_under_its_text() {
+        let mut t = Transcript::new();
+        t.notice(
+            NoticeKind::Warning,
+            "the session file cannot be written, so a resume starts from the last record\nsecond line"
+                .into(),
+        );
+        let rows = screen(&t, 24);
+        assert!(rows[0].starts_with("· the session"), "{rows:#?}");
+        for row in &rows[1..] {
+            assert!(
+                row.starts_with("  ") && !row.starts_with("   "),
+                "{rows:#?}"
+            );
+        }
+        assert!(rows.iter().any(|r| r == "  second line"), "{rows:#?}");
+        // Unwrapped, as the scrollback keeps it, the text is whole.
+        assert!(plain(&t).contains("cannot be written, so a resume"));
     }
 }
