@@ -150,11 +150,16 @@ impl App {
     /// Sends `prompt` as if it had been typed and entered: shown as the
     /// user's, and a turn begins (the prompt given on the command line).
     pub fn send(&mut self, prompt: String) -> Action {
+        self.transcript.prompt(&prompt);
+        self.start(prompt)
+    }
+
+    /// Hands `line` over to be run, with nothing shown for it.
+    fn start(&mut self, line: String) -> Action {
         self.busy = true;
         self.scroll_back = 0;
         self.dirty = true;
-        self.transcript.prompt(&prompt);
-        Action::Send(prompt)
+        Action::Send(line)
     }
 
     /// Tells the user through `attention` when the screen needs them.
@@ -310,9 +315,15 @@ impl App {
                     self.picking = None;
                     self.transcript.notice(NoticeKind::Info, text);
                 }
+                // Run as if typed, but not shown as typed: the user picked
+                // it (each step of `/rewind` is one), and what it does
+                // says so itself.
                 Some(Picked::Chosen(OnPick::Enter(line))) => {
                     self.picking = None;
-                    return self.enter(line);
+                    if self.busy {
+                        return self.enter(line);
+                    }
+                    return self.start(line);
                 }
                 Some(Picked::Closed) => {
                     self.picking = None;

@@ -298,7 +298,7 @@ fn a_question_whose_call_was_dropped_is_not_shown() {
 }
 
 #[test]
-fn picking_an_item_that_enters_a_line_sends_it_as_if_typed() {
+fn picking_an_item_that_enters_a_line_runs_it_without_showing_it_as_typed() {
     let mut a = app();
     let item = |name: &str| PickItem {
         name: name.into(),
@@ -317,6 +317,10 @@ fn picking_an_item_that_enters_a_line_sends_it_as_if_typed() {
         Action::Send("/resume b".into())
     );
     assert!(a.busy());
+    assert!(
+        !crate::history::plain(&a.transcript).contains("/resume b"),
+        "a picked line is not shown as typed"
+    );
 }
 
 #[test]

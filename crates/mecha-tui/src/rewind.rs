@@ -2,8 +2,9 @@
 //! each changed, then what to put back of the one picked (files and
 //! conversation, files, conversation, or nothing), then, if files changed
 //! outside the session since, whether to overwrite them. Each choice enters
-//! a line (`/rewind 2 both`), as if typed, which the binary answers; the
-//! turns and what they changed are the binary's to read.
+//! a line (`/rewind 2 both`), as if typed but not shown as typed, which the
+//! binary answers; the turns and what they changed are the binary's to
+//! read.
 
 use crate::picker::{OnPick, PickItem, Picker};
 
