@@ -49,6 +49,13 @@ struct Registry {
     leaders: BTreeSet<i32>,
 }
 
+/// Held by this crate's tests that start children of the test process and
+/// by those that reap: a reap kills and collects every live child in no
+/// registered group, which another test's child is (its `wait` then finds
+/// no child, ECHILD).
+#[cfg(test)]
+pub(crate) static TEST_CHILDREN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     groups: BTreeSet::new(),
     leaders: BTreeSet::new(),

@@ -159,6 +159,7 @@ mod tests {
 
     #[test]
     fn the_threads_lists_hold_each_child_whatever_thread_started_it() {
+        let _children = super::super::TEST_CHILDREN.blocking_lock();
         let me = rustix::process::getpid().as_raw_nonzero().get();
         let start = || {
             std::process::Command::new("sleep")
@@ -190,6 +191,7 @@ mod tests {
     #[test]
     fn a_child_whose_name_is_not_utf8_is_found() {
         use std::os::unix::ffi::OsStrExt;
+        let _children = super::super::TEST_CHILDREN.blocking_lock();
         let dir = tempfile::tempdir().unwrap();
         // The kernel names a process after the file it was started from.
         let program = dir.path().join(std::ffi::OsStr::from_bytes(b"\xff\xfe)(x"));

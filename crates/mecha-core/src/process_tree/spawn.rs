@@ -205,6 +205,7 @@ mod tests {
     /// Runs `script` under `/bin/sh` with one variable and one kept
     /// descriptor (a file holding "kept"), and its output in a file.
     async fn run(script: &str) -> (ExitStatus, String, u32) {
+        let _children = super::super::TEST_CHILDREN.lock().await;
         let mut kept = tempfile::tempfile().unwrap();
         kept.write_all(b"kept").unwrap();
         kept.rewind().unwrap();
@@ -246,6 +247,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_dropped_program_is_killed_and_collected() {
+        let _children = super::super::TEST_CHILDREN.lock().await;
         let out = tempfile::tempfile().unwrap();
         let args = ["-c".into(), "sleep 30".into()];
         let (child, group) = spawn_program_group(&Program {

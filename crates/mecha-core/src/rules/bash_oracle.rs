@@ -270,6 +270,7 @@ fn runs_git_push(argv: &[String]) -> bool {
 /// 200 random lines by default; `MECHA_ORACLE_CASES=20000` searches longer.
 #[test]
 fn bash_runs_only_what_the_rules_saw() {
+    let _children = crate::process_tree::TEST_CHILDREN.blocking_lock();
     let Some(oracle) = Oracle::new() else {
         eprintln!("bash_runs_only_what_the_rules_saw: skipped, no bash on PATH");
         return;
@@ -306,6 +307,7 @@ fn bash_runs_only_what_the_rules_saw() {
 /// cases so they run even if the random search misses them.
 #[test]
 fn known_tricks_against_bash() {
+    let _children = crate::process_tree::TEST_CHILDREN.blocking_lock();
     let Some(oracle) = Oracle::new() else {
         eprintln!("known_tricks_against_bash: skipped, no bash on PATH");
         return;
