@@ -2,12 +2,13 @@
 //! what its exit and stdout mean under the Claude Code contract.
 
 use std::ffi::OsString;
+use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::Instant;
 
-use mecha_core::{BASE_ENV, spawn_group};
+use mecha_core::{BASE_ENV, ProcessGroup, spawn_group};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
@@ -112,7 +113,9 @@ async fn execute(hook: &Hook, payload: &[u8], cwd: &Path) -> Result<Finished, St
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let (mut child, group) = spawn_group(&mut cmd).map_err(|e| format!("could not start: {e}"))?;
+    let (mut child, group) = start(&mut cmd)
+        .await
+        .map_err(|e| format!("could not start: {e}"))?;
     let (Some(mut stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
@@ -312,3 +315,23 @@ fn bounded_to(text: &str, chars: usize) -> String {
         None => text.to_owned(),
     }
 }
+
+/// Starts the hook; a script still open for writing somewhere (an editor
+/// saving it, a fork of a process that was writing it) refuses to run with
+/// ETXTBSY for a moment, so that is tried again a few times.
+async fn start(cmd: &mut Command) -> io::Result<(tokio::process::Child, ProcessGroup)> {
+    let mut waits = BUSY_WAITS;
+    loop {
+        match spawn_group(cmd) {
+            Err(e) if e.kind() == io::ErrorKind::ExecutableFileBusy && waits > 0 => {
+                waits -= 1;
+                tokio::time::sleep(BUSY_WAIT).await;
+            }
+            started => return started,
+        }
+    }
+}
+
+/// How often, and how long apart, a busy script is tried again.
+const BUSY_WAITS: u32 = 5;
+const BUSY_WAIT: std::time::Duration = std::time::Duration::from_millis(20);

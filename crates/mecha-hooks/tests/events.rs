@@ -109,7 +109,11 @@ async fn plain_text_from_a_tool_hook_is_still_garbage() {
         .pre_tool(&context(dir.path()), "shell", &json!({}), "t1")
         .await;
     assert!(matches!(v.decision, Decision::Block(_)), "{:?}", v.decision);
-    assert!(v.each[0].failure.as_deref().unwrap().contains("not JSON"));
+    assert!(
+        v.each[0].failure.as_deref().unwrap().contains("not JSON"),
+        "{:?}",
+        v.each[0].failure
+    );
 }
 
 #[tokio::test]
@@ -179,4 +183,22 @@ async fn a_permission_decision_means_nothing_outside_pre_tool() {
     let set = HookSet::compile(&[at(HookEvent::Stop, hook(&s, None))], dir.path()).unwrap();
     let v = set.stop(&context(dir.path()), false, "done").await;
     assert_eq!(v.decision, Decision::Pass);
+}
+
+#[tokio::test]
+async fn a_script_busy_for_a_moment_still_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = script(dir.path(), "h", "cat >/dev/null; echo '{}'");
+    // Open for writing, the script cannot be run (ETXTBSY) until closed.
+    let writing = std::fs::OpenOptions::new().write(true).open(&s).unwrap();
+    let closer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        drop(writing);
+    });
+    let set = HookSet::compile(&[hook(&s, None)], dir.path()).unwrap();
+    let v = set
+        .pre_tool(&context(dir.path()), "shell", &json!({}), "t1")
+        .await;
+    closer.join().unwrap();
+    assert_eq!(v.decision, Decision::Pass, "{:?}", v.each[0].failure);
 }
