@@ -160,6 +160,17 @@ impl Writer {
             self.path.display()
         ));
     }
+
+    /// Whether writing has ended, now or earlier: a sync running behind
+    /// failed since the last look ends it here.
+    fn failed_behind(&self, inner: &mut Inner) -> bool {
+        if !inner.failed
+            && let Some(e) = inner.syncer.as_ref().and_then(Syncer::take_error)
+        {
+            self.fail(inner, "sync", &e);
+        }
+        inner.failed
+    }
 }
 
 impl Journal for Writer {
@@ -210,19 +221,6 @@ impl Journal for Writer {
         if let Some(syncer) = &inner.syncer {
             syncer.ask();
         }
-    }
-}
-
-impl Writer {
-    /// Whether writing has ended, now or earlier: a sync running behind
-    /// failed since the last look ends it here.
-    fn failed_behind(&self, inner: &mut Inner) -> bool {
-        if !inner.failed
-            && let Some(e) = inner.syncer.as_ref().and_then(Syncer::take_error)
-        {
-            self.fail(inner, "sync", &e);
-        }
-        inner.failed
     }
 }
 
@@ -295,15 +293,7 @@ mod tests {
     fn a_failing_write_is_reported_once_and_never_panics() {
         // Every write to /dev/full fails with ENOSPC, as on a full disk.
         let file = OpenOptions::new().append(true).open("/dev/full").unwrap();
-        let reports = Arc::new(Mutex::new(Vec::<String>::new()));
-        let seen = Arc::clone(&reports);
-        let writer = Writer::with("x".into(), "/dev/full".into(), file, 0, 0).on_failure(Box::new(
-            move |line| {
-                seen.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(line.into())
-            },
-        ));
+        let (writer, reports) = reporting(file, "/dev/full");
         let record = Record::Message {
             message: Message::user_text("hi"),
             external: vec![],
@@ -323,18 +313,23 @@ mod tests {
         assert_eq!(writer.inner().seq, 0, "a failed record takes no number");
     }
 
-    /// A writer on a pipe, whose syncs fail (EINVAL), with its reports.
-    fn unsyncable() -> (Writer, Arc<Mutex<Vec<String>>>, io::PipeReader) {
-        let (reader, pipe) = io::pipe().unwrap();
-        let file = File::from(std::os::fd::OwnedFd::from(pipe));
+    /// A writer on `file`, named `path`, and the reports it makes.
+    fn reporting(file: File, path: &str) -> (Writer, Arc<Mutex<Vec<String>>>) {
         let reports = Arc::new(Mutex::new(Vec::<String>::new()));
         let seen = Arc::clone(&reports);
         let writer =
-            Writer::with("x".into(), "pipe".into(), file, 0, 0).on_failure(Box::new(move |line| {
+            Writer::with("x".into(), path.into(), file, 0, 0).on_failure(Box::new(move |line| {
                 seen.lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .push(line.into())
             }));
+        (writer, reports)
+    }
+
+    /// A writer on a pipe, whose syncs fail (EINVAL), with its reports.
+    fn unsyncable() -> (Writer, Arc<Mutex<Vec<String>>>, io::PipeReader) {
+        let (reader, pipe) = io::pipe().unwrap();
+        let (writer, reports) = reporting(File::from(std::os::fd::OwnedFd::from(pipe)), "pipe");
         (writer, reports, reader)
     }
 
