@@ -67,7 +67,7 @@ impl Bwrap {
     }
 
     /// Whether this machine can confine: the probe, run once.
-    fn checked(&self) -> Result<(), SandboxError> {
+    pub(crate) fn checked(&self) -> Result<(), SandboxError> {
         self.checked.get_or_init(|| self.probe()).clone()
     }
 
@@ -111,12 +111,29 @@ impl Bwrap {
         listings: &Arc<Listings>,
     ) -> Result<ConfinedProgram, SandboxError> {
         self.checked()?;
+        let prepared = prepare(job, readable, writable, host, listings)?;
+        self.program(job, prepared, readable, writable, host, None)
+    }
+
+    /// The program line for a prepared job, with bwrap's `--info-fd` on
+    /// `info_fd` when given.
+    pub(crate) fn program(
+        &self,
+        job: &Job<'_>,
+        prepared: Prepared,
+        readable: &[PathBuf],
+        writable: &[PathBuf],
+        host: &HostEnv,
+        info_fd: Option<RawFd>,
+    ) -> Result<ConfinedProgram, SandboxError> {
         let Prepared {
             host_workspace: host_ws,
-            protected,
+            mut protected,
+            hidden,
             tmp,
             mut lease,
-        } = prepare(job, readable, writable, host, listings)?;
+        } = prepared;
+        protected.extend(hidden);
         let full = job.network == Network::Full;
         let seccomp = self.filters.fd(full)?;
         let fd = seccomp.as_raw_fd();
@@ -130,7 +147,7 @@ impl Bwrap {
             protected: &protected,
             bridge: bridge.as_ref(),
         };
-        let args = self.args(job, &paths, fd);
+        let args = self.args(job, &paths, fd, info_fd);
         Ok(ConfinedProgram {
             program: self.program.clone(),
             args,
@@ -140,7 +157,13 @@ impl Bwrap {
         })
     }
 
-    fn args(&self, job: &Job<'_>, paths: &JobPaths<'_>, seccomp_fd: RawFd) -> Vec<OsString> {
+    fn args(
+        &self,
+        job: &Job<'_>,
+        paths: &JobPaths<'_>,
+        seccomp_fd: RawFd,
+        info_fd: Option<RawFd>,
+    ) -> Vec<OsString> {
         let mut args = self.base_args(job.network == Network::Full, seccomp_fd);
         let mut bind = |flag: &str, source: &Path, dest: &Path| {
             args.extend([flag.into(), source.into(), dest.into()]);
@@ -162,6 +185,9 @@ impl Bwrap {
         if let Some(bridge) = paths.bridge {
             bind("--ro-bind", &bridge.exe, Path::new(BRIDGE_INSIDE));
             bind("--bind", &bridge.socket, Path::new(SOCKET_INSIDE));
+        }
+        if let Some(fd) = info_fd {
+            args.extend(["--info-fd".into(), fd.to_string().into()]);
         }
         args.extend(["--chdir".into(), job.workspace.into(), "--".into()]);
         match paths.bridge {
@@ -274,7 +300,7 @@ mod tests {
             bridge,
         };
         bwrap()
-            .args(&job, &paths, 7)
+            .args(&job, &paths, 7, None)
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect()

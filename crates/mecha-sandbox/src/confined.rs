@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use command_fds::{CommandFdExt, FdMapping};
 
+use crate::ahead::Ahead;
 use crate::{SandboxError, allow, background, scratch, sweep};
 
 /// A confined program, ready to be given stdio and spawned.
@@ -83,6 +84,8 @@ pub struct Lease {
     pub(crate) scratch: Option<scratch::Scratch>,
     /// The `allow_hosts` proxy the job's connections go through.
     pub(crate) proxy: Option<allow::Proxy>,
+    /// Set up ahead of its command: what [`crate::Sandbox::place`] checks.
+    pub(crate) ahead: Option<Ahead>,
 }
 
 impl Lease {
@@ -157,6 +160,18 @@ impl Lease {
         background::run("mecha-sweep", move || {
             first();
             report(self.finish());
+        });
+    }
+
+    /// For a program that never ran a job (one started ahead and not
+    /// used): in the background, `first` (waiting for it to be gone),
+    /// then what it held is released, with no sweep. Its baseline is as
+    /// old as the program, and a repository the user made since is not
+    /// the program's doing.
+    pub fn release_in_background(self, first: impl FnOnce() + Send + 'static) {
+        background::run("mecha-release", move || {
+            first();
+            drop(self);
         });
     }
 }

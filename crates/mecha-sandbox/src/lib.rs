@@ -19,6 +19,7 @@
 //! each job's container after it), and it holds no secrets: the
 //! environment inside is exactly the one the caller hands over.
 
+mod ahead;
 mod allow;
 mod background;
 mod bwrap;
@@ -28,6 +29,7 @@ mod docker;
 mod error;
 mod gitconfig;
 mod hint;
+mod job;
 mod prepare;
 mod probe;
 mod protect;
@@ -35,8 +37,7 @@ mod scratch;
 mod seccomp;
 mod sweep;
 
-use std::collections::BTreeMap;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -48,6 +49,7 @@ pub use background::wait_for_background_sweeps;
 pub use config::{SandboxConfig, SandboxKind};
 pub use confined::{Confined, ConfinedProgram, Finished, Lease};
 pub use error::SandboxError;
+pub use job::{Job, Network, Placed};
 
 /// The system directories a confined program sees, read-only, and the
 /// PATH it gets from them.
@@ -105,63 +107,6 @@ impl HostEnv {
         Self {
             records: Some(dir),
             ..self
-        }
-    }
-}
-
-/// One program to confine.
-#[derive(Debug)]
-pub struct Job<'a> {
-    /// An absolute path, or a name found on the PATH in `env`.
-    pub program: &'a OsStr,
-    pub args: &'a [OsString],
-    /// Mounted read-write, and the working directory: the calling
-    /// context's workspace, so a re-rooted context is what gets mounted.
-    pub workspace: &'a Path,
-    /// The whole environment inside, exactly; nothing of mecha's own
-    /// environment is added.
-    pub env: BTreeMap<OsString, OsString>,
-    /// What of the network this program reaches.
-    pub network: Network,
-    /// Host paths the caller keeps from every writer (mecha's own home,
-    /// the MCP servers files it reads): re-bound read-only wherever the
-    /// job could otherwise write them (under the workspace or a `writable`
-    /// path). Canonical, as `ToolCtx::protected` holds them.
-    pub read_only: &'a [PathBuf],
-    /// Host directories no confined program may read (mecha's
-    /// credentials): wherever the job's mounts would show one, an empty
-    /// directory is bound over it, read-only. Canonical.
-    pub hidden: &'a [PathBuf],
-}
-
-/// What of the network a confined program reaches.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum Network {
-    /// Nothing: a network namespace with only its own loopback.
-    #[default]
-    None,
-    /// Only these hosts, through mecha's proxy; nothing else leaves.
-    Hosts(Arc<Allowlist>),
-    /// The host's network, all of it.
-    Full,
-}
-
-impl From<bool> for Network {
-    /// `network = true` or `false`.
-    fn from(on: bool) -> Self {
-        if on { Network::Full } else { Network::None }
-    }
-}
-
-impl Network {
-    /// For a status line or a box: `no network`, `network: 2 hosts`,
-    /// `network on`.
-    pub fn describe(&self) -> String {
-        match self {
-            Network::None => "no network".into(),
-            Network::Hosts(list) if list.len() == 1 => "network: 1 host".into(),
-            Network::Hosts(list) => format!("network: {} hosts", list.len()),
-            Network::Full => "network on".into(),
         }
     }
 }
@@ -381,6 +326,50 @@ impl Sandbox {
     /// Wraps `job` in the confinement, as a tokio command.
     pub fn confine(&self, job: Job<'_>) -> Result<Confined, SandboxError> {
         self.confine_program(job)?.into_confined()
+    }
+
+    /// Wraps `job` in the confinement before its command is known, for a
+    /// caller that starts a program to wait for it (a shell that reads its
+    /// command from a pipe) while the model writes the call. `None` where
+    /// the backend starts nothing ahead (a container starts per job).
+    /// Hand the lease to [`Sandbox::place`] once the program waits.
+    pub fn confine_ahead(&self, job: Job<'_>) -> Result<Option<ConfinedProgram>, SandboxError> {
+        let inner = &self.inner;
+        match &inner.backend {
+            Backend::Bwrap(bwrap) => bwrap
+                .confine_ahead(
+                    &job,
+                    &inner.readable,
+                    &inner.writable,
+                    &inner.host,
+                    &inner.listings,
+                )
+                .map(Some),
+            Backend::Docker(_) => Ok(None),
+        }
+    }
+
+    /// Where `job` runs: in `waiting`, the lease of a program
+    /// [`Sandbox::confine_ahead`] confined that now waits for its command,
+    /// when `job` would be confined exactly so now and every mount made
+    /// back then still holds; otherwise in a fresh confinement, and the
+    /// waiting program is the caller's to end (then release its lease with
+    /// [`Lease::release_in_background`]).
+    pub fn place(&self, job: Job<'_>, waiting: &mut Lease) -> Result<Placed, SandboxError> {
+        let inner = &self.inner;
+        match &inner.backend {
+            Backend::Bwrap(bwrap) => bwrap.place(
+                &job,
+                waiting,
+                &inner.readable,
+                &inner.writable,
+                &inner.host,
+                &inner.listings,
+            ),
+            Backend::Docker(_) => self
+                .confine_program(job)
+                .map(|p| Placed::Fresh(Box::new(p))),
+        }
     }
 
     /// Wraps `job` in the confinement, as what to start.

@@ -1,7 +1,8 @@
 //! What every backend works out for a job before its own command line:
 //! the workspace on the host, the protection mounts (protect/) with the
-//! baseline for the sweep, and the job's private `/tmp` (scratch.rs), the
-//! last two held in the job's lease.
+//! baseline for the sweep, the mounts that hide mecha's credentials, and
+//! the job's private `/tmp` (scratch.rs), the last three held in the job's
+//! lease.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,6 +16,9 @@ pub(crate) struct Prepared {
     pub host_workspace: PathBuf,
     /// Applied after the writable mounts, in order.
     pub protected: Vec<Mount>,
+    /// Applied after `protected`: an empty directory of the lease's over
+    /// each credentials directory the job would see.
+    pub hidden: Vec<Mount>,
     /// The job's `/tmp` on the host.
     pub tmp: PathBuf,
     pub lease: Lease,
@@ -83,17 +87,17 @@ pub(crate) fn prepare(
         records: host.records.as_deref(),
         listings,
     };
-    let (mut protected, baseline) = protect::plan(&scope, &mut lease)?;
+    let (protected, baseline) = protect::plan(&scope, &mut lease)?;
     lease.baseline = baseline;
     let roots = [host_workspace.as_path()]
         .into_iter()
         .chain(readable.iter().chain(writable).map(PathBuf::as_path));
-    protected.extend(hide(job, &host_workspace, roots, &mut lease).map_err(|e| {
+    let hidden = hide(job, &host_workspace, roots, &mut lease).map_err(|e| {
         fail(format!(
             "could not make the directory that hides mecha's credentials: {e}"
         ))
-    })?);
-    let dests = protected.iter().map(|mount| match mount {
+    })?;
+    let dests = protected.iter().chain(&hidden).map(|mount| match mount {
         Mount::Pin { dest, .. } | Mount::ReadOnly { dest, .. } => dest.as_path(),
     });
     let others = readable.iter().chain(writable).map(PathBuf::as_path);
@@ -103,6 +107,7 @@ pub(crate) fn prepare(
     Ok(Prepared {
         host_workspace,
         protected,
+        hidden,
         tmp,
         lease,
     })

@@ -113,8 +113,9 @@ async fn a_running_commands_background_job_is_spared_until_it_ends() {
     assert!(!exists(pid), "A's background job outlived A");
 }
 
-/// The children of this process whose name is `bwrap`, zombies included.
-fn bwrap_children() -> Vec<String> {
+/// The children of this process named `bwrap` that died and were not
+/// collected (the spare sandbox a call starts for the next one lives on).
+fn bwrap_zombies() -> Vec<String> {
     let me = std::process::id().to_string();
     std::fs::read_dir("/proc")
         .unwrap()
@@ -123,7 +124,10 @@ fn bwrap_children() -> Vec<String> {
             let Some((head, rest)) = stat.rsplit_once(')') else {
                 return false;
             };
-            head.ends_with("(bwrap") && rest.split_whitespace().nth(1) == Some(me.as_str())
+            let mut fields = rest.split_whitespace();
+            head.ends_with("(bwrap")
+                && fields.next() == Some("Z")
+                && fields.next() == Some(me.as_str())
         })
         .collect()
 }
@@ -155,6 +159,6 @@ async fn a_confined_command_leaves_no_zombie() {
             .await
             .unwrap();
         assert!(out.content.contains("confined"), "{}", out.content);
-        assert_eq!(bwrap_children(), Vec::<String>::new());
+        assert_eq!(bwrap_zombies(), Vec::<String>::new());
     }
 }

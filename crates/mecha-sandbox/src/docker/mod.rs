@@ -110,10 +110,12 @@ impl Docker {
         let present: Vec<PathBuf> = readable.iter().filter(|p| p.exists()).cloned().collect();
         let Prepared {
             host_workspace,
-            protected,
+            mut protected,
+            hidden,
             tmp,
             mut lease,
         } = prepare(job, &present, writable, host, listings)?;
+        protected.extend(hidden);
         let mut env = job.env.clone();
         let bridge = crate::allow::route(job, host, &mut env, &mut lease)?;
         let env_file = write_env_file(&env).map_err(refuse)?;

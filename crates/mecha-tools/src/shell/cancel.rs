@@ -69,7 +69,7 @@ impl Drop for Owed {
 }
 
 /// Until the process is gone or a zombie (it can no longer write).
-fn wait_gone(dir: &std::path::Path) {
+pub(super) fn wait_gone(dir: &std::path::Path) {
     let deadline = Instant::now() + GONE_WITHIN;
     while Instant::now() < deadline {
         match std::fs::read_to_string(dir.join("stat")) {

@@ -10,6 +10,8 @@ use std::process::{ExitStatus, Stdio};
 
 use mecha_core::{ProcessGroup, Program, Spawned, spawn_group, spawn_program_group};
 use mecha_sandbox::{Job, Lease, Sandbox};
+
+use super::spare::Spare;
 use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 
@@ -62,54 +64,89 @@ pub(super) enum LaunchError {
     Sandbox(mecha_sandbox::SandboxError),
 }
 
-/// Starts `bash -c command` in `cwd`, in its own registered process group,
-/// with stdout and stderr on one pipe. Confined, `protected` (mecha's own
-/// files) stays read-only even where the workspace contains it, and
-/// `sealed` (its credentials) unreadable.
+/// Where a confined call runs and what it keeps from the command: the
+/// call's workspace, mecha's own files (read-only even where the workspace
+/// contains them) and its credentials (unreadable).
+#[derive(Debug, Clone)]
+pub(super) struct ConfinedCall {
+    pub workspace: PathBuf,
+    pub protected: Vec<PathBuf>,
+    pub sealed: Vec<PathBuf>,
+}
+
+impl ConfinedCall {
+    /// `program args` as this call's job in `sandbox`.
+    pub fn job<'a>(
+        &'a self,
+        program: &'a OsStr,
+        args: &'a [OsString],
+        sandbox: &Sandbox,
+    ) -> Job<'a> {
+        Job {
+            program,
+            args,
+            workspace: &self.workspace,
+            env: confined_env(sandbox),
+            network: sandbox.network().clone(),
+            read_only: &self.protected,
+            hidden: &self.sealed,
+        }
+    }
+}
+
+/// Starts `bash -c command` unconfined in `cwd`, in its own registered
+/// process group, with stdout and stderr on one pipe.
 pub(super) fn launch(
     command: &str,
     cwd: &Path,
     hidden_env: &[String],
-    sandbox: Option<&Sandbox>,
-    protected: &[PathBuf],
-    sealed: &[PathBuf],
 ) -> Result<Launched, LaunchError> {
     let (writer, reader) = pipe::pipe().map_err(LaunchError::Io)?;
     let writer = writer.into_blocking_fd().map_err(LaunchError::Io)?;
-    let Some(sandbox) = sandbox else {
-        let mut cmd = unconfined(command, cwd, hidden_env);
-        cmd.stdin(Stdio::null())
-            .stdout(writer.try_clone().map_err(LaunchError::Io)?)
-            .stderr(writer);
-        let (child, group) = spawn_group(&mut cmd).map_err(LaunchError::Io)?;
-        // `cmd` still owns our copies of the write end; dropping it here is
-        // what lets the reader see end-of-file once the command's side
-        // closes.
-        drop(cmd);
-        return Ok(Launched {
-            child: Running::Tokio(child),
-            group,
-            output: reader,
-            lease: None,
-        });
+    let mut cmd = unconfined(command, cwd, hidden_env);
+    cmd.stdin(Stdio::null())
+        .stdout(writer.try_clone().map_err(LaunchError::Io)?)
+        .stderr(writer);
+    let (child, group) = spawn_group(&mut cmd).map_err(LaunchError::Io)?;
+    // `cmd` still owns our copies of the write end; dropping it here is
+    // what lets the reader see end-of-file once the command's side closes.
+    drop(cmd);
+    Ok(Launched {
+        child: Running::Tokio(child),
+        group,
+        output: reader,
+        lease: None,
+    })
+}
+
+/// Starts `bash -c command` confined as `call`: on `spare` if the sandbox
+/// lets it run there, or in a sandbox of its own.
+pub(super) fn launch_confined(
+    command: &str,
+    call: &ConfinedCall,
+    sandbox: &Sandbox,
+    spare: Option<Spare>,
+) -> Result<Launched, LaunchError> {
+    let program = match spare {
+        Some(spare) => match spare.place(sandbox, call, command) {
+            Ok(Ok(launched)) => return Ok(launched),
+            Ok(Err(program)) => program,
+            Err(e) => return Err(LaunchError::Sandbox(e)),
+        },
+        None => {
+            let args = [OsString::from("-c"), OsString::from(command)];
+            sandbox
+                .confine_program(call.job(OsStr::new("bash"), &args, sandbox))
+                .map_err(LaunchError::Sandbox)?
+        }
     };
-    let args = [OsString::from("-c"), OsString::from(command)];
-    let confined = sandbox
-        .confine_program(Job {
-            program: OsStr::new("bash"),
-            args: &args,
-            workspace: cwd,
-            env: confined_env(sandbox),
-            network: sandbox.network().clone(),
-            read_only: protected,
-            hidden: sealed,
-        })
-        .map_err(LaunchError::Sandbox)?;
-    let keep: Vec<BorrowedFd<'_>> = confined.keep.iter().map(AsFd::as_fd).collect();
+    let (writer, reader) = pipe::pipe().map_err(LaunchError::Io)?;
+    let writer = writer.into_blocking_fd().map_err(LaunchError::Io)?;
+    let keep: Vec<BorrowedFd<'_>> = program.keep.iter().map(AsFd::as_fd).collect();
     let (spawned, group) = spawn_program_group(&Program {
-        path: &confined.program,
-        args: &confined.args,
-        env: &confined.env,
+        path: &program.program,
+        args: &program.args,
+        env: &program.env,
         stdin: None,
         stdout: writer.as_fd(),
         stderr: writer.as_fd(),
@@ -119,11 +156,12 @@ pub(super) fn launch(
     // Our write end and the seccomp descriptor close here, so the reader
     // sees end-of-file once the command's side closes.
     drop(writer);
+    drop(keep);
     Ok(Launched {
         child: Running::Spawned(spawned),
         group,
         output: reader,
-        lease: Some(confined.lease),
+        lease: Some(program.lease),
     })
 }
 
@@ -152,7 +190,7 @@ pub(super) fn unconfined_env(hidden_env: &[String]) -> Vec<(OsString, OsString)>
 
 /// The whole environment inside the sandbox: the allowlist, the PATH the
 /// sandbox can serve, and a /tmp that exists there.
-fn confined_env(sandbox: &Sandbox) -> BTreeMap<OsString, OsString> {
+pub(super) fn confined_env(sandbox: &Sandbox) -> BTreeMap<OsString, OsString> {
     let mut env: BTreeMap<OsString, OsString> = CONFINED_ENV
         .iter()
         .filter_map(|name| std::env::var_os(name).map(|v| (OsString::from(name), v)))

@@ -27,7 +27,7 @@ use tokio::net::unix::pipe;
 use tokio::time::{Instant, sleep_until};
 
 use crate::args::{optional_u64, required_str};
-use launch::{Launched, launch};
+use launch::{ConfinedCall, Launched, launch, launch_confined};
 use render::{render, seconds};
 use spare::Spares;
 
@@ -218,20 +218,21 @@ impl Tool for Shell {
         };
 
         let sandbox = self.config.sandbox.as_ref();
-        let spare = match sandbox {
-            None => self.spares.run(command, ctx.workspace()),
-            Some(_) => None,
-        };
-        let launched = spare.map(Ok).unwrap_or_else(|| {
-            launch(
-                command,
-                ctx.workspace(),
-                &self.config.hidden_env,
-                sandbox,
-                ctx.protected(),
-                ctx.sealed(),
-            )
+        let confined = sandbox.map(|sandbox| {
+            let call = ConfinedCall {
+                workspace: ctx.workspace().to_owned(),
+                protected: ctx.protected().to_vec(),
+                sealed: ctx.sealed().to_vec(),
+            };
+            (sandbox, call)
         });
+        let launched = match &confined {
+            Some((sandbox, call)) => launch_confined(command, call, sandbox, self.spares.take()),
+            None => match self.spares.run(command, ctx.workspace()) {
+                Some(launched) => Ok(launched),
+                None => launch(command, ctx.workspace(), &self.config.hidden_env),
+            },
+        };
         let Launched {
             mut child,
             group,
@@ -267,8 +268,10 @@ impl Tool for Shell {
                 .unwrap_or_default(),
             None => Finished::default(),
         };
-        if sandbox.is_none() {
-            self.spares.refill(&self.config.hidden_env);
+        // The next call's bash, started while the model writes that call.
+        match confined {
+            Some((sandbox, call)) => self.spares.refill_confined(sandbox, call),
+            None => self.spares.refill(&self.config.hidden_env),
         }
 
         let at_max = timeout >= self.config.max_timeout;
