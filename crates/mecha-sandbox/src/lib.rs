@@ -11,6 +11,9 @@
 //! only the `allow_hosts` through mecha's proxy: allow/), under a seccomp
 //! filter as a second layer. [`Sandbox::egress`] is the one place
 //! that says what confinement does to a tool's capabilities.
+//! [`Sandbox::confine_ahead`] confines a program before its command is
+//! known, and [`Sandbox::place`] decides whether a job may run in it once
+//! it waits (ahead.rs).
 //!
 //! It does not decide which tools are confined (the shell tool and the MCP
 //! hub ask for it), it does not spawn the confined program (the caller

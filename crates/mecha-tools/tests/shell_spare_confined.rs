@@ -226,3 +226,23 @@ async fn the_confined_spare_goes_with_the_tool_and_its_placeholders_with_it() {
     assert!(!alive(spare), "the spare {spare} outlived its tool");
     assert!(!placeholder.exists(), "the placeholder outlived the spare");
 }
+
+#[tokio::test]
+async fn spares_that_keep_going_unused_are_no_longer_started() {
+    let Some(sandbox) = sandbox() else { return };
+    let _serial = SERIAL.lock().await;
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (ctx_a, ctx_b) = (ctx(a.path()), ctx(b.path()));
+    let shell = confined(&sandbox);
+    // Each call's spare is made for the other workspace: unused.
+    for ctx in [&ctx_a, &ctx_b, &ctx_a] {
+        assert!(!run(&shell, ctx, "true").await.is_error);
+        spare_started().await;
+    }
+    assert!(!run(&shell, &ctx_b, "true").await.is_error);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(spare_bwrap(), None, "a fourth spare was started");
+    // Calls still run, each in a sandbox of its own.
+    let out = run(&shell, &ctx_a, "touch .git/hooks/x").await;
+    assert!(out.is_error, "{}", out.content);
+}

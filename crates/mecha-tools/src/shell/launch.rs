@@ -11,7 +11,7 @@ use std::process::{ExitStatus, Stdio};
 use mecha_core::{ProcessGroup, Program, Spawned, spawn_group, spawn_program_group};
 use mecha_sandbox::{Job, Lease, Sandbox};
 
-use super::spare::Spare;
+use super::spare::Spares;
 use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 
@@ -119,26 +119,18 @@ pub(super) fn launch(
     })
 }
 
-/// Starts `bash -c command` confined as `call`: on `spare` if the sandbox
-/// lets it run there, or in a sandbox of its own.
+/// Starts `bash -c command` confined as `call`: on the spare of `spares`
+/// if the sandbox lets it run there, or in a sandbox of its own.
 pub(super) fn launch_confined(
     command: &str,
     call: &ConfinedCall,
     sandbox: &Sandbox,
-    spare: Option<Spare>,
+    spares: &Spares,
 ) -> Result<Launched, LaunchError> {
-    let program = match spare {
-        Some(spare) => match spare.place(sandbox, call, command) {
-            Ok(Ok(launched)) => return Ok(launched),
-            Ok(Err(program)) => program,
-            Err(e) => return Err(LaunchError::Sandbox(e)),
-        },
-        None => {
-            let args = [OsString::from("-c"), OsString::from(command)];
-            sandbox
-                .confine_program(call.job(OsStr::new("bash"), &args, sandbox))
-                .map_err(LaunchError::Sandbox)?
-        }
+    let program = match spares.run_confined(sandbox, call, command) {
+        Ok(Ok(launched)) => return Ok(launched),
+        Ok(Err(program)) => program,
+        Err(e) => return Err(LaunchError::Sandbox(e)),
     };
     let (writer, reader) = pipe::pipe().map_err(LaunchError::Io)?;
     let writer = writer.into_blocking_fd().map_err(LaunchError::Io)?;

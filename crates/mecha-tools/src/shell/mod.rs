@@ -227,7 +227,7 @@ impl Tool for Shell {
             (sandbox, call)
         });
         let launched = match &confined {
-            Some((sandbox, call)) => launch_confined(command, call, sandbox, self.spares.take()),
+            Some((sandbox, call)) => launch_confined(command, call, sandbox, &self.spares),
             None => match self.spares.run(command, ctx.workspace()) {
                 Some(launched) => Ok(launched),
                 None => launch(command, ctx.workspace(), &self.config.hidden_env),

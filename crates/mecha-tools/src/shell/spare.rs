@@ -41,7 +41,7 @@ use super::cancel::wait_gone;
 use super::launch::{ConfinedCall, Launched, Running, unconfined_env};
 
 /// A started bash, waiting for its command.
-pub(super) struct Spare {
+struct Spare {
     child: Spawned,
     group: ProcessGroup,
     output: pipe::Receiver,
@@ -76,6 +76,10 @@ impl Drop for Unused {
 /// which should not outlast a pause in the work for long.
 const CONFINED_IDLE: Duration = Duration::from_secs(60);
 
+/// How many confined spares in a row may go unused before no more are
+/// started.
+const GIVE_UP_AFTER: u32 = 3;
+
 /// The spare of one `shell` tool, and whether one is being started.
 pub(super) struct Spares {
     slot: Arc<Mutex<Slot>>,
@@ -103,6 +107,8 @@ struct Slot {
     /// How many spares were put here, so that an idle timer ends only
     /// the one it was set for.
     filled: u64,
+    /// Confined spares gone unused since one was last used.
+    misses: u32,
 }
 
 fn lock(slot: &Mutex<Slot>) -> MutexGuard<'_, Slot> {
@@ -112,8 +118,38 @@ fn lock(slot: &Mutex<Slot>) -> MutexGuard<'_, Slot> {
 
 impl Spares {
     /// The waiting spare, if there is one.
-    pub(super) fn take(&self) -> Option<Spare> {
+    fn take(&self) -> Option<Spare> {
         lock(&self.slot).spare.take()
+    }
+
+    /// Runs `command` confined as `call` on the confined spare, if there
+    /// is one and the sandbox puts the call there; otherwise what to
+    /// start instead. After [`GIVE_UP_AFTER`] spares in a row go unused,
+    /// no more are started: a workspace that keeps changing under them, or
+    /// a kernel too old to show that a mount is still in place, would
+    /// have every call start two sandboxes.
+    pub(super) fn run_confined(
+        &self,
+        sandbox: &Sandbox,
+        call: &ConfinedCall,
+        command: &str,
+    ) -> Result<Result<Launched, ConfinedProgram>, SandboxError> {
+        let Some(spare) = self.take() else {
+            let args = [OsString::from("-c"), OsString::from(command)];
+            return sandbox
+                .confine_program(call.job(OsStr::new("bash"), &args, sandbox))
+                .map(Err);
+        };
+        let placed = spare.place(sandbox, call, command)?;
+        let mut slot = lock(&self.slot);
+        match placed {
+            Ok(_) => slot.misses = 0,
+            Err(_) => {
+                slot.misses += 1;
+                slot.failed |= slot.misses >= GIVE_UP_AFTER;
+            }
+        }
+        Ok(placed)
     }
 
     /// Runs `command` in `cwd` on the unconfined spare, if there is one
@@ -165,9 +201,10 @@ impl Spares {
             };
             // Not keeping the slot alive: a tool dropped meanwhile takes
             // its spare with it at once.
-            let slot = Arc::downgrade(&slot);
+            let weak = Arc::downgrade(&slot);
+            drop(slot);
             tokio::time::sleep(idle).await;
-            if let Some(slot) = slot.upgrade() {
+            if let Some(slot) = weak.upgrade() {
                 let mut slot = lock(&slot);
                 let expired = (slot.filled == filled).then(|| slot.spare.take());
                 drop(slot);
@@ -320,7 +357,7 @@ impl Spare {
 
     /// Runs `call` on this confined spare if the sandbox puts it there;
     /// otherwise what to start instead (and the spare goes unused).
-    pub(super) fn place(
+    fn place(
         mut self,
         sandbox: &Sandbox,
         call: &ConfinedCall,
