@@ -30,33 +30,7 @@ const PARALLEL_FROM: usize = 2048;
 
 /// `lstat`s every entry, in order, on up to four threads.
 fn look_at_all(found: Vec<Found>) -> Vec<Looked> {
-    let look = |part: &[Found]| -> Vec<std::io::Result<fs::Metadata>> {
-        part.iter().map(|f| fs::symlink_metadata(&f.path)).collect()
-    };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-    let metas = if threads == 1 || found.len() < PARALLEL_FROM {
-        look(&found)
-    } else {
-        std::thread::scope(|s| {
-            let running: Vec<_> = found
-                .chunks(found.len().div_ceil(threads))
-                .map(|part| {
-                    let thread = std::thread::Builder::new().spawn_scoped(s, move || look(part));
-                    (part, thread)
-                })
-                .collect();
-            running
-                .into_iter()
-                .flat_map(|(part, thread)| match thread {
-                    Ok(thread) => thread
-                        .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                    // A thread that cannot start leaves its part to this one.
-                    Err(_) => look(part),
-                })
-                .collect()
-        })
-    };
+    let metas = mecha_core::map_in_order(&found, PARALLEL_FROM, |f| fs::symlink_metadata(&f.path));
     found
         .into_iter()
         .zip(metas)

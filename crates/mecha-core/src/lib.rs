@@ -31,6 +31,7 @@ pub mod net;
 mod order;
 mod output;
 mod panic_cleanup;
+mod parallel;
 mod printable;
 mod process_tree;
 mod progress;
@@ -70,6 +71,7 @@ pub use journal::{
 pub use mode::{ModeSwitch, PermissionMode, only_edits};
 pub use output::{Narrowing, ToolOutput};
 pub use panic_cleanup::{clean_up_after_panic, install_panic_cleanup};
+pub use parallel::map_in_order;
 pub use printable::{needs_escape, printable, rewrite};
 pub use process_tree::{
     BASE_ENV, ProcessGroup, Program, Spawned, become_subreaper, on_path, reap_orphans,

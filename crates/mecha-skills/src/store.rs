@@ -13,6 +13,11 @@ use crate::yaml::{self, Failure, Raw};
 /// the output budget anyway; this bounds what start-up reads.
 pub const MAX_SKILL_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
+/// Fewer skill folders than this are read on the calling thread; more are
+/// read on a few threads at once (about 20 µs of reading and parsing a
+/// skill against some 50 µs to start a thread).
+const PARALLEL_FROM: usize = 128;
+
 /// Descriptions longer than the standard's limit still load (real skills
 /// have them), with a warning: all of it goes into every prompt.
 const DESCRIPTION_LIMIT_CHARS: usize = 1024;
@@ -122,8 +127,13 @@ impl Store {
             }
         }
         folders.sort();
-        for (dir_name, path) in folders {
-            match load_one(&dir_name, &path, &mut store.warnings) {
+        let loaded = mecha_core::map_in_order(&folders, PARALLEL_FROM, |(dir_name, path)| {
+            let mut warnings = Vec::new();
+            (load_one(dir_name, path, &mut warnings), warnings)
+        });
+        for ((dir_name, _), (loaded, warnings)) in folders.into_iter().zip(loaded) {
+            store.warnings.extend(warnings);
+            match loaded {
                 Ok(skill) => store.skills.push(skill),
                 Err(reason) => store.failures.push(LoadFailure { dir_name, reason }),
             }

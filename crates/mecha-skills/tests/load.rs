@@ -370,3 +370,37 @@ fn the_level1_block_is_sorted_and_byte_stable_across_creation_orders() {
     assert!(!a.contains('/'), "a path leaked into the block: {a}");
     assert_eq!(level1_block(&[]), "");
 }
+
+#[test]
+fn a_large_store_loads_in_folder_order_with_each_failure_and_warning_in_place() {
+    let store = tempfile::tempdir().unwrap();
+    for i in 0..300 {
+        let name = format!("s{i:03}");
+        let text = match i % 50 {
+            7 => "---\nname: wrong\ndescription: d\n---\nbody\n".to_owned(),
+            9 => format!("---\nname: {name}\ndescription: a: b\n---\nbody\n"),
+            _ => simple(&name, "", "body"),
+        };
+        skill(store.path(), &name, text.as_bytes());
+    }
+    let loaded = Store::load(store.path());
+    let names: Vec<&str> = loaded.skills.iter().map(|s| s.dir_name.as_str()).collect();
+    let expected: Vec<String> = (0..300)
+        .filter(|i| i % 50 != 7)
+        .map(|i| format!("s{i:03}"))
+        .collect();
+    assert_eq!(names, expected);
+    let failed: Vec<&str> = loaded
+        .failures
+        .iter()
+        .map(|f| f.dir_name.as_str())
+        .collect();
+    assert_eq!(failed, ["s007", "s057", "s107", "s157", "s207", "s257"]);
+    let warned: Vec<bool> = ["s009", "s059", "s109", "s159", "s209", "s259"]
+        .iter()
+        .zip(&loaded.warnings)
+        .map(|(name, warning)| warning.contains(&format!("{name}/SKILL.md")))
+        .collect();
+    assert_eq!(warned, [true; 6], "{:?}", loaded.warnings);
+    assert_eq!(loaded.warnings.len(), 6);
+}
