@@ -54,7 +54,7 @@ impl ToolCtx {
     pub fn new(workspace: &Path, call_budget: usize) -> io::Result<Self> {
         Ok(Self {
             workspace: Jail::open(workspace)?,
-            spill: Arc::new(SpillDir::create(DEFAULT_SPILL_MAX_BYTES)?),
+            spill: Arc::new(SpillDir::new(DEFAULT_SPILL_MAX_BYTES)),
             call_spills: Arc::default(),
             protected: Arc::from(Vec::new()),
             sealed: Arc::from(Vec::new()),
@@ -74,7 +74,7 @@ impl ToolCtx {
     pub fn rerooted(&self, workspace: &Path) -> io::Result<Self> {
         Ok(Self {
             workspace: Jail::open(workspace)?,
-            spill: Arc::new(SpillDir::create(self.spill.max_file_bytes())?),
+            spill: Arc::new(SpillDir::new(self.spill.max_file_bytes())),
             call_spills: Arc::default(),
             ..self.clone()
         })
@@ -141,11 +141,11 @@ impl ToolCtx {
 
     /// The same context with spill files capped at `max` bytes each, in a
     /// fresh spill directory.
-    pub fn with_spill_max_bytes(self, max: u64) -> io::Result<Self> {
-        Ok(Self {
-            spill: Arc::new(SpillDir::create(max)?),
+    pub fn with_spill_max_bytes(self, max: u64) -> Self {
+        Self {
+            spill: Arc::new(SpillDir::new(max)),
             ..self
-        })
+        }
     }
 
     /// The same context, for a model that does (or does not) take images.
@@ -233,7 +233,11 @@ impl ToolCtx {
     /// result lies in the workspace or, as the one exception, in this
     /// context's spill directory.
     pub fn resolve(&self, requested: &str) -> Result<ResolvedPath, JailError> {
-        let resolved = jail::resolve_in(&[&self.workspace, self.spill.jail()], requested)?;
+        let resolved = match self.spill.jail() {
+            Some(spill) => jail::resolve_in(&[&self.workspace, spill], requested)?,
+            // Nothing has spilled: there is no spill file to read.
+            None => jail::resolve_in(&[&self.workspace], requested)?,
+        };
         jail::refuse_sealed(resolved, &self.sealed, requested)
     }
 

@@ -24,8 +24,9 @@ async fn the_panic_clean_up_kills_groups_and_removes_spill_dirs_under_live_guard
         reader.read_line(&mut line).await.unwrap();
     }
     let grandchild: u32 = line.trim().parse().unwrap();
-    let spill = SpillDir::create(mecha_core::DEFAULT_SPILL_MAX_BYTES).unwrap();
-    assert!(spill.path().is_dir());
+    let spill = SpillDir::new(mecha_core::DEFAULT_SPILL_MAX_BYTES);
+    let dir = spill.path().unwrap().to_owned();
+    assert!(dir.is_dir());
 
     clean_up_after_panic();
 
@@ -45,6 +46,6 @@ async fn the_panic_clean_up_kills_groups_and_removes_spill_dirs_under_live_guard
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(gone(), "the group's other process survived");
-    assert!(!spill.path().exists(), "the spill directory survived");
+    assert!(!dir.exists(), "the spill directory survived");
     drop(group);
 }

@@ -387,7 +387,9 @@ mod tests {
             "{}",
             out.content
         );
-        let files: Vec<_> = std::fs::read_dir(ctx.spill().path()).unwrap().collect();
+        let files: Vec<_> = std::fs::read_dir(ctx.spill().path().unwrap())
+            .unwrap()
+            .collect();
         assert_eq!(files.len(), 1);
         let saved = std::fs::read_to_string(files[0].as_ref().unwrap().path()).unwrap();
         assert_eq!(saved, format!("{big}\nthe end"));

@@ -34,6 +34,7 @@ use rustix::fs::{
     AtFlags, CWD, Mode, OFlags, ResolveFlags, StatVfsMountFlags, StatxAttributes, StatxFlags,
 };
 
+use crate::background::Pending;
 use crate::bwrap::Bwrap;
 use crate::prepare::prepare;
 use crate::protect::{Listings, Mount};
@@ -52,6 +53,7 @@ impl Bwrap {
         listings: &Arc<Listings>,
     ) -> Result<ConfinedProgram, SandboxError> {
         self.checked()?;
+        let pending = Pending::new();
         let prepared = prepare(job, readable, writable, host, listings)?;
         let layout = Layout::of(
             job,
@@ -78,6 +80,7 @@ impl Bwrap {
             layout,
             hidden,
             info: File::from(OwnedFd::from(info)),
+            _pending: pending,
         });
         Ok(program)
     }
@@ -160,6 +163,10 @@ pub(crate) struct Ahead {
     /// The read end of bwrap's `--info-fd`, where it writes the pid and
     /// namespaces of the sandbox's first process.
     pub(crate) info: File,
+    /// Its placeholders are in the workspace until the lease goes, which
+    /// may be on a thread mecha's exit would not wait for (a spare still
+    /// starting as the run ends): counted, so that it does.
+    pub(crate) _pending: Pending,
 }
 
 impl Ahead {

@@ -16,24 +16,42 @@ fn count(change: impl FnOnce(&mut usize)) {
     done.notify_all();
 }
 
-/// Runs `work` on a thread named `name`, counted until it returns. If no
-/// thread can be started, `work` is dropped unrun, and with it what it
-/// holds, here and now.
-pub(crate) fn run(name: &str, work: impl FnOnce() + Send + 'static) {
-    count(|n| *n += 1);
-    let counted = move || {
-        work();
-        count(|n| *n -= 1);
-    };
-    if let Err(e) = std::thread::Builder::new().name(name.into()).spawn(counted) {
-        tracing::warn!("could not start a thread for {name}: {e}");
+/// Work mecha must not exit in the middle of, counted for as long as this
+/// lives: a background thread's, or a lease set up ahead of its command,
+/// which holds placeholders in the workspace until it goes.
+#[derive(Debug)]
+pub(crate) struct Pending(());
+
+impl Pending {
+    pub(crate) fn new() -> Self {
+        count(|n| *n += 1);
+        Self(())
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
         count(|n| *n -= 1);
     }
 }
 
-/// Waits, up to `limit`, for the work [`run`] started: the sweeps of
+/// Runs `work` on a thread named `name`, counted until it returns. If no
+/// thread can be started, `work` is dropped unrun, and with it what it
+/// holds, here and now.
+pub(crate) fn run(name: &str, work: impl FnOnce() + Send + 'static) {
+    let pending = Pending::new();
+    let counted = move || {
+        work();
+        drop(pending);
+    };
+    if let Err(e) = std::thread::Builder::new().name(name.into()).spawn(counted) {
+        tracing::warn!("could not start a thread for {name}: {e}");
+    }
+}
+
+/// Waits, up to `limit`, for the work [`run`] started (the sweeps of
 /// programs whose callers are gone, and the removal of what finished jobs
-/// held. For a front end to call before the process exits.
+/// held) and for every lease set up ahead of its command to be gone. For a front end to call before the process exits.
 pub fn wait_for_background_sweeps(limit: Duration) {
     let (pending, done) = &PENDING;
     let pending = pending.lock().unwrap_or_else(|p| p.into_inner());

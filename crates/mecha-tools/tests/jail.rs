@@ -200,7 +200,7 @@ async fn writing_through_a_hard_link_never_changes_the_outside_file() {
 #[tokio::test]
 async fn the_spill_directory_is_readable_but_not_writable() {
     let s = setup();
-    let spill_file = s.ctx.spill().path().join("x.txt");
+    let spill_file = s.ctx.spill().path().unwrap().join("x.txt");
     std::fs::write(&spill_file, "spilled").unwrap();
     let out = call(&FsRead, json!({"path": spill_file}), &s.ctx).await;
     assert!(out.content.contains("spilled"), "{}", out.content);
@@ -216,11 +216,13 @@ async fn the_spill_directory_is_readable_but_not_writable() {
 #[tokio::test]
 async fn a_rerooted_context_cannot_read_the_old_spill() {
     let s = setup();
-    let spill_file = s.ctx.spill().path().join("case-a.txt");
+    let spill_file = s.ctx.spill().path().unwrap().join("case-a.txt");
     std::fs::write(&spill_file, "TOP-SECRET").unwrap();
     let other_ws = tempfile::tempdir().unwrap();
     let other = s.ctx.rerooted(other_ws.path()).unwrap();
-    assert_ne!(other.spill().path(), s.ctx.spill().path());
+    // Before the new context has spilled, and after.
+    assert_refused(&call(&FsRead, json!({"path": spill_file}), &other).await);
+    assert_ne!(other.spill().path().unwrap(), s.ctx.spill().path().unwrap());
     assert_refused(&call(&FsRead, json!({"path": spill_file}), &other).await);
 }
 

@@ -245,7 +245,7 @@ async fn a_failed_spill_admits_the_loss_and_names_no_path() {
     let ws = tempfile::tempdir().unwrap();
     let ctx = ToolCtx::new(ws.path(), 4096).unwrap();
     // Make the spill directory unwritable.
-    let spill = ctx.spill().path().to_path_buf();
+    let spill = ctx.spill().path().unwrap().to_path_buf();
     std::fs::remove_dir(&spill).unwrap();
     std::fs::write(&spill, "not a directory").unwrap();
     let out = run_turn(
@@ -370,8 +370,7 @@ async fn the_configured_spill_cap_bounds_the_file_and_the_marker_says_so() {
     let ws = tempfile::tempdir().unwrap();
     let ctx = ToolCtx::new(ws.path(), 4096)
         .unwrap()
-        .with_spill_max_bytes(20_000)
-        .unwrap();
+        .with_spill_max_bytes(20_000);
     let out = run_turn(
         &registry(),
         &ctx,
@@ -393,6 +392,9 @@ async fn the_configured_spill_cap_bounds_the_file_and_the_marker_says_so() {
     // A context re-rooted for another case keeps the cap in its fresh dir.
     let other = tempfile::tempdir().unwrap();
     let rerooted = ctx.rerooted(other.path()).unwrap();
-    assert_ne!(rerooted.spill().path(), ctx.spill().path());
+    assert_ne!(
+        rerooted.spill().path().unwrap(),
+        ctx.spill().path().unwrap()
+    );
     assert_eq!(rerooted.spill().max_file_bytes(), 20_000);
 }

@@ -98,7 +98,7 @@ async fn a_page_larger_than_the_budget_is_cut_spilled_and_external() {
         "{}",
         out.content
     );
-    let spilled = std::fs::read_dir(ctx.spill().path())
+    let spilled = std::fs::read_dir(ctx.spill().path().unwrap())
         .unwrap()
         .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
         .find(|text| text.contains("a line of the page"))

@@ -313,7 +313,7 @@ async fn wire(
     }
     let project_section = instructions.prompt_section();
     let ctx = ToolCtx::new(workspace, settings.turn_budget)
-        .and_then(|ctx| ctx.with_spill_max_bytes(settings.spill_max_bytes))
+        .map(|ctx| ctx.with_spill_max_bytes(settings.spill_max_bytes))
         .map_err(|e| Failure::Run(anyhow::anyhow!("cannot set up the workspace: {e}")))?;
     let protected = Protected::of(
         &settings,

@@ -20,7 +20,7 @@ use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use crate::jail::Jail;
 use crate::panic_cleanup::TrackedDir;
@@ -69,44 +69,68 @@ impl CallSpills {
 
 /// A fresh, private directory for one context's oversized outputs.
 ///
-/// Removed when the context is dropped. Each context gets its own, so two
-/// contexts (two eval cases, say) cannot read each other's output.
+/// Made at the first spill, since most runs never spill and a directory
+/// made and removed costs every run a `mkdir` and an `rmdir` (on a busy
+/// ext4, with `discard`, a millisecond or more each); removed when the
+/// context is dropped. Each context gets its own, so two contexts (two
+/// eval cases, say) cannot read each other's output.
 #[derive(Debug)]
 pub struct SpillDir {
-    /// So a panic hook can remove the directory when no destructor runs.
-    _tracked: TrackedDir,
-    _temp: tempfile::TempDir,
-    jail: Jail,
+    made: OnceLock<Made>,
     counter: AtomicU64,
     max_file_bytes: u64,
     /// The files holding content from outside the machine.
     external: Mutex<HashSet<FileId>>,
 }
 
+/// The directory, once made.
+#[derive(Debug)]
+struct Made {
+    /// So a panic hook can remove the directory when no destructor runs.
+    _tracked: TrackedDir,
+    _temp: tempfile::TempDir,
+    jail: Jail,
+}
+
 impl SpillDir {
-    /// Creates a new spill directory under the system temp dir, mode 0700
-    /// from the start: tool output is often private, and the system temp
-    /// dir is shared by every local user. Each file keeps at most
-    /// `max_file_bytes`.
-    pub fn create(max_file_bytes: u64) -> io::Result<Self> {
+    /// A spill directory to be made under the system temp dir at the first
+    /// spill, mode 0700 from the start: tool output is often private, and
+    /// the system temp dir is shared by every local user. Each file keeps
+    /// at most `max_file_bytes`.
+    pub fn new(max_file_bytes: u64) -> Self {
+        Self {
+            made: OnceLock::new(),
+            counter: AtomicU64::new(0),
+            max_file_bytes,
+            external: Mutex::new(HashSet::new()),
+        }
+    }
+
+    fn made(&self) -> io::Result<&Made> {
+        if let Some(made) = self.made.get() {
+            return Ok(made);
+        }
         let temp = tempfile::Builder::new()
             .prefix("mecha-spill-")
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir()?;
         let jail = Jail::open(temp.path())?;
-        Ok(Self {
+        let made = Made {
             _tracked: TrackedDir::new(temp.path()),
             _temp: temp,
             jail,
-            counter: AtomicU64::new(0),
-            max_file_bytes,
-            external: Mutex::new(HashSet::new()),
-        })
+        };
+        // Two first spills at once: the one that lost removes its own.
+        drop(self.made.set(made));
+        self.made
+            .get()
+            .ok_or_else(|| io::Error::other("the spill directory was not kept"))
     }
 
-    /// The canonical path of the directory.
-    pub fn path(&self) -> &Path {
-        self.jail.root()
+    /// The canonical path of the directory, made now if nothing has
+    /// spilled yet.
+    pub fn path(&self) -> io::Result<&Path> {
+        Ok(self.made()?.jail.root())
     }
 
     /// The most one spill file holds.
@@ -114,8 +138,9 @@ impl SpillDir {
         self.max_file_bytes
     }
 
-    pub(crate) fn jail(&self) -> &Jail {
-        &self.jail
+    /// The directory as a jail, once something has spilled into it.
+    pub(crate) fn jail(&self) -> Option<&Jail> {
+        self.made.get().map(|made| &made.jail)
     }
 
     /// Creates a new file, mode 0600, named after the tool and turn, e.g.
@@ -135,7 +160,7 @@ impl SpillDir {
         let tag = hasher.finish() as u32;
         let safe_tool = sanitize_tool_name(tool);
         let path = self
-            .path()
+            .path()?
             .join(format!("{safe_tool}-t{turn}-{tag:08x}.{ext}"));
         let file = File::options()
             .write(true)

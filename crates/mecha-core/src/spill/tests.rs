@@ -5,11 +5,11 @@ use std::os::unix::fs::PermissionsExt;
 use super::*;
 
 fn spill() -> SpillDir {
-    SpillDir::create(DEFAULT_SPILL_MAX_BYTES).unwrap()
+    SpillDir::new(DEFAULT_SPILL_MAX_BYTES)
 }
 
 fn only_file(dir: &SpillDir) -> PathBuf {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.path())
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir.path().unwrap())
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
@@ -40,17 +40,16 @@ fn small_output_passes_through_untouched() {
     let mut sink = SpillingSink::new(&spill, &call, "shell", 1, 4096);
     sink.push(b"hello\n");
     assert_eq!(sink.finish(), "hello\n");
-    assert_eq!(
-        std::fs::read_dir(spill.path()).unwrap().count(),
-        0,
-        "nothing spilled"
-    );
+    assert!(spill.jail().is_none(), "no directory was made for nothing");
+    let call = CallSpills::default();
+    fit_text(&"line\n".repeat(2000), &spill, &call, "fs_read", 1, 4096);
+    assert_eq!(only_file(&spill).parent(), spill.jail().map(Jail::root));
 }
 
 #[test]
 fn the_directory_and_its_files_are_the_users_alone() {
     let spill = spill();
-    assert_eq!(mode(spill.path()), 0o700, "spill directory");
+    assert_eq!(mode(spill.path().unwrap()), 0o700, "spill directory");
     let call = CallSpills::default();
     let text = "private line\n".repeat(1000);
     fit_text(&text, &spill, &call, "fs_read", 1, 4096);
@@ -63,7 +62,7 @@ fn the_directory_and_its_files_are_the_users_alone() {
 /// Pushes `chunks` lines of 100 bytes, ten at a time, through a sink over a
 /// directory whose files keep at most `max` bytes.
 fn capped(max: u64, chunks: usize, budget: usize) -> (SpillDir, String, Vec<u8>) {
-    let spill = SpillDir::create(max).unwrap();
+    let spill = SpillDir::new(max);
     let call = CallSpills::default();
     let mut sink = SpillingSink::new(&spill, &call, "shell", 1, budget);
     let mut all = Vec::new();
@@ -119,7 +118,7 @@ fn external_labels_follow_the_call_and_the_file_not_its_name() {
     fit_text(&big, &spill, &local, "shell", 1, 4096);
     spill.label_external(&fetched);
     let mut labelled = Vec::new();
-    for entry in std::fs::read_dir(spill.path()).unwrap() {
+    for entry in std::fs::read_dir(spill.path().unwrap()).unwrap() {
         let path = entry.unwrap().path();
         let is_fetch = path.display().to_string().contains("http_fetch-");
         assert_eq!(
@@ -133,7 +132,7 @@ fn external_labels_follow_the_call_and_the_file_not_its_name() {
     }
     assert_eq!(labelled.len(), 1);
     // Another name for the same file is the same file.
-    let alias = spill.path().join("alias");
+    let alias = spill.path().unwrap().join("alias");
     std::fs::hard_link(&labelled[0], &alias).unwrap();
     assert!(spill.holds_external(&File::open(&alias).unwrap()));
 }
