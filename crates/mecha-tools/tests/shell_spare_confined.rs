@@ -246,3 +246,19 @@ async fn spares_that_keep_going_unused_are_no_longer_started() {
     let out = run(&shell, &ctx_a, "touch .git/hooks/x").await;
     assert!(out.is_error, "{}", out.content);
 }
+
+#[tokio::test]
+async fn a_command_with_a_nul_is_refused_whole_not_cut_short_on_the_spare() {
+    let Some(sandbox) = sandbox() else { return };
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (shell, ctx) = (confined(&sandbox), ctx(dir.path()));
+    assert!(!run(&shell, &ctx, "true").await.is_error);
+    spare_started().await;
+    let out = run(&shell, &ctx, "touch made\0; echo after").await;
+    assert!(out.is_error, "{}", out.content);
+    assert!(
+        !dir.path().join("made").exists(),
+        "the spare ran the first part"
+    );
+}

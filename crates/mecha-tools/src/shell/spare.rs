@@ -134,7 +134,14 @@ impl Spares {
         call: &ConfinedCall,
         command: &str,
     ) -> Result<Result<Launched, ConfinedProgram>, SandboxError> {
-        let Some(spare) = self.take() else {
+        // A NUL would end the command early in the spare's file; bwrap's
+        // own argument vector refuses one, as `bash -c` does.
+        let spare = if command.contains('\0') {
+            None
+        } else {
+            self.take()
+        };
+        let Some(spare) = spare else {
             let args = [OsString::from("-c"), OsString::from(command)];
             return sandbox
                 .confine_program(call.job(OsStr::new("bash"), &args, sandbox))
