@@ -93,14 +93,18 @@ impl Waiting {
     }
 }
 
-fn repo() -> tempfile::TempDir {
-    let ws = tempfile::tempdir().unwrap();
+fn git_init(dir: &Path) {
     let status = std::process::Command::new("git")
         .args(["init", "-q"])
-        .arg(ws.path())
+        .arg(dir)
         .status()
         .unwrap();
     assert!(status.success());
+}
+
+fn repo() -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    git_init(ws.path());
     ws
 }
 
@@ -156,12 +160,7 @@ async fn a_git_directory_moved_aside_and_replaced_meanwhile_gets_a_fresh_sandbox
     let mut waiting = ahead(&sandbox, ws.path()).await;
     // The mounts travel with the moved directory; the new `.git` has none.
     std::fs::rename(ws.path().join(".git"), ws.path().join("old")).unwrap();
-    let status = std::process::Command::new("git")
-        .args(["init", "-q"])
-        .arg(ws.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    git_init(ws.path());
     assert!(!waiting_used(&waiting.place(&sandbox, ws.path())));
     assert_eq!(
         waiting.run("echo '[core]' >> .git/config").await,
@@ -179,12 +178,7 @@ async fn a_repository_made_meanwhile_gets_a_fresh_sandbox() {
     let ws = repo();
     let mut waiting = ahead(&sandbox, ws.path()).await;
     let nested = ws.path().join("nested");
-    let status = std::process::Command::new("git")
-        .args(["init", "-q"])
-        .arg(&nested)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    git_init(&nested);
     assert!(!waiting_used(&waiting.place(&sandbox, ws.path())));
     assert_eq!(
         waiting.run("touch nested/.git/hooks/post-checkout").await,
@@ -209,6 +203,9 @@ async fn a_waiting_sandbox_that_died_or_another_workspace_gets_a_fresh_one() {
     let mut waiting = ahead(&sandbox, ws.path()).await;
     waiting.child.kill().await.unwrap();
     waiting.child.wait().await.unwrap();
+    // The sandbox's own first process dies with bwrap (its parent-death
+    // signal), a moment after it: until then the sandbox is still whole.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert!(!waiting_used(&waiting.place(&sandbox, ws.path())));
 }
 
